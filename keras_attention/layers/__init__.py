@@ -1,0 +1,19 @@
+"""Attention layers. Each name has one canonical path: `keras_attention.layers.X`."""
+
+from keras_attention.layers.bahdanau_attention import BahdanauAttention
+from keras_attention.layers.base_attention import BaseAttention
+from keras_attention.layers.luong_attention import LuongAttention
+from keras_attention.layers.multi_head_attention import MultiHeadAttention
+from keras_attention.layers.scaled_dot_product_attention import (
+    ScaledDotProductAttention,
+)
+from keras_attention.layers.self_attention import SelfAttention
+
+__all__ = [
+    "BahdanauAttention",
+    "BaseAttention",
+    "LuongAttention",
+    "MultiHeadAttention",
+    "ScaledDotProductAttention",
+    "SelfAttention",
+]

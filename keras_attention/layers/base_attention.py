@@ -1,0 +1,265 @@
+"""`BaseAttention`: the call convention and mask handling of every layer.
+
+Subclasses only say how logits are scored and how context vectors become the
+output; checking inputs, building the one `(B, T, S)` mask, zeroing unused
+positions, the float32 masked softmax and dropout live here, once.
+"""
+
+import keras
+from keras import ops
+
+from keras_attention import masks
+from keras_attention.layers import attention_core
+from keras_attention.validation import check_non_negative_int, check_rate
+
+
+def _rank_error(name, shape, layout):
+    return ValueError(
+        f"`{name}` must be a rank-3 tensor of shape {layout}. "
+        f"Received: {name}.shape={tuple(shape)}"
+    )
+
+
+def check_rank3(name, shape, layout):
+    """Raises a `ValueError` unless `shape` has rank 3."""
+    if shape is None or len(shape) != 3:
+        raise _rank_error(name, shape, layout)
+
+
+def _static(dim):
+    return dim if isinstance(dim, int) else None
+
+
+class BaseAttention(keras.layers.Layer):
+    """Base class of the attention layers of keras_attention.
+
+    Every subclass is called as
+
+    ```
+    layer(query, value, key=None, *, attention_mask=None,
+          use_causal_mask=False, return_attention_scores=False,
+          training=None)
+    ```
+
+    with `query` `(B, T, Dq)`, `value` `(B, S, Dv)` and `key` `(B, S, Dk)`
+    (defaults to `value`). Keras implicit masks on `query`, `value` and `key`
+    are honoured and never removed from the inputs; the query mask is
+    propagated to the output. The mask actually applied is the AND of the
+    implicit masks, `attention_mask` (boolean or 0/1 integer, `(B, T, S)` or
+    `(T, S)`, True = may attend) and, with `use_causal_mask=True`, a causal
+    mask (which needs `T == S`; build an offset mask with
+    `keras_attention.masks.causal_mask(T, S, offset=...)` for a decode step).
+
+    A query row with no unmasked key gets all-zero weights and a zero context
+    vector, on every path and under every dtype policy.
+
+    Subclasses implement `_compute_logits(query, key)` returning float32
+    logits `(B, T, S)` (or `(B, H, T, S)`) and `_compute_output(weights,
+    value)`; they may override `build_attention(query_shape, value_shape,
+    key_shape)` to create weights.
+
+    Args:
+        dropout: float in [0, 1), dropout rate on the attention weights
+            (training only).
+        seed: optional int, the dropout seed.
+        **kwargs: standard `keras.layers.Layer` arguments (`name`, `dtype`,
+            ...).
+    """
+
+    # Layout strings used in error messages.
+    _query_layout = "(batch, target_len, query_dim)"
+    _value_layout = "(batch, source_len, value_dim)"
+    _key_layout = "(batch, source_len, key_dim)"
+
+    def __init__(self, dropout=0.0, seed=None, **kwargs):
+        super().__init__(**kwargs)
+        self.dropout = check_rate("dropout", dropout)
+        self.seed = check_non_negative_int("seed", seed, allow_none=True)
+        self.supports_masking = True
+        self._seed_generator = (
+            keras.random.SeedGenerator(seed) if self.dropout > 0 else None
+        )
+
+    # ----------------------------------------------------------------- build
+    def build(self, query_shape, value_shape, key_shape=None):
+        check_rank3("query", query_shape, self._query_layout)
+        check_rank3("value", value_shape, self._value_layout)
+        if key_shape is None:
+            key_shape = value_shape
+        check_rank3("key", key_shape, self._key_layout)
+        self._check_shapes(query_shape, value_shape, key_shape)
+        self.build_attention(
+            tuple(query_shape), tuple(value_shape), tuple(key_shape)
+        )
+        self.built = True
+
+    def build_attention(self, query_shape, value_shape, key_shape):
+        """Creates the layer's weights; the default creates none."""
+
+    def _check_shapes(self, query_shape, value_shape, key_shape):
+        """Checks the static shapes that every attention layer needs."""
+        batch_sizes = {
+            name: shape[0]
+            for name, shape in (
+                ("query", query_shape),
+                ("value", value_shape),
+                ("key", key_shape),
+            )
+            if shape[0] is not None
+        }
+        if len(set(batch_sizes.values())) > 1:
+            received = ", ".join(
+                f"{name}.shape[0]={size}" for name, size in batch_sizes.items()
+            )
+            raise ValueError(
+                "`query`, `value` and `key` must have the same batch size. "
+                f"Received: {received}"
+            )
+        if (
+            key_shape[1] is not None
+            and value_shape[1] is not None
+            and key_shape[1] != value_shape[1]
+        ):
+            raise ValueError(
+                "`key` and `value` must have the same length (source_len). "
+                f"Received: key.shape={tuple(key_shape)}, "
+                f"value.shape={tuple(value_shape)}"
+            )
+        self.check_feature_sizes(query_shape, value_shape, key_shape)
+
+    def check_feature_sizes(self, query_shape, value_shape, key_shape):
+        """Raises if the feature sizes do not fit; the default accepts all."""
+
+    # ------------------------------------------------------------------ call
+    def call(
+        self,
+        query,
+        value,
+        key=None,
+        *,
+        query_mask=None,
+        value_mask=None,
+        key_mask=None,
+        attention_mask=None,
+        use_causal_mask=False,
+        return_attention_scores=False,
+        training=None,
+    ):
+        if key is None:
+            key = value
+        query, value, key = (ops.convert_to_tensor(x) for x in (query, value, key))
+        for name, x, layout in (
+            ("query", query, self._query_layout),
+            ("value", value, self._value_layout),
+            ("key", key, self._key_layout),
+        ):
+            check_rank3(name, x.shape, layout)
+        self._check_shapes(query.shape, value.shape, key.shape)
+        mask = self._build_mask(
+            query,
+            key,
+            query_mask=query_mask,
+            key_mask=masks.merge_masks(value_mask, key_mask),
+            attention_mask=attention_mask,
+            use_causal_mask=use_causal_mask,
+        )
+        if mask is not None:
+            query = attention_core.zero_unused_positions(
+                query, ops.any(mask, axis=2)
+            )
+            used_keys = ops.any(mask, axis=1)
+            key = attention_core.zero_unused_positions(key, used_keys)
+            value = attention_core.zero_unused_positions(value, used_keys)
+        logits = self._compute_logits(query, key)
+        weights = attention_core.masked_softmax(
+            logits, self._broadcast_mask(mask, logits)
+        )
+        output = self._compute_output(
+            self._drop(weights, training), value
+        )
+        if return_attention_scores:
+            return output, self._public_scores(weights)
+        return output
+
+    def _build_mask(
+        self,
+        query,
+        key,
+        *,
+        query_mask,
+        key_mask,
+        attention_mask,
+        use_causal_mask,
+    ):
+        """The one `(B, T, S)` boolean mask of a call, or None."""
+        batch_size = _static(query.shape[0])
+        query_length, key_length = query.shape[1], key.shape[1]
+        dynamic_query_length = ops.shape(query)[1]
+        dynamic_key_length = ops.shape(key)[1]
+        explicit = None
+        if attention_mask is not None:
+            explicit = masks.attention_mask(
+                attention_mask,
+                batch_size=batch_size,
+                query_length=_static(query_length),
+                key_length=_static(key_length),
+            )
+        causal = None
+        if use_causal_mask:
+            if (
+                _static(query_length) is not None
+                and _static(key_length) is not None
+                and query_length != key_length
+            ):
+                raise ValueError(
+                    "`use_causal_mask=True` needs target_len == source_len; "
+                    "a causal mask between sequences of different lengths "
+                    "(a decode step) needs an explicit offset. Build it with "
+                    "`keras_attention.masks.causal_mask(target_len, "
+                    "source_len, offset=...)` and pass it as "
+                    "`attention_mask`. Received: query.shape="
+                    f"{tuple(query.shape)}, key.shape={tuple(key.shape)}, "
+                    "offset=None"
+                )
+            causal = masks.causal_mask(dynamic_query_length, dynamic_key_length)
+        padding = masks.padding_mask(
+            query_mask,
+            key_mask,
+            query_length=dynamic_query_length,
+            key_length=dynamic_key_length,
+        )
+        return masks.merge_masks(padding, explicit, causal)
+
+    def _broadcast_mask(self, mask, logits):
+        """Adds axes to a `(B, T, S)` mask to match rank-4 logits."""
+        if mask is None:
+            return None
+        while len(mask.shape) < len(logits.shape):
+            mask = mask[:, None]
+        return mask
+
+    def _drop(self, weights, training):
+        if self._seed_generator is None or not training:
+            return weights
+        return keras.random.dropout(
+            weights, self.dropout, seed=self._seed_generator
+        )
+
+    def _public_scores(self, weights):
+        """The weights as returned to the user; the default is unchanged."""
+        return weights
+
+    def _compute_logits(self, query, key):
+        raise NotImplementedError
+
+    def _compute_output(self, weights, value):
+        raise NotImplementedError
+
+    def compute_mask(self, query, previous_mask=None):
+        # The output has one row per query: it keeps the query's mask.
+        return previous_mask
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"dropout": self.dropout, "seed": self.seed})
+        return config

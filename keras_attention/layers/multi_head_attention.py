@@ -1,0 +1,233 @@
+"""`MultiHeadAttention`: multi-head attention with grouped-query heads."""
+
+import math
+
+import keras
+from keras import ops
+
+from keras_attention.layers.base_attention import BaseAttention
+from keras_attention.validation import check_bool, check_positive_int
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class MultiHeadAttention(BaseAttention):
+    """Multi-head attention, with grouped-query (GQA) and multi-query (MQA).
+
+    With `H = num_heads` query heads and `K = num_key_value_heads` key/value
+    heads (`K` divides `H`; each group of `G = H / K` consecutive query heads
+    shares one key/value head):
+
+    ```
+    q_h = query W^q_h + b^q_h                 (B, T, key_dim)
+    k_j = key   W^k_j + b^k_j                 (B, S, key_dim)   j = h // G
+    v_j = value W^v_j + b^v_j                 (B, S, value_dim)
+    a_h = softmax((q_h / sqrt(key_dim)) k_j^T)  (B, T, S), float32
+    out = sum_h (a_h v_j) W^o_h + b^o         (B, T, output_dim)
+    ```
+
+    `K = H` is standard multi-head attention, `K = 1` is multi-query
+    attention. Queries are scaled before the matmul and logits and softmax
+    are float32 under every dtype policy. A query row with every key masked
+    gets zero weights in every head, so its output is exactly the output
+    bias `b^o`, on every path.
+
+    Shapes: `query` `(B, T, Dq)`, `value` `(B, S, Dv)`, `key` `(B, S, Dk)`
+    (defaults to `value`). Output `(B, T, output_dim)` (default `Dq`);
+    weights `(B, H, T, S)` (float32).
+
+    Args:
+        num_heads: positive int `H`, the number of query heads.
+        key_dim: positive int, the size of each query and key head.
+        value_dim: positive int, the size of each value head; defaults to
+            `key_dim`.
+        num_key_value_heads: positive int `K` dividing `num_heads`; defaults
+            to `num_heads`.
+        dropout: float in [0, 1), dropout on the attention weights.
+        use_bias: bool, whether the projections have biases.
+        output_dim: positive int, the output size; defaults to `Dq`.
+        kernel_initializer: initializer of the projection kernels.
+        bias_initializer: initializer of the projection biases.
+        seed: optional int seed for dropout.
+        **kwargs: `keras.layers.Layer` arguments.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_attention.layers import MultiHeadAttention
+    >>> layer = MultiHeadAttention(num_heads=4, key_dim=8,
+    ...                            num_key_value_heads=2)
+    >>> x = np.random.rand(2, 6, 16).astype("float32")
+    >>> out, weights = layer(x, x, use_causal_mask=True,
+    ...                      return_attention_scores=True)
+    >>> tuple(out.shape), tuple(weights.shape)
+    ((2, 6, 16), (2, 4, 6, 6))
+
+    References:
+        Vaswani et al., "Attention Is All You Need", 2017; Shazeer, "Fast
+        Transformer Decoding: One Write-Head is All You Need", 2019; Ainslie
+        et al., "GQA", 2023.
+    """
+
+    def __init__(
+        self,
+        num_heads,
+        key_dim,
+        value_dim=None,
+        num_key_value_heads=None,
+        dropout=0.0,
+        use_bias=True,
+        output_dim=None,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        seed=None,
+        **kwargs,
+    ):
+        super().__init__(dropout=dropout, seed=seed, **kwargs)
+        self.num_heads = check_positive_int("num_heads", num_heads)
+        self.key_dim = check_positive_int("key_dim", key_dim)
+        self.value_dim = check_positive_int(
+            "value_dim", value_dim, allow_none=True
+        )
+        self.num_key_value_heads = check_positive_int(
+            "num_key_value_heads", num_key_value_heads, allow_none=True
+        )
+        kv_heads = self.num_key_value_heads or self.num_heads
+        if self.num_heads % kv_heads:
+            raise ValueError(
+                "Argument `num_key_value_heads` must divide `num_heads`. "
+                f"Received: num_key_value_heads={num_key_value_heads}, "
+                f"num_heads={num_heads}"
+            )
+        self.use_bias = check_bool("use_bias", use_bias)
+        self.output_dim = check_positive_int(
+            "output_dim", output_dim, allow_none=True
+        )
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+
+    @property
+    def _kv_heads(self):
+        return self.num_key_value_heads or self.num_heads
+
+    @property
+    def _group_size(self):
+        return self.num_heads // self._kv_heads
+
+    @property
+    def _value_head_dim(self):
+        return self.value_dim or self.key_dim
+
+    def _add_projection(self, name, input_dim, heads, head_dim):
+        kernel = self.add_weight(
+            name=f"{name}_kernel",
+            shape=(input_dim, heads, head_dim),
+            initializer=self.kernel_initializer,
+        )
+        bias = None
+        if self.use_bias:
+            bias = self.add_weight(
+                name=f"{name}_bias",
+                shape=(heads, head_dim),
+                initializer=self.bias_initializer,
+            )
+        return kernel, bias
+
+    def build_attention(self, query_shape, value_shape, key_shape):
+        self.query_kernel, self.query_bias = self._add_projection(
+            "query", query_shape[-1], self.num_heads, self.key_dim
+        )
+        self.key_kernel, self.key_bias = self._add_projection(
+            "key", key_shape[-1], self._kv_heads, self.key_dim
+        )
+        self.value_kernel, self.value_bias = self._add_projection(
+            "value", value_shape[-1], self._kv_heads, self._value_head_dim
+        )
+        output_dim = self.output_dim or query_shape[-1]
+        self.output_kernel = self.add_weight(
+            name="output_kernel",
+            shape=(self.num_heads, self._value_head_dim, output_dim),
+            initializer=self.kernel_initializer,
+        )
+        self.output_bias = None
+        if self.use_bias:
+            self.output_bias = self.add_weight(
+                name="output_bias",
+                shape=(output_dim,),
+                initializer=self.bias_initializer,
+            )
+
+    @staticmethod
+    def _project(x, kernel, bias):
+        # (B, L, D) x (D, heads, head_dim) -> (B, L, heads, head_dim)
+        projected = ops.einsum("bld,dhk->blhk", x, kernel)
+        if bias is not None:
+            projected = projected + bias
+        return projected
+
+    def _grouped_query(self, query):
+        """Query heads `(B, T, K, G, key_dim)`, grouped by key/value head."""
+        kernel = ops.reshape(
+            self.query_kernel,
+            (-1, self._kv_heads, self._group_size, self.key_dim),
+        )
+        projected = ops.einsum("btd,dkgh->btkgh", query, kernel)
+        if self.query_bias is not None:
+            projected = projected + ops.reshape(
+                self.query_bias,
+                (self._kv_heads, self._group_size, self.key_dim),
+            )
+        return projected
+
+    def _compute_logits(self, query, key):
+        query_heads = self._grouped_query(query)  # (B, T, K, G, key_dim)
+        key_heads = self._project(key, self.key_kernel, self.key_bias)
+        return self._head_logits(query_heads, key_heads)  # (B, K, G, T, S)
+
+    def _head_logits(self, query_heads, key_heads):
+        """float32 logits `(B, K, G, T, S)` from grouped query heads
+        `(B, T, K, G, key_dim)` and key heads `(B, S, K, key_dim)`."""
+        scale = 1.0 / math.sqrt(self.key_dim)
+        query_heads = ops.cast(query_heads, "float32") * scale
+        return ops.einsum(
+            "btkgd,bskd->bkgts", query_heads, ops.cast(key_heads, "float32")
+        )
+
+    def _compute_output(self, weights, value):
+        value_heads = self._project(value, self.value_kernel, self.value_bias)
+        weights = ops.cast(weights, value_heads.dtype)
+        context = ops.einsum("bkgts,bskd->btkgd", weights, value_heads)
+        output_kernel = ops.reshape(
+            self.output_kernel,
+            (self._kv_heads, self._group_size, self._value_head_dim, -1),
+        )
+        output = ops.einsum("btkgd,kgdo->bto", context, output_kernel)
+        if self.output_bias is not None:
+            output = output + self.output_bias
+        return output
+
+    def _public_scores(self, weights):
+        # (B, K, G, T, S) -> (B, H, T, S), head h = k * G + g.
+        batch, _, _, target_len, source_len = ops.shape(weights)
+        return ops.reshape(
+            weights, (batch, self.num_heads, target_len, source_len)
+        )
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_heads": self.num_heads,
+                "key_dim": self.key_dim,
+                "value_dim": self.value_dim,
+                "num_key_value_heads": self.num_key_value_heads,
+                "use_bias": self.use_bias,
+                "output_dim": self.output_dim,
+                "kernel_initializer": keras.initializers.serialize(
+                    self.kernel_initializer
+                ),
+                "bias_initializer": keras.initializers.serialize(
+                    self.bias_initializer
+                ),
+            }
+        )
+        return config

@@ -1,0 +1,77 @@
+"""Argument checks shared by every public constructor.
+
+Each check raises a `ValueError` (or `TypeError`) that names the argument and
+says `Received: ...`, in the Keras style, so bad input fails at construction.
+"""
+
+import numbers
+
+
+def check_positive_int(name, value, allow_none=False):
+    """Returns `value` as an `int` if it is a positive integer.
+
+    `bool` is rejected even though it is an `int` subclass; NumPy integers are
+    accepted.
+    """
+    if value is None and allow_none:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Integral)
+        or value <= 0
+    ):
+        raise ValueError(
+            f"Argument `{name}` must be a positive integer. "
+            f"Received: {name}={value!r}"
+        )
+    return int(value)
+
+
+def check_non_negative_int(name, value, allow_none=False):
+    """Returns `value` as an `int` if it is an integer >= 0."""
+    if value is None and allow_none:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Integral)
+        or value < 0
+    ):
+        raise ValueError(
+            f"Argument `{name}` must be a non-negative integer. "
+            f"Received: {name}={value!r}"
+        )
+    return int(value)
+
+
+def check_rate(name, value):
+    """Returns `value` as a `float` if it lies in [0, 1)."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not 0.0 <= float(value) < 1.0
+    ):
+        raise ValueError(
+            f"Argument `{name}` must be a float in [0, 1). "
+            f"Received: {name}={value!r}"
+        )
+    return float(value)
+
+
+def check_choice(name, value, choices):
+    """Returns `value` if it is one of `choices`."""
+    if value not in choices:
+        options = ", ".join(repr(c) for c in choices)
+        raise ValueError(
+            f"Argument `{name}` must be one of {options}. "
+            f"Received: {name}={value!r}"
+        )
+    return value
+
+
+def check_bool(name, value):
+    """Returns `value` if it is a Python `bool`."""
+    if not isinstance(value, bool):
+        raise TypeError(
+            f"Argument `{name}` must be a bool. Received: {name}={value!r}"
+        )
+    return value

@@ -1,0 +1,309 @@
+"""`run_layer_test`: the checks every public layer of keras_attention passes.
+
+Written for this project (it does not import `keras.src`), after the harnesses
+of Keras core and keras-hub, plus what they leave out: numeric `.keras` round
+trips, finiteness, mixed precision closeness, XLA == eager, mask warnings and
+input masks left untouched.
+"""
+
+import inspect
+import json
+import os
+import tempfile
+import warnings
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+# Absolute tolerances of mixed precision against float32 for |x| <= 3
+# (reliability.md D3; measured on Keras MHA: 1.3e-3 and 1.3e-2).
+PRECISION_TOLERANCE = {"mixed_float16": 1e-2, "mixed_bfloat16": 5e-2}
+XLA_TOLERANCE = 1e-5
+
+
+def to_numpy(x):
+    return np.asarray(keras.ops.convert_to_numpy(x))
+
+
+def flatten(outputs):
+    return list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+
+
+def keras_mask(x):
+    """The Keras implicit mask attached to an eager tensor, or None."""
+    return getattr(x, "_keras_mask", None)
+
+
+def with_keras_mask(x, mask):
+    """`x` as an eager tensor carrying the Keras mask `mask` `(B, L)`."""
+    tensor = tf.convert_to_tensor(np.asarray(x, "float32"))
+    tensor._keras_mask = tf.convert_to_tensor(np.asarray(mask, bool))
+    return tensor
+
+
+def zero_padding(x, mask):
+    """`x` with padded rows zeroed and real rows non-zero, for `Masking`."""
+    return np.where(mask[..., None], np.where(x == 0, 1e-3, x), 0.0).astype(
+        "float32"
+    )
+
+
+def assert_config_round_trip(layer_cls, init_kwargs):
+    """get_config/from_config and serialize/deserialize are lossless."""
+    layer = layer_cls(**init_kwargs)
+    config = layer.get_config()
+    signature = inspect.signature(layer_cls.__init__)
+    for name, param in signature.parameters.items():
+        if name == "self" or param.kind is param.VAR_KEYWORD:
+            continue
+        assert name in config, f"get_config() lacks constructor arg {name!r}"
+    revived = layer_cls.from_config(config)
+    as_json = lambda c: json.dumps(c, sort_keys=True)  # noqa: E731
+    assert as_json(revived.get_config()) == as_json(config)
+    serialized = json.loads(json.dumps(keras.saving.serialize_keras_object(layer)))
+    assert serialized["module"].startswith("keras_attention") or (
+        serialized.get("registered_name", "").startswith("keras_attention>")
+    )
+    restored = keras.saving.deserialize_keras_object(serialized)
+    assert type(restored) is layer_cls
+    assert as_json(restored.get_config()) == as_json(config)
+
+
+def copy_layer(layer, tensors, call_kwargs=None, dtype=None):
+    """A new layer of the same config and the same weights as `layer`."""
+    config = layer.get_config()
+    if dtype is not None:
+        config["dtype"] = dtype
+    twin = type(layer).from_config(config)
+    twin(*tensors, **(call_kwargs or {}))
+    twin.set_weights(layer.get_weights())
+    return twin
+
+
+def functional_model(layer, inputs, call_kwargs):
+    """A functional model applying `layer` to named `keras.Input`s."""
+    symbolic = [
+        keras.Input(shape=x.shape[1:], name=name) for name, x in inputs.items()
+    ]
+    outputs = layer(*symbolic, **call_kwargs)
+    return keras.Model(symbolic, outputs)
+
+
+def assert_outputs_close(actual, expected, atol, rtol=0.0, what=""):
+    for a, e in zip(flatten(actual), flatten(expected)):
+        np.testing.assert_allclose(
+            to_numpy(a), to_numpy(e), atol=atol, rtol=rtol, err_msg=what
+        )
+
+
+def assert_finite(outputs, what=""):
+    for out in flatten(outputs):
+        assert np.isfinite(to_numpy(out)).all(), f"non-finite output {what}"
+
+
+def finite_gradients(layer, inputs, call_kwargs):
+    """Gradients of sum(outputs) w.r.t. inputs and weights are finite."""
+    tensors = [tf.convert_to_tensor(x) for x in inputs.values()]
+    with tf.GradientTape() as tape:
+        tape.watch(tensors)
+        outputs = layer(*tensors, **call_kwargs)
+        loss = tf.add_n(
+            [tf.reduce_sum(tf.cast(o, "float32")) for o in flatten(outputs)]
+        )
+    grads = tape.gradient(loss, tensors + layer.trainable_variables)
+    for grad in grads:
+        if grad is not None:
+            assert np.isfinite(to_numpy(grad)).all(), "non-finite gradient"
+
+
+def run_layer_test(
+    layer_cls,
+    init_kwargs,
+    inputs,
+    call_kwargs=None,
+    expected_output_shape=None,
+    expected_scores_shape=None,
+    mask_inputs=True,
+    tmp_dir=None,
+):
+    """Runs every structural and numerical check on one layer configuration.
+
+    Args:
+        layer_cls: the layer class.
+        init_kwargs: constructor arguments.
+        inputs: dict name -> NumPy array, the positional call inputs in
+            order (e.g. `{"query": q, "value": v}`).
+        call_kwargs: extra non-tensor call arguments (e.g.
+            `{"use_causal_mask": True}`).
+        expected_output_shape: shape of the output.
+        expected_scores_shape: shape of the weights; when given, the calls
+            with `return_attention_scores=True` are checked too.
+        mask_inputs: also run with Keras implicit masks on the inputs.
+        tmp_dir: folder for the `.keras` file (a temporary one if None).
+    """
+    call_kwargs = dict(call_kwargs or {})
+    keras.utils.set_random_seed(1234)
+    assert_config_round_trip(layer_cls, init_kwargs)
+
+    layer = layer_cls(**init_kwargs)
+    tensors = [tf.convert_to_tensor(x) for x in inputs.values()]
+
+    # Eager call: shapes and finiteness.
+    output = layer(*tensors, **call_kwargs)
+    assert tuple(output.shape) == tuple(expected_output_shape)
+    assert_finite(output, "(eager)")
+    assert output.dtype == layer.compute_dtype
+    variants = [dict(call_kwargs)]
+    if expected_scores_shape is not None:
+        scored = dict(call_kwargs, return_attention_scores=True)
+        out, scores = layer(*tensors, **scored)
+        assert tuple(scores.shape) == tuple(expected_scores_shape)
+        # The same output with and without scores, exactly.
+        np.testing.assert_array_equal(to_numpy(out), to_numpy(output))
+        variants.append(scored)
+
+    for kwargs in variants:
+        eager = layer(*tensors, **kwargs)
+        # Symbolic call (functional API): same shapes, same numbers. A copy of
+        # the layer per variant: Keras checks a functional graph against the
+        # output structure of a layer's *first* call.
+        model = functional_model(copy_layer(layer, tensors), inputs, kwargs)
+        for spec, value in zip(flatten(model.outputs), flatten(eager)):
+            assert len(spec.shape) == len(value.shape)
+            for s, v in zip(spec.shape, value.shape):
+                assert s is None or s == v
+        assert_outputs_close(model(tensors), eager, atol=1e-6, what="functional")
+        # Graph and XLA agree with eager.
+        graph = tf.function(lambda *a, kw=kwargs: layer(*a, **kw))
+        xla = tf.function(
+            lambda *a, kw=kwargs: layer(*a, **kw), jit_compile=True
+        )
+        assert_outputs_close(graph(*tensors), eager, atol=1e-6, what="graph")
+        assert_outputs_close(xla(*tensors), eager, atol=XLA_TOLERANCE, what="xla")
+
+    _check_saving(layer, inputs, call_kwargs, tmp_dir)
+    _check_training(layer_cls, init_kwargs, inputs, call_kwargs)
+    finite_gradients(layer, inputs, call_kwargs)
+    _check_mixed_precision(layer, inputs, call_kwargs)
+    if mask_inputs:
+        _check_implicit_masks(layer_cls, init_kwargs, inputs, call_kwargs)
+
+
+def _check_saving(layer, inputs, call_kwargs, tmp_dir):
+    """`.keras` save/load without custom_objects gives identical outputs."""
+    model = functional_model(layer, inputs, call_kwargs)
+    tensors = [tf.convert_to_tensor(x) for x in inputs.values()]
+    expected = model(tensors)
+    with tempfile.TemporaryDirectory(dir=tmp_dir) as folder:
+        path = os.path.join(folder, "layer.keras")
+        model.save(path)
+        reloaded = keras.saving.load_model(path)
+    assert_outputs_close(reloaded(tensors), expected, atol=0.0, what="reload")
+    reloaded_layer = reloaded.layers[-1]
+    assert type(reloaded_layer) is type(layer)
+    assert reloaded_layer.get_config() == layer.get_config()
+
+
+def _check_training(layer_cls, init_kwargs, inputs, call_kwargs):
+    """One `fit` step with `jit_compile=True` runs and changes the weights."""
+    layer = layer_cls(**init_kwargs)
+    model = functional_model(layer, inputs, call_kwargs)
+    model.compile(optimizer="sgd", loss="mse", jit_compile=True)
+    x = [np.asarray(v) for v in inputs.values()]
+    y = np.random.default_rng(0).normal(size=model.outputs[0].shape[1:])
+    y = np.broadcast_to(y, (x[0].shape[0],) + y.shape).astype("float32")
+    before = [to_numpy(w).copy() for w in layer.trainable_weights]
+    history = model.fit(x, y, batch_size=x[0].shape[0], epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0])
+    after = [to_numpy(w) for w in layer.trainable_weights]
+    if before:
+        assert any(not np.array_equal(b, a) for b, a in zip(before, after))
+
+
+def _check_mixed_precision(reference, inputs, call_kwargs):
+    """Finite, close to float32, float32 variables and float32 weights."""
+    tensors = [tf.convert_to_tensor(x) for x in inputs.values()]
+    expected = reference(*tensors, **call_kwargs)
+    for policy, atol in PRECISION_TOLERANCE.items():
+        layer = copy_layer(reference, tensors, call_kwargs, dtype=policy)
+        for variable in layer.weights:
+            assert variable.dtype == "float32", variable.path
+        output, scores = _call_with_scores(layer, tensors, call_kwargs)
+        assert output.dtype == layer.compute_dtype
+        assert_finite(output, policy)
+        np.testing.assert_allclose(
+            to_numpy(output).astype("float32"),
+            to_numpy(expected),
+            atol=atol,
+            err_msg=policy,
+        )
+        if scores is not None:
+            assert scores.dtype == "float32"
+        finite_gradients(layer, inputs, call_kwargs)
+
+
+def _call_with_scores(layer, tensors, call_kwargs):
+    try:
+        output, scores = layer(
+            *tensors, **call_kwargs, return_attention_scores=True
+        )
+    except TypeError:
+        return layer(*tensors, **call_kwargs), None
+    return output, scores
+
+
+def _padding_masks(inputs):
+    """A `(B, L)` mask per input: the last position of example 0 is padding."""
+    result = {}
+    for name, x in inputs.items():
+        mask = np.ones(x.shape[:2], bool)
+        mask[0, -1] = False
+        result[name] = mask
+    return result
+
+
+def _check_implicit_masks(layer_cls, init_kwargs, inputs, call_kwargs):
+    """Implicit masks: honoured, propagated, never stripped, no warnings."""
+    layer = layer_cls(**init_kwargs)
+    padding = _padding_masks(inputs)
+    masked = [with_keras_mask(x, padding[name]) for name, x in inputs.items()]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        output = layer(*masked, **call_kwargs)
+        model = functional_model_with_masking(layer, inputs, call_kwargs)
+        symbolic_output = model(
+            [zero_padding(x, padding[name]) for name, x in inputs.items()]
+        )
+    mask_warnings = [w for w in caught if "mask" in str(w.message).lower()]
+    assert not mask_warnings, [str(w.message) for w in mask_warnings]
+    # Inputs keep their masks (keras MHA strips them: reliability R1).
+    for tensor in masked:
+        assert keras_mask(tensor) is not None, "an input lost its Keras mask"
+    # The output carries the query's mask.
+    first = list(padding)[0]
+    np.testing.assert_array_equal(to_numpy(keras_mask(output)), padding[first])
+    np.testing.assert_array_equal(
+        to_numpy(keras_mask(symbolic_output)), padding[first]
+    )
+    # Padded rows of the first input are ignored: changing them changes
+    # nothing in the other rows.
+    changed = []
+    for name, x in inputs.items():
+        noisy = np.array(x)
+        noisy[~padding[name]] = np.nan
+        changed.append(with_keras_mask(noisy, padding[name]))
+    noisy_output = to_numpy(layer(*changed, **call_kwargs))
+    assert np.isfinite(noisy_output).all(), "NaN in padding reached the output"
+    np.testing.assert_allclose(
+        noisy_output[padding[first]], to_numpy(output)[padding[first]], atol=1e-6
+    )
+
+
+def functional_model_with_masking(layer, inputs, call_kwargs):
+    """A functional model whose inputs go through `keras.layers.Masking`."""
+    symbolic = [
+        keras.Input(shape=x.shape[1:], name=name) for name, x in inputs.items()
+    ]
+    masked = [keras.layers.Masking(0.0)(s) for s in symbolic]
+    return keras.Model(symbolic, layer(*masked, **call_kwargs))
