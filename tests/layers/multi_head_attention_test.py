@@ -1,0 +1,128 @@
+import numpy as np
+import pytest
+
+from keras_attention.layers import MultiHeadAttention
+from tests.test_case import run_layer_test
+
+
+def softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def reference(layer, q, v, k):
+    """NumPy multi-head attention with key/value heads repeated per group."""
+    heads, kv_heads = layer.num_heads, layer.num_key_value_heads or layer.num_heads
+    get = lambda w: None if w is None else w.numpy()  # noqa: E731
+    wq, bq = get(layer.query_kernel), get(layer.query_bias)
+    wk, bk = get(layer.key_kernel), get(layer.key_bias)
+    wv, bv = get(layer.value_kernel), get(layer.value_bias)
+    wo, bo = get(layer.output_kernel), get(layer.output_bias)
+    qh = np.einsum("btd,dhk->bthk", q, wq) + (0 if bq is None else bq)
+    kh = np.einsum("bsd,dhk->bshk", k, wk) + (0 if bk is None else bk)
+    vh = np.einsum("bsd,dhk->bshk", v, wv) + (0 if bv is None else bv)
+    group = heads // kv_heads
+    kh, vh = np.repeat(kh, group, axis=2), np.repeat(vh, group, axis=2)
+    logits = np.einsum("bthk,bshk->bhts", qh, kh) / np.sqrt(layer.key_dim)
+    weights = softmax(logits)
+    context = np.einsum("bhts,bshk->bthk", weights, vh)
+    out = np.einsum("bthk,hko->bto", context, wo) + (0 if bo is None else bo)
+    return out, weights
+
+
+CONFIGS = {
+    "mha": {"num_heads": 2, "key_dim": 3},
+    "gqa": {"num_heads": 4, "key_dim": 3, "num_key_value_heads": 2, "dropout": 0.1, "seed": 0},
+    "mqa": {"num_heads": 4, "key_dim": 2, "num_key_value_heads": 1, "value_dim": 5},
+    "no_bias_out_dim": {"num_heads": 2, "key_dim": 3, "use_bias": False, "output_dim": 7},
+}
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_layer_behaviors(name, rng, tmp_path):
+    init_kwargs = CONFIGS[name]
+    run_layer_test(
+        MultiHeadAttention,
+        init_kwargs,
+        {
+            "query": rng.normal(size=(2, 3, 4)).astype("float32"),
+            "value": rng.normal(size=(2, 5, 6)).astype("float32"),
+        },
+        expected_output_shape=(2, 3, init_kwargs.get("output_dim", 4)),
+        expected_scores_shape=(2, init_kwargs["num_heads"], 3, 5),
+        tmp_dir=tmp_path,
+    )
+
+
+def test_causal_self_attention_behaviors(rng, tmp_path):
+    run_layer_test(
+        MultiHeadAttention,
+        {"num_heads": 2, "key_dim": 4},
+        {
+            "query": rng.normal(size=(2, 5, 8)).astype("float32"),
+            "value": rng.normal(size=(2, 5, 8)).astype("float32"),
+        },
+        call_kwargs={"use_causal_mask": True},
+        expected_output_shape=(2, 5, 8),
+        expected_scores_shape=(2, 2, 5, 5),
+        tmp_dir=tmp_path,
+    )
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_correctness_against_numpy(name, rng):
+    layer = MultiHeadAttention(**CONFIGS[name], bias_initializer="random_normal")
+    q = rng.normal(size=(2, 3, 4)).astype("float32")
+    v = rng.normal(size=(2, 5, 6)).astype("float32")
+    k = rng.normal(size=(2, 5, 3)).astype("float32")
+    out, w = layer(q, v, k, return_attention_scores=True)
+    expected_out, expected_w = reference(layer, q, v, k)
+    np.testing.assert_allclose(w, expected_w, atol=1e-6)
+    np.testing.assert_allclose(out, expected_out, atol=1e-5)
+
+
+def test_grouped_query_equals_full_heads_with_shared_kv(rng):
+    """GQA with K heads == MHA whose key/value heads are copied per group."""
+    q = rng.normal(size=(2, 3, 4)).astype("float32")
+    v = rng.normal(size=(2, 5, 4)).astype("float32")
+    gqa = MultiHeadAttention(4, 3, num_key_value_heads=2)
+    full = MultiHeadAttention(4, 3)
+    gqa(q, v), full(q, v)
+    for name in ("query_kernel", "query_bias", "output_kernel", "output_bias"):
+        getattr(full, name).assign(getattr(gqa, name))
+    for name in ("key_kernel", "value_kernel"):
+        getattr(full, name).assign(np.repeat(getattr(gqa, name).numpy(), 2, axis=1))
+    for name in ("key_bias", "value_bias"):
+        getattr(full, name).assign(np.repeat(getattr(gqa, name).numpy(), 2, axis=0))
+    np.testing.assert_allclose(gqa(q, v), full(q, v), atol=1e-6)
+    assert gqa.key_kernel.shape == (4, 2, 3)
+
+
+def test_fully_masked_row_output_is_output_bias(rng):
+    layer = MultiHeadAttention(2, 3, bias_initializer="random_normal")
+    q = rng.normal(size=(1, 2, 4)).astype("float32")
+    v = rng.normal(size=(1, 3, 4)).astype("float32")
+    mask = np.array([[[True, False, True], [False, False, False]]])
+    out, w = layer(q, v, attention_mask=mask, return_attention_scores=True)
+    np.testing.assert_array_equal(w.numpy()[0, :, 1], 0.0)
+    np.testing.assert_array_equal(out.numpy()[0, 1], layer.output_bias.numpy())
+
+
+@pytest.mark.parametrize(
+    "kwargs, pattern",
+    [
+        ({"num_heads": 0, "key_dim": 2}, r"num_heads.*Received: num_heads=0"),
+        ({"num_heads": 2.0, "key_dim": 2}, r"num_heads.*Received: num_heads=2.0"),
+        ({"num_heads": True, "key_dim": 2}, r"num_heads.*Received: num_heads=True"),
+        ({"num_heads": 2, "key_dim": -1}, r"key_dim.*Received: key_dim=-1"),
+        ({"num_heads": 2, "key_dim": None}, r"key_dim.*Received: key_dim=None"),
+        ({"num_heads": 2, "key_dim": 2, "value_dim": 0}, r"value_dim.*Received: value_dim=0"),
+        ({"num_heads": 4, "key_dim": 2, "num_key_value_heads": 3},
+         r"num_key_value_heads.*divide.*Received: num_key_value_heads=3"),
+        ({"num_heads": 2, "key_dim": 2, "dropout": 1.5}, r"dropout.*Received: dropout=1.5"),
+        ({"num_heads": 2, "key_dim": 2, "use_bias": 1}, r"use_bias.*Received: use_bias=1"),
+    ],
+)
+def test_invalid_args(kwargs, pattern):
+    with pytest.raises((ValueError, TypeError), match=pattern):
+        MultiHeadAttention(**kwargs)

@@ -1,0 +1,104 @@
+import numpy as np
+import pytest
+
+from keras_attention import masks
+from keras_attention.layers import MultiHeadAttention, SelfAttention
+from tests.test_case import run_layer_test
+
+
+@pytest.mark.parametrize(
+    "init_kwargs",
+    [
+        {"num_heads": 2, "score": "scaled_dot"},
+        {"num_heads": 2, "score": "dot", "use_causal_mask": True},
+        {"num_heads": 4, "score": "general", "num_key_value_heads": 2, "window": 1},
+        {"num_heads": 1, "key_dim": 3, "score": "additive", "use_causal_mask": True,
+         "dropout": 0.1, "seed": 4},
+    ],
+    ids=["scaled_dot", "dot_causal", "general_gqa_window", "additive_causal"],
+)
+def test_layer_behaviors(init_kwargs, rng, tmp_path):
+    run_layer_test(
+        SelfAttention,
+        init_kwargs,
+        {"x": rng.normal(size=(2, 5, 8)).astype("float32")},
+        expected_output_shape=(2, 5, 8),
+        expected_scores_shape=(2, init_kwargs["num_heads"], 5, 5),
+        tmp_dir=tmp_path,
+    )
+
+
+def test_scaled_dot_equals_multi_head_attention_on_x_x(rng):
+    x = rng.normal(size=(2, 5, 8)).astype("float32")
+    layer = SelfAttention(num_heads=2)
+    mha = MultiHeadAttention(num_heads=2, key_dim=4)
+    layer(x), mha(x, x)
+    mha.set_weights(layer.get_weights())
+    np.testing.assert_allclose(
+        layer(x, use_causal_mask=True), mha(x, x, use_causal_mask=True), atol=1e-6
+    )
+
+
+def test_additive_score_matches_numpy(rng):
+    x = rng.normal(size=(1, 4, 6)).astype("float32")
+    layer = SelfAttention(num_heads=1, score="additive", use_bias=False)
+    _, w = layer(x, return_attention_scores=True)
+    q = x @ layer.query_kernel.numpy()[:, 0]
+    k = x @ layer.key_kernel.numpy()[:, 0]
+    logits = np.tanh(q[:, :, None] + k[:, None]) @ layer.score_vector.numpy()[0]
+    e = np.exp(logits - logits.max(-1, keepdims=True))
+    np.testing.assert_allclose(w[:, 0], e / e.sum(-1, keepdims=True), atol=1e-6)
+
+
+def test_general_score_matches_numpy(rng):
+    x = rng.normal(size=(1, 4, 6)).astype("float32")
+    layer = SelfAttention(num_heads=2, score="general", use_bias=False)
+    _, w = layer(x, return_attention_scores=True)
+    q = np.einsum("btd,dhk->bthk", x, layer.query_kernel.numpy())
+    k = np.einsum("btd,dhk->bthk", x, layer.key_kernel.numpy())
+    logits = np.einsum("bthk,hke,bshe->bhts", q, layer.score_kernel.numpy(), k)
+    e = np.exp(logits - logits.max(-1, keepdims=True))
+    np.testing.assert_allclose(w, e / e.sum(-1, keepdims=True), atol=1e-5)
+
+
+def test_causal_window_weights_are_zero_outside_the_band(rng):
+    x = rng.normal(size=(2, 6, 4)).astype("float32")
+    _, w = SelfAttention(2, use_causal_mask=True, window=2)(x, return_attention_scores=True)
+    allowed = np.asarray(masks.merge_masks(masks.causal_mask(6, 6), masks.sliding_window_mask(6, 6, 2)))
+    assert (w.numpy()[:, :, ~allowed[0]] == 0).all()
+    np.testing.assert_allclose(w.numpy().sum(-1), 1.0, atol=1e-6)
+
+
+def test_call_flag_overrides_constructor(rng):
+    x = rng.normal(size=(1, 4, 4)).astype("float32")
+    layer = SelfAttention(1, use_causal_mask=True)
+    _, causal = layer(x, return_attention_scores=True)
+    _, full = layer(x, use_causal_mask=False, return_attention_scores=True)
+    assert causal.numpy()[0, 0, 0, 1] == 0 and full.numpy()[0, 0, 0, 1] > 0
+
+
+def test_implicit_mask_with_explicit_attention_mask(rng):
+    """Keras fills `x_mask` when `attention_mask` is a tensor argument too."""
+    from tests.test_case import with_keras_mask
+
+    x = rng.normal(size=(1, 4, 4)).astype("float32")
+    padding = np.array([[True, True, True, False]])
+    layer = SelfAttention(1)
+    explicit = np.ones((1, 4, 4), bool)
+    _, w = layer(with_keras_mask(x, padding), attention_mask=explicit,
+                 return_attention_scores=True)
+    assert (w.numpy()[0, 0, :, 3] == 0).all()
+    assert (w.numpy()[0, 0, 3] == 0).all()
+
+
+def test_invalid_args():
+    with pytest.raises(ValueError, match=r"score.*Received: score='cosine'"):
+        SelfAttention(score="cosine")
+    with pytest.raises(ValueError, match=r"window.*Received: window=-1"):
+        SelfAttention(window=-1)
+    with pytest.raises(TypeError, match=r"use_causal_mask.*Received: use_causal_mask='yes'"):
+        SelfAttention(use_causal_mask="yes")
+    with pytest.raises(ValueError, match=r"num_heads.*divide.*Received: x.shape=\(2, 3, 5\)"):
+        SelfAttention(num_heads=2)(np.ones((2, 3, 5), "float32"))
+    with pytest.raises(ValueError, match=r"rank-3.*Received: x.shape=\(3, 5\)"):
+        SelfAttention(num_heads=1)(np.ones((3, 5), "float32"))
