@@ -36,6 +36,7 @@ array([[1, 0, 0],
        [1, 0, 0]])
 """
 
+import keras
 import numpy as np
 from keras import ops
 
@@ -338,7 +339,8 @@ def attention_mask(mask, *, batch_size, query_length, key_length):
     )
     if isinstance(mask, (list, tuple, bool, int)):
         mask = np.asarray(mask)
-    dtype = str(getattr(mask, "dtype", ""))
+    dtype = getattr(mask, "dtype", None)
+    dtype = "" if dtype is None else keras.backend.standardize_dtype(dtype)
     if "float" in dtype or "complex" in dtype:
         raise ValueError(
             "`attention_mask` must be a boolean tensor (True = may attend) "
