@@ -33,7 +33,10 @@ def masked_softmax(logits, mask=None):
     logits = ops.cast(logits, "float32")
     if mask is not None:
         logits = ops.where(mask, logits, _LOWEST_FLOAT32)
-    row_max = ops.stop_gradient(ops.max(logits, axis=-1, keepdims=True))
+    # `initial` keeps an empty key axis (S = 0) legal: every row is then empty.
+    row_max = ops.stop_gradient(
+        ops.max(logits, axis=-1, keepdims=True, initial=_LOWEST_FLOAT32)
+    )
     exps = ops.exp(logits - row_max)
     if mask is not None:
         exps = ops.where(mask, exps, 0.0)

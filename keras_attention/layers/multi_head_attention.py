@@ -9,6 +9,19 @@ from keras_attention.layers.base_attention import BaseAttention
 from keras_attention.validation import check_bool, check_positive_int
 
 
+def grouped_dot_products(query_heads, key_heads):
+    """Grouped-query dot products `(B, K, G, T, S)`.
+
+    Args:
+        query_heads: `(B, T, K, G, d)`.
+        key_heads: `(B, S, K, d)`; each of the `G` query heads of group `k`
+            meets key head `k` (broadcast, not copied).
+    """
+    query_heads = ops.transpose(query_heads, (0, 2, 3, 1, 4))  # (B,K,G,T,d)
+    key_heads = ops.transpose(key_heads, (0, 2, 3, 1))[:, :, None]  # (B,K,1,d,S)
+    return ops.matmul(query_heads, key_heads)
+
+
 @keras.saving.register_keras_serializable(package="keras_attention")
 class MultiHeadAttention(BaseAttention):
     """Multi-head attention, with grouped-query (GQA) and multi-query (MQA).
@@ -188,19 +201,20 @@ class MultiHeadAttention(BaseAttention):
         `(B, T, K, G, key_dim)` and key heads `(B, S, K, key_dim)`."""
         scale = 1.0 / math.sqrt(self.key_dim)
         query_heads = ops.cast(query_heads, "float32") * scale
-        return ops.einsum(
-            "btkgd,bskd->bkgts", query_heads, ops.cast(key_heads, "float32")
-        )
+        return grouped_dot_products(query_heads, ops.cast(key_heads, "float32"))
 
     def _compute_output(self, weights, value):
         value_heads = self._project(value, self.value_kernel, self.value_bias)
         weights = ops.cast(weights, value_heads.dtype)
-        context = ops.einsum("bkgts,bskd->btkgd", weights, value_heads)
+        # (B, K, G, T, S) @ (B, K, 1, S, dv) -> (B, K, G, T, dv)
+        context = ops.matmul(
+            weights, ops.transpose(value_heads, (0, 2, 1, 3))[:, :, None]
+        )
         output_kernel = ops.reshape(
             self.output_kernel,
             (self._kv_heads, self._group_size, self._value_head_dim, -1),
         )
-        output = ops.einsum("btkgd,kgdo->bto", context, output_kernel)
+        output = ops.einsum("bkgtd,kgdo->bto", context, output_kernel)
         if self.output_bias is not None:
             output = output + self.output_bias
         return output

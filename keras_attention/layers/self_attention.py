@@ -4,7 +4,10 @@ import keras
 from keras import ops
 
 from keras_attention import masks
-from keras_attention.layers.multi_head_attention import MultiHeadAttention
+from keras_attention.layers.multi_head_attention import (
+    MultiHeadAttention,
+    grouped_dot_products,
+)
 from keras_attention.validation import (
     check_bool,
     check_choice,
@@ -157,7 +160,7 @@ class SelfAttention(MultiHeadAttention):
         if self.score == "general":
             kernel = ops.cast(self._grouped(self.score_kernel), "float32")
             query_heads = ops.einsum("btkgd,kgde->btkge", query_heads, kernel)
-        return ops.einsum("btkgd,bskd->bkgts", query_heads, key_heads)
+        return grouped_dot_products(query_heads, key_heads)
 
     def call(
         self,

@@ -75,3 +75,16 @@ def test_integer_and_variable_inputs_are_accepted():
 
     variable = tf.Variable(ones(2, 3, DIM))
     np.testing.assert_array_equal(layer(variable, variable), layer(ones(2, 3, DIM), ones(2, 3, DIM)))
+
+
+@pytest.mark.parametrize("name", list(FACTORIES))
+def test_empty_memory_follows_the_fully_masked_rule_and_empty_queries_work(name):
+    """S = 0: every row is fully masked, so the context is zero (the output is
+    the output bias where there is one). T = 0: an empty output."""
+    from tests.layers.factories import empty_row_output
+
+    layer = FACTORIES[name]()
+    no_keys = np.asarray(layer(ones(2, 3, DIM), ones(2, 0, DIM)))
+    assert no_keys.shape[:2] == (2, 3)
+    np.testing.assert_array_equal(no_keys, np.broadcast_to(empty_row_output(layer), no_keys.shape))
+    assert layer(ones(2, 0, DIM), ones(2, 4, DIM)).shape[:2] == (2, 0)
