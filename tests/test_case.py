@@ -309,3 +309,9 @@ def functional_model_with_masking(layer, inputs, call_kwargs):
     ]
     masked = [keras.layers.Masking(0.0)(s) for s in symbolic]
     return keras.Model(symbolic, layer(*masked, **call_kwargs))
+
+
+def numpy_softmax(x):
+    """Reference softmax over the last axis."""
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)

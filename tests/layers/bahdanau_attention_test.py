@@ -2,12 +2,8 @@ import numpy as np
 import pytest
 
 from keras_attention.layers import BahdanauAttention
+from tests.test_case import numpy_softmax as softmax
 from tests.test_case import run_layer_test
-
-
-def softmax(x):
-    e = np.exp(x - x.max(-1, keepdims=True))
-    return e / e.sum(-1, keepdims=True)
 
 
 @pytest.mark.parametrize("normalize", [False, True])
