@@ -40,7 +40,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_attention.validation import check_non_negative_int
+from keras_attention.validation import check_non_negative_int, concrete_values
 
 __all__ = [
     "attention_mask",
@@ -286,16 +286,6 @@ def merge_masks(*masks):
     return merged
 
 
-def _concrete_values(x):
-    """Returns `x` as a NumPy array when its values are known, else None."""
-    if isinstance(x, (np.ndarray, list, tuple, bool, int)):
-        return np.asarray(x)
-    try:
-        return np.asarray(ops.convert_to_numpy(x))
-    except Exception:  # symbolic tensors (functional API, tf.function, XLA)
-        return None
-
-
 def _static_dim(x):
     return x if isinstance(x, int) else None
 
@@ -372,7 +362,7 @@ def attention_mask(mask, *, batch_size, query_length, key_length):
             f"Received: attention_mask.shape={tuple(mask.shape)}"
         )
     if "int" in dtype:
-        values = _concrete_values(mask)
+        values = concrete_values(mask)
         if values is not None and not np.isin(values, (0, 1)).all():
             raise ValueError(
                 "`attention_mask` of integer dtype must hold only 0 and 1 "

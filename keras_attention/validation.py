@@ -6,6 +6,9 @@ says `Received: ...`, in the Keras style, so bad input fails at construction.
 
 import numbers
 
+import numpy as np
+from keras import ops
+
 
 def check_positive_int(name, value, allow_none=False):
     """Returns `value` as an `int` if it is a positive integer.
@@ -75,3 +78,18 @@ def check_bool(name, value):
             f"Argument `{name}` must be a bool. Received: {name}={value!r}"
         )
     return value
+
+
+def concrete_values(x):
+    """Returns `x` as a NumPy array when its values are known, else None.
+
+    Values are known for Python and NumPy values and eager tensors; they are
+    not for symbolic tensors (functional API, `tf.function`, XLA), where value
+    checks are skipped.
+    """
+    if isinstance(x, (np.ndarray, np.generic, list, tuple, bool, int)):
+        return np.asarray(x)
+    try:
+        return np.asarray(ops.convert_to_numpy(x))
+    except Exception:  # symbolic tensors cannot be read
+        return None

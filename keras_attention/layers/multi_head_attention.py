@@ -3,10 +3,17 @@
 import math
 
 import keras
+import keras_hub
 from keras import ops
 
+from keras_attention import masks
+from keras_attention.layers import attention_core
 from keras_attention.layers.base_attention import BaseAttention
-from keras_attention.validation import check_bool, check_positive_int
+from keras_attention.validation import (
+    check_bool,
+    check_positive_int,
+    concrete_values,
+)
 
 
 def grouped_dot_products(query_heads, key_heads):
@@ -61,7 +68,16 @@ class MultiHeadAttention(BaseAttention):
         kernel_initializer: initializer of the projection kernels.
         bias_initializer: initializer of the projection biases.
         seed: optional int seed for dropout.
+        rotary: bool, apply rotary position embeddings (RoPE, Su et al.
+            2021, keras-hub's `RotaryEmbedding`) to query and key heads at
+            their positions (self-attention; needs an even `key_dim`).
         **kwargs: `keras.layers.Layer` arguments.
+
+    Caching: `compute_cache(value)` projects a memory once;
+    `init_cache(batch, length)` makes a zero self-attention cache;
+    `call_with_cache(query, cache, cache_update_index)` returns
+    `(output, scores, cache)`. Keys and values are cached per key/value head,
+    so grouped-query attention shrinks the cache by `H / K`.
 
     Example:
 
@@ -93,9 +109,11 @@ class MultiHeadAttention(BaseAttention):
         kernel_initializer="glorot_uniform",
         bias_initializer="zeros",
         seed=None,
+        rotary=False,
         **kwargs,
     ):
         super().__init__(dropout=dropout, seed=seed, **kwargs)
+        self.rotary = check_bool("rotary", rotary)
         self.num_heads = check_positive_int("num_heads", num_heads)
         self.key_dim = check_positive_int("key_dim", key_dim)
         self.value_dim = check_positive_int(
@@ -115,8 +133,14 @@ class MultiHeadAttention(BaseAttention):
         self.output_dim = check_positive_int(
             "output_dim", output_dim, allow_none=True
         )
+
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
+        self._rotary_embedding = None
+        if self.rotary:
+            self._rotary_embedding = keras_hub.layers.RotaryEmbedding(
+                dtype=self.dtype_policy, name="rotary_embedding"
+            )
 
     @property
     def _kv_heads(self):
@@ -146,6 +170,11 @@ class MultiHeadAttention(BaseAttention):
         return kernel, bias
 
     def build_attention(self, query_shape, value_shape, key_shape):
+        if self.rotary and self.key_dim % 2:
+            raise ValueError(
+                "Argument `key_dim` must be even with `rotary=True`. "
+                f"Received: key_dim={self.key_dim}"
+            )
         self.query_kernel, self.query_bias = self._add_projection(
             "query", query_shape[-1], self.num_heads, self.key_dim
         )
@@ -191,10 +220,26 @@ class MultiHeadAttention(BaseAttention):
             )
         return projected
 
+    def _rotate(self, heads, start_index):
+        """Rotary position encoding of heads `(B, L, ...)` at positions
+        `start_index + l` (a no-op unless `rotary=True`)."""
+        if self._rotary_embedding is None:
+            return heads
+        return self._rotary_embedding(heads, start_index=start_index)
+
+    def _query_heads(self, query, start_index=0):
+        return self._rotate(self._grouped_query(query), start_index)
+
+    def _key_heads(self, key, start_index=0):
+        heads = self._project(key, self.key_kernel, self.key_bias)
+        return self._rotate(heads, start_index)
+
+    def _value_heads(self, value):
+        return self._project(value, self.value_kernel, self.value_bias)
+
     def _compute_logits(self, query, key):
-        query_heads = self._grouped_query(query)  # (B, T, K, G, key_dim)
-        key_heads = self._project(key, self.key_kernel, self.key_bias)
-        return self._head_logits(query_heads, key_heads)  # (B, K, G, T, S)
+        # (B, T, K, G, key_dim) x (B, S, K, key_dim) -> (B, K, G, T, S)
+        return self._head_logits(self._query_heads(query), self._key_heads(key))
 
     def _head_logits(self, query_heads, key_heads):
         """float32 logits `(B, K, G, T, S)` from grouped query heads
@@ -204,7 +249,9 @@ class MultiHeadAttention(BaseAttention):
         return grouped_dot_products(query_heads, ops.cast(key_heads, "float32"))
 
     def _compute_output(self, weights, value):
-        value_heads = self._project(value, self.value_kernel, self.value_bias)
+        return self._output_from_heads(weights, self._value_heads(value))
+
+    def _output_from_heads(self, weights, value_heads):
         weights = ops.cast(weights, value_heads.dtype)
         # (B, K, G, T, S) @ (B, K, 1, S, dv) -> (B, K, G, T, dv)
         context = ops.matmul(
@@ -218,6 +265,148 @@ class MultiHeadAttention(BaseAttention):
         if self.output_bias is not None:
             output = output + self.output_bias
         return output
+
+    # ------------------------------------------------------------ caching
+    def compute_cache(self, value, key=None):
+        """Projects a memory once, for `call_with_cache` (cross-attention).
+
+        Args:
+            value: `(B, S, Dv)`.
+            key: `(B, S, Dk)`, defaults to `value`.
+
+        Returns:
+            A cache `(key_heads (B, S, K, key_dim), value_heads (B, S, K,
+            value_dim))`.
+        """
+        key = value if key is None else key
+        value = ops.cast(value, self.compute_dtype)
+        key = ops.cast(key, self.compute_dtype)
+        return self._key_heads(key), self._value_heads(value)
+
+    def init_cache(self, batch_size, max_length):
+        """A zero self-attention cache for `max_length` positions."""
+        dtype = self.compute_dtype
+        return (
+            ops.zeros((batch_size, max_length, self._kv_heads, self.key_dim), dtype),
+            ops.zeros(
+                (batch_size, max_length, self._kv_heads, self._value_head_dim),
+                dtype,
+            ),
+        )
+
+    def _check_cache(self, cache, batch_size):
+        expected = (
+            (batch_size, None, self._kv_heads, self.key_dim),
+            (batch_size, None, self._kv_heads, self._value_head_dim),
+        )
+        ok = isinstance(cache, (tuple, list)) and len(cache) == 2
+        if ok:
+            shapes = [tuple(c.shape) for c in cache]
+            ok = shapes[0][1] == shapes[1][1] and all(
+                len(got) == 4
+                and all(e is None or g is None or g == e for g, e in zip(got, want))
+                for got, want in zip(shapes, expected)
+            )
+        if not ok:
+            received = (
+                [tuple(c.shape) for c in cache]
+                if isinstance(cache, (tuple, list))
+                else type(cache).__name__
+            )
+            raise ValueError(
+                "`cache` must be a pair (key_heads, value_heads) of shapes "
+                "(batch, cache_len, num_key_value_heads, key_dim) and "
+                "(batch, cache_len, num_key_value_heads, value_dim) = "
+                f"{expected} (None: any). Received: cache shapes {received}"
+            )
+
+    def call_with_cache(
+        self,
+        query,
+        cache,
+        cache_update_index=None,
+        *,
+        attention_mask=None,
+        training=False,
+    ):
+        """Attention over cached key/value heads; returns `(output, scores,
+        cache)` (always three values).
+
+        Self-attention step (`cache_update_index` is an int or scalar
+        tensor): the keys and values of the `t` new `query` tokens are
+        written into the cache at `cache_update_index` and the queries attend
+        causally (bottom-right aligned: query `i` sits at position
+        `cache_update_index + i`) to every cached position up to theirs.
+        Cross-attention (`cache_update_index=None`): the queries attend to the
+        fixed cache made by `compute_cache`.
+
+        Args:
+            query: `(B, t, Dq)`.
+            cache: `(key_heads (B, L, K, key_dim), value_heads (B, L, K,
+                value_dim))`.
+            cache_update_index: position of the first new token, or None.
+            attention_mask: optional boolean `(B, t, L)` mask (for example
+                the memory's padding for cross-attention).
+            training: whether dropout is active.
+
+        Returns:
+            `output (B, t, output_dim)`, `scores (B, H, t, L)` float32, and the
+            (updated) cache.
+        """
+        self._check_cache(cache, query.shape[0])
+        query = ops.cast(query, self.compute_dtype)
+        key_cache, value_cache = cache
+        query_length, cache_length = query.shape[1], key_cache.shape[1]
+        mask = None
+        if attention_mask is not None:
+            mask = masks.attention_mask(
+                attention_mask,
+                batch_size=query.shape[0],
+                query_length=query_length,
+                key_length=cache_length,
+            )
+        start = 0
+        if cache_update_index is not None:
+            self._check_cache_index(cache_update_index, query_length, cache_length)
+            start = cache_update_index
+            index = ops.cast(cache_update_index, "int32")
+            zero = ops.zeros((), "int32")
+            key_cache = ops.slice_update(
+                key_cache,
+                (zero, index, zero, zero),
+                ops.cast(self._key_heads(query, start), key_cache.dtype),
+            )
+            value_cache = ops.slice_update(
+                value_cache,
+                (zero, index, zero, zero),
+                ops.cast(self._value_heads(query), value_cache.dtype),
+            )
+            mask = masks.merge_masks(
+                mask,
+                masks.causal_mask(
+                    ops.shape(query)[1], ops.shape(key_cache)[1], offset=index
+                ),
+            )
+        logits = self._head_logits(self._query_heads(query, start), key_cache)
+        weights = attention_core.masked_softmax(
+            logits, None if mask is None else mask[:, None, None]
+        )
+        output = self._output_from_heads(self._drop(weights, training), value_cache)
+        return output, self._public_scores(weights), (key_cache, value_cache)
+
+    @staticmethod
+    def _check_cache_index(index, query_length, cache_length):
+        values = concrete_values(index)
+        if values is None or values.ndim != 0 or cache_length is None:
+            return  # traced: XLA clamps out-of-range writes (documented)
+        last = int(values) + (query_length or 0)
+        if int(values) < 0 or last > cache_length:
+            raise ValueError(
+                "`cache_update_index` is out of range: the new tokens must fit "
+                f"in the cache of length {cache_length}. Received: "
+                f"cache_update_index={int(values)} with {query_length} new "
+                "token(s)"
+            )
 
     def _public_scores(self, weights):
         # (B, K, G, T, S) -> (B, H, T, S), head h = k * G + g.
@@ -242,6 +431,7 @@ class MultiHeadAttention(BaseAttention):
                 "bias_initializer": keras.initializers.serialize(
                     self.bias_initializer
                 ),
+                "rotary": self.rotary,
             }
         )
         return config

@@ -122,3 +122,80 @@ def test_fully_masked_row_output_is_output_bias(rng):
 def test_invalid_args(kwargs, pattern):
     with pytest.raises((ValueError, TypeError), match=pattern):
         MultiHeadAttention(**kwargs)
+
+
+def decode_step_by_step(layer, x, compiled=False):
+    cache = layer.init_cache(x.shape[0], x.shape[1])
+
+    def step(token, cache, index):
+        out, _, cache = layer.call_with_cache(token, cache, index)
+        return out, cache
+
+    if compiled:
+        import tensorflow as tf
+
+        step = tf.function(step, jit_compile=True)
+    outputs = []
+    for i in range(x.shape[1]):
+        out, cache = step(x[:, i : i + 1], cache, np.int32(i))
+        outputs.append(np.asarray(out))
+    return np.concatenate(outputs, axis=1), cache
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "xla"])
+@pytest.mark.parametrize(
+    "config",
+    [{"num_heads": 2, "key_dim": 4}, {"num_heads": 4, "key_dim": 2, "num_key_value_heads": 2,
+                                      "rotary": True}],
+    ids=["mha", "gqa_rotary"],
+)
+def test_cache_call_is_correct(config, compiled, rng):
+    x = rng.normal(size=(2, 6, 8)).astype("float32")
+    layer = MultiHeadAttention(**config)
+    full = np.asarray(layer(x, x, use_causal_mask=True))
+    stepped, cache = decode_step_by_step(layer, x, compiled)
+    np.testing.assert_allclose(stepped, full, atol=1e-5)
+    keys, values = layer.compute_cache(x)
+    np.testing.assert_allclose(cache[0], keys, atol=1e-6)
+    np.testing.assert_allclose(cache[1], values, atol=1e-6)
+
+
+def test_rotary_is_relative(rng):
+    """With RoPE, shifting every position by the same amount leaves the
+    attention weights unchanged."""
+    layer = MultiHeadAttention(2, 4, rotary=True)
+    x = rng.normal(size=(1, 5, 8)).astype("float32")
+    layer(x, x)
+    q, k = layer._query_heads(x, 0), layer._key_heads(x, 0)
+    q3, k3 = layer._query_heads(x, 3), layer._key_heads(x, 3)
+    np.testing.assert_allclose(layer._head_logits(q, k), layer._head_logits(q3, k3), atol=1e-4)
+    assert not np.allclose(layer(x, x), MultiHeadAttention(2, 4)(x, x))
+
+
+def test_cross_attention_cache_equals_plain_call(rng):
+    q = rng.normal(size=(2, 3, 8)).astype("float32")
+    memory = rng.normal(size=(2, 5, 6)).astype("float32")
+    mask = np.ones((2, 3, 5), bool)
+    mask[1, :, 3:] = False
+    layer = MultiHeadAttention(2, 4)
+    expected, expected_scores = layer(q, memory, attention_mask=mask, return_attention_scores=True)
+    out, scores, cache = layer.call_with_cache(q, layer.compute_cache(memory), attention_mask=mask)
+    np.testing.assert_allclose(out, expected, atol=1e-6)
+    np.testing.assert_allclose(scores, expected_scores, atol=1e-6)
+
+
+def test_invalid_cache_and_index(rng):
+    layer = MultiHeadAttention(2, 4)
+    x = rng.normal(size=(2, 1, 8)).astype("float32")
+    layer(x, x)
+    cache = layer.init_cache(2, 4)
+    with pytest.raises(ValueError, match=r"cache_update_index.*out of range.*Received: cache_update_index=4"):
+        layer.call_with_cache(x, cache, 4)
+    with pytest.raises(ValueError, match=r"cache_update_index.*Received: cache_update_index=-1"):
+        layer.call_with_cache(x, cache, -1)
+    with pytest.raises(ValueError, match=r"`cache` must be a pair.*Received: cache shapes"):
+        layer.call_with_cache(x, (cache[0][:, :, :1], cache[1]), 0)
+    with pytest.raises(ValueError, match=r"`cache` must be a pair.*Received: cache shapes"):
+        layer.call_with_cache(x, MultiHeadAttention(4, 4).init_cache(2, 4), 0)
+    with pytest.raises(ValueError, match=r"key_dim.*even.*Received: key_dim=3"):
+        MultiHeadAttention(2, 3, rotary=True)(x, x)
