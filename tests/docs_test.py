@@ -16,6 +16,10 @@ MODULES = [
     "keras_attention.layers.scaled_dot_product_attention",
     "keras_attention.layers.multi_head_attention",
     "keras_attention.layers.self_attention",
+    "keras_attention.layers.feed_forward",
+    "keras_attention.layers.token_and_position_embedding",
+    "keras_attention.layers.transformer_encoder_block",
+    "keras_attention.layers.transformer_decoder_block",
 ]
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -32,7 +36,7 @@ def test_docstring_examples_run(module_name):
 def test_every_public_layer_documents_equations_shapes_and_example(name):
     doc = getattr(keras_attention.layers, name).__doc__
     assert "Example" in doc or name == "BaseAttention"
-    assert "(B, T" in doc
+    assert "(B, T" in doc or "(B, t" in doc
 
 
 def test_public_api_has_one_path_per_name():

@@ -1,6 +1,7 @@
 """Attention layers. Each name has one canonical path: `keras_attention.layers.X`."""
 
 from keras_attention.layers.bahdanau_attention import BahdanauAttention
+from keras_attention.layers.feed_forward import FeedForward
 from keras_attention.layers.base_attention import BaseAttention
 from keras_attention.layers.luong_attention import LuongAttention
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
@@ -8,12 +9,25 @@ from keras_attention.layers.scaled_dot_product_attention import (
     ScaledDotProductAttention,
 )
 from keras_attention.layers.self_attention import SelfAttention
+from keras_attention.layers.token_and_position_embedding import (
+    TokenAndPositionEmbedding,
+)
+from keras_attention.layers.transformer_decoder_block import (
+    TransformerDecoderBlock,
+)
+from keras_attention.layers.transformer_encoder_block import (
+    TransformerEncoderBlock,
+)
 
 __all__ = [
     "BahdanauAttention",
     "BaseAttention",
+    "FeedForward",
     "LuongAttention",
     "MultiHeadAttention",
     "ScaledDotProductAttention",
     "SelfAttention",
+    "TokenAndPositionEmbedding",
+    "TransformerDecoderBlock",
+    "TransformerEncoderBlock",
 ]

@@ -1,0 +1,84 @@
+"""`FeedForward` and the residual wrapper shared by the Transformer blocks."""
+
+import keras
+
+from keras_attention.validation import check_positive_int, check_rate
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class FeedForward(keras.layers.Layer):
+    """Position-wise feed-forward network `W_2 act(W_1 x + b_1) + b_2`.
+
+    Shapes: `(B, T, D) -> (B, T, D)` with a hidden size `intermediate_dim`.
+    Keras masks pass through unchanged.
+
+    Args:
+        intermediate_dim: positive int, the hidden size.
+        activation: the hidden activation (default `"relu"`).
+        dropout: float in [0, 1), dropout on the hidden layer.
+        **kwargs: `keras.layers.Layer` arguments.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_attention.layers import FeedForward
+    >>> tuple(FeedForward(16)(np.ones((2, 3, 4), "float32")).shape)
+    (2, 3, 4)
+    """
+
+    def __init__(self, intermediate_dim, activation="relu", dropout=0.0, **kwargs):
+        super().__init__(**kwargs)
+        self.intermediate_dim = check_positive_int("intermediate_dim", intermediate_dim)
+        self.activation = keras.activations.get(activation)
+        self.dropout = check_rate("dropout", dropout)
+        self.supports_masking = True
+        policy = self.dtype_policy
+        self.hidden = keras.layers.Dense(
+            intermediate_dim, activation=activation, dtype=policy, name="hidden"
+        )
+        self.hidden_dropout = keras.layers.Dropout(dropout, dtype=policy)
+        self.projection = None
+
+    def build(self, inputs_shape):
+        self.hidden.build(inputs_shape)
+        self.projection = keras.layers.Dense(
+            inputs_shape[-1], dtype=self.dtype_policy, name="projection"
+        )
+        self.projection.build(tuple(inputs_shape[:-1]) + (self.intermediate_dim,))
+        self.built = True
+
+    def call(self, inputs, training=None):
+        hidden = self.hidden_dropout(self.hidden(inputs), training=training)
+        return self.projection(hidden)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "intermediate_dim": self.intermediate_dim,
+                "activation": keras.activations.serialize(self.activation),
+                "dropout": self.dropout,
+            }
+        )
+        return config
+
+
+def residual(x, sublayer, norm, dropout, norm_first, training):
+    """One residual sub-block, pre- or post-norm.
+
+    ```
+    norm_first=True  (pre-norm):  x + dropout(sublayer(norm(x)))
+    norm_first=False (post-norm): norm(x + dropout(sublayer(x)))
+    ```
+
+    `sublayer` maps a tensor to a tensor (or to a tuple whose first element
+    is the tensor; the rest is returned alongside).
+    """
+    result = sublayer(norm(x) if norm_first else x)
+    extra = ()
+    if isinstance(result, tuple):
+        result, extra = result[0], result[1:]
+    y = x + dropout(result, training=training)
+    if not norm_first:
+        y = norm(y)
+    return (y,) + extra if extra else y

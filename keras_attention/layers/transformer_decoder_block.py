@@ -1,0 +1,199 @@
+"""`TransformerDecoderBlock`: causal self-attention, cross-attention, feed-forward."""
+
+import keras
+from keras import ops
+
+from keras_attention import masks
+from keras_attention.layers.feed_forward import residual
+from keras_attention.layers.transformer_block import TransformerBlock, head_size
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class TransformerDecoderBlock(TransformerBlock):
+    """A Transformer decoder block with self- and cross-attention caches.
+
+    ```
+    pre-norm  (norm_first=True):  h = x + Drop(CausalSelfAttn(LN(x)))
+                                  c = h + Drop(CrossAttn(LN(h), memory))
+                                  y = c + Drop(FFN(LN(c)))
+    post-norm (norm_first=False): h = LN(x + Drop(CausalSelfAttn(x)))
+                                  c = LN(h + Drop(CrossAttn(h, memory)))
+                                  y = LN(c + Drop(FFN(c)))
+    ```
+
+    Built without a `memory`, the block has no cross-attention (a
+    decoder-only block). Keras masks on `x` (target padding) and `memory`
+    (source padding) are honoured; the output keeps the mask of `x`.
+
+    For generation, `compute_cache(memory)` projects the memory once (the
+    cross-attention cache), `init_cache(batch, max_length)` makes the
+    self-attention cache, and `call_with_cache(...)` runs `t` new positions,
+    returning `(y, self_cache, cross_scores)`.
+
+    Shapes: `x` `(B, T, D)`, `memory` `(B, S, Dm)` -> `(B, T, D)`;
+    self-attention weights `(B, H, T, T)`, cross-attention weights
+    `(B, H, T, S)`.
+
+    Args: as `TransformerEncoderBlock` (`num_heads`, `intermediate_dim`,
+        `dropout`, `norm_first`, `num_key_value_heads`, `activation`,
+        `layer_norm_epsilon`, `rotary`; `rotary` applies to self-attention
+        only).
+
+    Call arguments:
+        x: `(B, T, D)`.
+        memory: `(B, S, Dm)` or None.
+        memory_mask: optional boolean `(B, S)`, True on real source tokens
+            (filled from the Keras mask of `memory`).
+        return_attention_scores: bool; if True returns `(y, self_scores,
+            cross_scores)` (`cross_scores` is None without memory).
+        training: bool.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_attention.layers import TransformerDecoderBlock
+    >>> block = TransformerDecoderBlock(num_heads=2, intermediate_dim=16)
+    >>> x = np.ones((2, 4, 8), "float32")
+    >>> memory = np.ones((2, 6, 8), "float32")
+    >>> y, self_w, cross_w = block(x, memory, return_attention_scores=True)
+    >>> tuple(y.shape), tuple(self_w.shape), tuple(cross_w.shape)
+    ((2, 4, 8), (2, 2, 4, 4), (2, 2, 4, 6))
+    """
+
+    def build(self, x_shape, memory_shape=None):
+        self._check_x_shape(x_shape)
+        dim = x_shape[-1]
+        self.self_attention = self._attention("self_attention", dim, self.rotary)
+        self.self_attention.build(x_shape, x_shape)
+        self.self_attention_norm = self._norm("self_attention_norm")
+        self.self_attention_norm.build(x_shape)
+        self.cross_attention = None
+        if memory_shape is not None:
+            self.cross_attention = self._attention("cross_attention", dim, False)
+            self.cross_attention.build(x_shape, memory_shape)
+            self.cross_attention_norm = self._norm("cross_attention_norm")
+            self.cross_attention_norm.build(x_shape)
+        self._feed_forward(x_shape)
+        self.built = True
+
+    def _check_memory(self, memory):
+        has_cross = self.cross_attention is not None
+        if (memory is not None) != has_cross:
+            raise ValueError(
+                "`memory` must be given exactly when the block was built with "
+                f"a memory (cross-attention: {has_cross}). "
+                f"Received: memory={'None' if memory is None else tuple(memory.shape)}"
+            )
+
+    def call(
+        self,
+        x,
+        memory=None,
+        *,
+        mask=None,
+        x_mask=None,
+        memory_mask=None,
+        return_attention_scores=False,
+        training=None,
+    ):
+        self._check_memory(memory)
+        padding = x_mask if x_mask is not None else mask
+
+        def self_attend(h):
+            return self.self_attention(
+                h,
+                h,
+                query_mask=padding,
+                value_mask=padding,
+                use_causal_mask=True,
+                return_attention_scores=True,
+                training=training,
+            )
+
+        h, self_scores = residual(
+            x, self_attend, self.self_attention_norm, self.residual_dropout,
+            self.norm_first, training,
+        )
+        cross_scores = None
+        if memory is not None:
+
+            def cross_attend(z):
+                return self.cross_attention(
+                    z,
+                    memory,
+                    query_mask=padding,
+                    value_mask=memory_mask,
+                    return_attention_scores=True,
+                    training=training,
+                )
+
+            h, cross_scores = residual(
+                h, cross_attend, self.cross_attention_norm,
+                self.residual_dropout, self.norm_first, training,
+            )
+        y = self._feed_forward_residual(h, training)
+        if return_attention_scores:
+            return y, self_scores, cross_scores
+        return y
+
+    # ------------------------------------------------------------ caching
+    def init_cache(self, batch_size, max_length):
+        """The zero self-attention cache `(keys, values)`, each
+        `(B, max_length, num_key_value_heads, head_size)`."""
+        return self.self_attention.init_cache(batch_size, max_length)
+
+    def compute_cache(self, memory):
+        """The cross-attention cache: the memory projected once."""
+        self._check_memory(memory)
+        return self.cross_attention.compute_cache(memory)
+
+    def call_with_cache(
+        self,
+        x,
+        self_cache,
+        cache_update_index,
+        cross_cache=None,
+        memory_mask=None,
+        training=False,
+    ):
+        """Runs `t` new positions `x (B, t, D)` starting at
+        `cache_update_index`; returns `(y, self_cache, cross_scores)`
+        (`cross_scores` `(B, H, t, S)`, None without cross-attention)."""
+        x = ops.cast(x, self.compute_dtype)
+
+        def self_attend(h):
+            out, _, cache = self.self_attention.call_with_cache(
+                h, self_cache, cache_update_index, training=training
+            )
+            return out, cache
+
+        h, self_cache = residual(
+            x, self_attend, self.self_attention_norm, self.residual_dropout,
+            self.norm_first, training,
+        )
+        cross_scores = None
+        if self.cross_attention is not None:
+            if cross_cache is None:
+                raise ValueError(
+                    "This block has cross-attention: `cross_cache` (from "
+                    "`compute_cache(memory)`) is required. Received: "
+                    "cross_cache=None"
+                )
+            cross_mask = None
+            if memory_mask is not None:
+                cross_mask = masks.padding_mask(
+                    key_mask=memory_mask, query_length=ops.shape(x)[1]
+                )
+
+            def cross_attend(z):
+                out, scores, _ = self.cross_attention.call_with_cache(
+                    z, cross_cache, attention_mask=cross_mask, training=training
+                )
+                return out, scores
+
+            h, cross_scores = residual(
+                h, cross_attend, self.cross_attention_norm,
+                self.residual_dropout, self.norm_first, training,
+            )
+        y = self._feed_forward_residual(h, training)
+        return y, self_cache, cross_scores

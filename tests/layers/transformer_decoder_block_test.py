@@ -1,0 +1,86 @@
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_attention.layers import TransformerDecoderBlock
+from tests.test_case import run_layer_test
+
+
+@pytest.mark.parametrize(
+    "init_kwargs",
+    [{"norm_first": True}, {"norm_first": False, "dropout": 0.1},
+     {"num_key_value_heads": 1, "rotary": True}],
+    ids=["pre_norm", "post_norm", "mqa_rotary"],
+)
+def test_layer_behaviors(init_kwargs, rng, tmp_path):
+    run_layer_test(
+        TransformerDecoderBlock,
+        {"num_heads": 2, "intermediate_dim": 16, **init_kwargs},
+        {"x": rng.normal(size=(2, 5, 8)).astype("float32"),
+         "memory": rng.normal(size=(2, 6, 4)).astype("float32")},
+        expected_output_shape=(2, 5, 8),
+        expected_scores_shape=[(2, 2, 5, 5), (2, 2, 5, 6)],
+        tmp_dir=tmp_path,
+        position_wise=True,
+    )
+
+
+def test_decoder_only_block(rng, tmp_path):
+    run_layer_test(
+        TransformerDecoderBlock,
+        {"num_heads": 2, "intermediate_dim": 16},
+        {"x": rng.normal(size=(2, 5, 8)).astype("float32")},
+        expected_output_shape=(2, 5, 8),
+        tmp_dir=tmp_path,
+        position_wise=True,
+    )
+
+
+def cached_decode(block, x, memory, memory_mask, compiled):
+    cache = block.init_cache(x.shape[0], x.shape[1])
+    cross = block.compute_cache(memory)
+    step = block.call_with_cache
+    if compiled:
+        step = tf.function(step, jit_compile=True)
+    outs, scores = [], []
+    for i in range(x.shape[1]):
+        y, cache, cross_scores = step(x[:, i : i + 1], cache, np.int32(i), cross, memory_mask)
+        outs.append(np.asarray(y))
+        scores.append(np.asarray(cross_scores))
+    return np.concatenate(outs, 1), np.concatenate(scores, 2)
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "xla"])
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_cache_call_is_correct(norm_first, compiled, rng):
+    """Token-by-token with self- and cross-attention caches == full pass."""
+    block = TransformerDecoderBlock(2, 16, norm_first=norm_first, num_key_value_heads=1,
+                                    rotary=True)
+    x = rng.normal(size=(2, 6, 8)).astype("float32")
+    memory = rng.normal(size=(2, 5, 4)).astype("float32")
+    memory_mask = np.array([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0]], bool)
+    full, _, full_cross = block(x, memory, memory_mask=memory_mask, return_attention_scores=True)
+    stepped, stepped_cross = cached_decode(block, x, memory, memory_mask, compiled)
+    np.testing.assert_allclose(stepped, full, atol=1e-5)
+    np.testing.assert_allclose(stepped_cross, full_cross, atol=1e-5)
+    assert (stepped_cross[1, :, :, 2:] == 0).all()
+
+
+def test_returns_cross_attention_weights_that_respect_memory_padding(rng):
+    block = TransformerDecoderBlock(2, 16)
+    x = rng.normal(size=(1, 3, 8)).astype("float32")
+    memory = rng.normal(size=(1, 4, 8)).astype("float32")
+    _, self_w, cross_w = block(x, memory, memory_mask=np.array([[1, 1, 0, 0]], bool),
+                               return_attention_scores=True)
+    assert (np.asarray(cross_w)[..., 2:] == 0).all()
+    assert (np.asarray(self_w)[..., np.triu(np.ones((3, 3), bool), 1)] == 0).all()
+
+
+def test_memory_must_match_how_the_block_was_built(rng):
+    block = TransformerDecoderBlock(2, 16)
+    x = rng.normal(size=(1, 3, 8)).astype("float32")
+    block(x, x)
+    with pytest.raises(ValueError, match=r"memory.*Received: memory=None"):
+        block(x)
+    with pytest.raises(ValueError, match=r"cross_cache.*Received: cross_cache=None"):
+        block.call_with_cache(x[:, :1], block.init_cache(1, 3), 0)

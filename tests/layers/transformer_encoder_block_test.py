@@ -1,0 +1,62 @@
+import numpy as np
+import pytest
+
+from keras_attention.layers import TransformerEncoderBlock
+from tests.test_case import run_layer_test, with_keras_mask
+
+
+@pytest.mark.parametrize(
+    "init_kwargs",
+    [{"norm_first": True}, {"norm_first": False, "dropout": 0.1},
+     {"num_key_value_heads": 1, "rotary": True}],
+    ids=["pre_norm", "post_norm", "mqa_rotary"],
+)
+def test_layer_behaviors(init_kwargs, rng, tmp_path):
+    run_layer_test(
+        TransformerEncoderBlock,
+        {"num_heads": 2, "intermediate_dim": 16, **init_kwargs},
+        {"x": rng.normal(size=(2, 5, 8)).astype("float32")},
+        expected_output_shape=(2, 5, 8),
+        expected_scores_shape=(2, 2, 5, 5),
+        tmp_dir=tmp_path,
+        position_wise=True,
+    )
+
+
+def test_pre_and_post_norm_follow_their_equations(rng):
+    x = rng.normal(size=(1, 3, 4)).astype("float32")
+    for norm_first in (True, False):
+        block = TransformerEncoderBlock(1, 8, norm_first=norm_first)
+        y = np.asarray(block(x))
+        attn = lambda h: np.asarray(block.self_attention(h, h))  # noqa: E731
+        ffn = lambda h: np.asarray(block.feed_forward(h))  # noqa: E731
+        ln1 = lambda h: np.asarray(block.self_attention_norm(h))  # noqa: E731
+        ln2 = lambda h: np.asarray(block.feed_forward_norm(h))  # noqa: E731
+        if norm_first:
+            h = x + attn(ln1(x))
+            expected = h + ffn(ln2(h))
+        else:
+            h = ln1(x + attn(x))
+            expected = ln2(h + ffn(h))
+        np.testing.assert_allclose(y, expected, atol=1e-5)
+
+
+def test_padding_is_ignored(rng):
+    block = TransformerEncoderBlock(2, 16)
+    x = rng.normal(size=(2, 4, 8)).astype("float32")
+    padding = np.array([[1, 1, 1, 0], [1, 1, 0, 0]], bool)
+    y = np.asarray(block(with_keras_mask(x, padding)))
+    x2 = np.concatenate([x, rng.normal(size=(2, 3, 8)).astype("float32")], 1)
+    y2 = np.asarray(block(with_keras_mask(x2, np.pad(padding, ((0, 0), (0, 3))))))
+    np.testing.assert_allclose(y2[:, :4][padding], y[padding], atol=1e-5)
+
+
+def test_invalid_args():
+    with pytest.raises(ValueError, match=r"num_heads.*Received: num_heads=0"):
+        TransformerEncoderBlock(0, 8)
+    with pytest.raises(ValueError, match=r"intermediate_dim.*Received: intermediate_dim=-3"):
+        TransformerEncoderBlock(2, -3)
+    with pytest.raises(ValueError, match=r"num_key_value_heads.*divide.*Received"):
+        TransformerEncoderBlock(4, 8, num_key_value_heads=3)
+    with pytest.raises(ValueError, match=r"divisible by `num_heads`.*Received: dim=7, num_heads=2"):
+        TransformerEncoderBlock(2, 8)(np.ones((1, 3, 7), "float32"))
