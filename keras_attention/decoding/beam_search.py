@@ -1,0 +1,261 @@
+"""Beam search with frozen finished hypotheses and the GNMT penalties.
+
+Live and finished hypotheses are kept apart (as in Flax's WMT example): a
+hypothesis that emits `end_id` leaves the live set with its score frozen and
+is never extended; the live set always holds `num_beams` unfinished
+hypotheses. Scores follow Wu et al. (2016), section 7:
+
+```
+lp(Y)   = ((5 + |Y|) / 6) ** length_penalty          (|Y| counts the end token)
+cp(X;Y) = coverage_penalty * sum_j log(min(sum_i a_ij, 1))   (real source j)
+score   = log P(Y|X) / lp(Y) + cp(X;Y)
+```
+
+`a_ij` is the step's cross-attention; a source position that was never
+attended contributes `log(1e-10)` rather than `-inf`. Hypotheses still
+live at `max_length` compete with the finished ones. The loop stops early
+once, for every batch row, its worst finished score beats the best score any live
+hypothesis can still reach (`log P / lp(max_length)`, an upper bound because
+log-probabilities only decrease and `cp <= 0`).
+"""
+
+from keras import ops
+
+from keras_attention.decoding.search import (
+    SearchOutput,
+    forced_tokens,
+    previous_tokens,
+    write_column,
+)
+
+NEG_INF = float("-inf")
+_MIN_COVERAGE = 1e-10
+
+
+def length_normalizer(length, alpha):
+    """GNMT `((5 + length) / 6) ** alpha`."""
+    return ops.power((5.0 + ops.cast(length, "float32")) / 6.0, alpha)
+
+
+def coverage_score(coverage, source_mask, beta):
+    """GNMT coverage penalty over real source positions; `(B, K)`."""
+    logs = ops.log(ops.clip(coverage, _MIN_COVERAGE, 1.0))
+    if source_mask is not None:
+        logs = ops.where(source_mask, logs, 0.0)
+    return beta * ops.sum(logs, axis=-1)
+
+
+def _flat_rows(beam_index, num_beams):
+    """Row indices into a `(B * K, ...)` tensor for beams `(B, M)`."""
+    batch = ops.shape(beam_index)[0]
+    offsets = ops.arange(batch, dtype="int32")[:, None] * num_beams
+    return ops.reshape(offsets + beam_index, (-1,))
+
+
+def _gather_beams(x, beam_index, num_beams):
+    """`x (B, K, ...)` -> `(B, M, ...)` picking beams `beam_index (B, M)`."""
+    shape = ops.shape(x)
+    rest = tuple(shape[2:])
+    flat = ops.reshape(x, (shape[0] * shape[1],) + rest)
+    picked = ops.take(flat, _flat_rows(beam_index, num_beams), axis=0)
+    return ops.reshape(picked, (shape[0], beam_index.shape[1]) + rest)
+
+
+def _gather_state(state, beam_index, num_beams):
+    """Reorders every tensor of the model state `(B * K, ...)`."""
+    rows = _flat_rows(beam_index, num_beams)
+    return _map(lambda x: ops.take(x, rows, axis=0), state)
+
+
+def _map(fn, structure):
+    if isinstance(structure, (list, tuple)):
+        return type(structure)(_map(fn, s) for s in structure)
+    if isinstance(structure, dict):
+        return {k: _map(fn, v) for k, v in structure.items()}
+    return fn(structure)
+
+
+def beam_search(
+    step_fn,
+    state,
+    *,
+    batch_size,
+    num_beams,
+    max_length,
+    start_id,
+    end_id,
+    pad_id,
+    vocab_size,
+    length_penalty=0.0,
+    coverage_penalty=0.0,
+    source_mask=None,
+    source_length=None,
+    num_return_sequences=1,
+    prompt=None,
+    collect_attention=False,
+):
+    """Beam search over `step_fn` (see `search.py`).
+
+    Args:
+        step_fn: the model's step function; `state` has `B * K` rows, the
+            `K` beams of batch row `b` at rows `b * K .. b * K + K - 1`
+            (tile the model state with `ops.repeat(x, K, axis=0)`).
+        state: initial model state with `B * K` rows.
+        batch_size, num_beams: `B`, `K`.
+        max_length: `L`, the most tokens per hypothesis.
+        start_id, end_id, pad_id: ints.
+        vocab_size: `V`.
+        length_penalty: `alpha` >= 0 (0: raw log-probability).
+        coverage_penalty: `beta` >= 0.
+        source_mask: boolean `(B * K, S)`, real source positions (for the
+            coverage penalty).
+        source_length: `S` (for coverage and attention buffers).
+        num_return_sequences: `n <= K` best hypotheses to return.
+        prompt: optional int32 `(B, P)` forced prefix.
+        collect_attention: also return the attention of each hypothesis.
+
+    Returns:
+        `SearchOutput` with `token_ids (B, n, L)` sorted best first and their
+        `scores (B, n)`.
+    """
+    B, K, L, V = batch_size, num_beams, max_length, vocab_size
+    prompt_length = 0 if prompt is None else prompt.shape[1]
+    track_coverage = source_length is not None
+    S = source_length if track_coverage else 0
+    S_attn = S if collect_attention else 0
+    alpha = ops.cast(length_penalty, "float32")
+    beta = ops.cast(coverage_penalty, "float32")
+    beam_source_mask = None
+    if source_mask is not None:
+        beam_source_mask = ops.reshape(source_mask, (B, K, ops.shape(source_mask)[-1]))
+
+    first_alive = ops.concatenate(
+        [ops.zeros((B, 1)), ops.full((B, K - 1), NEG_INF)], axis=1
+    )
+    loop_vars = {
+        "index": ops.zeros((), "int32"),
+        "live_tokens": ops.full((B, K, L), pad_id, "int32"),
+        "live_logprob": first_alive,
+        "live_coverage": ops.zeros((B, K, S)),
+        "live_attention": ops.zeros((B, K, L if collect_attention else 0, S_attn)),
+        "done_tokens": ops.full((B, K, L), pad_id, "int32"),
+        "done_scores": ops.full((B, K), NEG_INF),
+        "done_attention": ops.zeros((B, K, L if collect_attention else 0, S_attn)),
+        "state": state,
+    }
+
+    def candidates(v):
+        """Extends every live beam by every token; keeps the best 2K."""
+        index = v["index"]
+        flat_tokens = ops.reshape(v["live_tokens"], (B * K, L))
+        logits, new_state, attention = step_fn(
+            previous_tokens(flat_tokens, index, start_id), index, v["state"]
+        )
+        log_probs = ops.reshape(
+            ops.log_softmax(ops.cast(logits, "float32"), axis=-1), (B, K, V)
+        )
+        if prompt is not None:
+            forced = forced_tokens(ops.zeros((B,), "int32"), prompt, index)
+            is_forced = ops.arange(V)[None, None, :] == forced[:, None, None]
+            # Prompt tokens are given, not scored: they add 0 to log P.
+            in_prompt = index < prompt_length
+            log_probs = ops.where(
+                in_prompt, ops.where(is_forced, 0.0, NEG_INF), log_probs
+            )
+        totals = ops.reshape(v["live_logprob"][:, :, None] + log_probs, (B, K * V))
+        top_logprob, top_index = ops.top_k(totals, min(2 * K, K * V))
+        top_index = ops.cast(top_index, "int32")
+        beam, token = top_index // V, top_index % V  # (B, 2K)
+        tokens = _gather_beams(v["live_tokens"], beam, K)
+        M = token.shape[1]
+        tokens = ops.reshape(
+            write_column(ops.reshape(tokens, (B * M, L)), index, ops.reshape(token, (B * M,))),
+            (B, M, L),
+        )
+        attention = ops.reshape(
+            ops.cast(attention, "float32"), (B, K, ops.shape(attention)[-1])
+        )
+        coverage = v["live_coverage"]
+        if track_coverage:
+            coverage = coverage + attention
+        history = v["live_attention"]
+        if collect_attention:
+            history = ops.reshape(
+                write_column(ops.reshape(history, (B * K, L, S)), index,
+                             ops.reshape(attention, (B * K, S))),
+                (B, K, L, S),
+            )
+        return {
+            "logprob": top_logprob,
+            "beam": beam,
+            "token": token,
+            "tokens": tokens,
+            "coverage": _gather_beams(coverage, beam, K),
+            "history": _gather_beams(history, beam, K),
+            "state": new_state,
+        }
+
+    def penalised(logprob, coverage, length):
+        score = logprob / length_normalizer(length, alpha)
+        if track_coverage:
+            mask = None if beam_source_mask is None else beam_source_mask[:, :1]
+            score = score + coverage_score(coverage, mask, beta)
+        return score
+
+    def body(v):
+        c = candidates(v)
+        index = v["index"]
+        # A hypothesis ends only if its end token ranks among the top K
+        # candidates (as in fairseq), so that num_beams=1 is exactly greedy.
+        in_top_k = ops.arange(c["token"].shape[1])[None, :] < K
+        ended = ops.logical_and(
+            ops.logical_and(c["token"] == end_id, index >= prompt_length), in_top_k
+        )
+        # Live: the best K candidates that are not end tokens.
+        is_end = c["token"] == end_id
+        live_logprob, keep = ops.top_k(ops.where(is_end, NEG_INF, c["logprob"]), K)
+        keep = ops.cast(keep, "int32")
+        # Finished: candidates that ended, frozen with their final score,
+        # merged with the finished set so far.
+        new_scores = ops.where(ended, penalised(c["logprob"], c["coverage"], index + 1), NEG_INF)
+        all_scores = ops.concatenate([v["done_scores"], new_scores], axis=1)
+        done_scores, done_keep = ops.top_k(all_scores, K)
+        done_keep = ops.cast(done_keep, "int32")
+        all_tokens = ops.concatenate([v["done_tokens"], c["tokens"]], axis=1)
+        all_history = ops.concatenate([v["done_attention"], c["history"]], axis=1)
+        return {
+            "index": index + 1,
+            "live_tokens": _gather_beams(c["tokens"], keep, 2 * K),
+            "live_logprob": live_logprob,
+            "live_coverage": _gather_beams(c["coverage"], keep, 2 * K),
+            "live_attention": _gather_beams(c["history"], keep, 2 * K),
+            "done_tokens": _gather_beams(all_tokens, done_keep, 3 * K),
+            "done_scores": done_scores,
+            "done_attention": _gather_beams(all_history, done_keep, 3 * K),
+            "state": _gather_state(
+                c["state"], ops.take_along_axis(c["beam"], keep, axis=1), K
+            ),
+        }
+
+    def cond(v):
+        best_possible = v["live_logprob"][:, 0] / length_normalizer(L, alpha)
+        worst_done = v["done_scores"][:, K - 1]
+        all_done = ops.all(worst_done > best_possible)
+        return ops.logical_and(v["index"] < L, ops.logical_not(all_done))
+
+    final = ops.while_loop(cond, body, loop_vars, maximum_iterations=L)
+    # Hypotheses still live at the end (cut by max_length) compete with the
+    # finished ones, scored at their current length.
+    live_scores = penalised(final["live_logprob"], final["live_coverage"], final["index"])
+    scores = ops.concatenate([final["done_scores"], live_scores], axis=1)
+    scores, best = ops.top_k(scores, num_return_sequences)
+    best = ops.cast(best, "int32")
+    tokens = ops.concatenate([final["done_tokens"], final["live_tokens"]], axis=1)
+    attention = None
+    if collect_attention:
+        attention = _gather_beams(
+            ops.concatenate([final["done_attention"], final["live_attention"]], axis=1),
+            best,
+            2 * K,
+        )
+    return SearchOutput(_gather_beams(tokens, best, 2 * K), scores, None, attention)

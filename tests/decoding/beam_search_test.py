@@ -1,0 +1,127 @@
+import numpy as np
+import pytest
+import tensorflow as tf
+from hypothesis import given, settings, strategies as st
+
+from keras_attention.decoding import beam_search, sampling_search, select_tokens
+from tests.decoding.scripted import END, PAD, START, log_table, row_state, table_step_fn
+
+V = 6
+
+
+def run_beam(table, num_beams=2, max_length=5, batch_size=1, compiled=False, **kwargs):
+    def run():
+        return beam_search(
+            table_step_fn(table), row_state(batch_size, num_beams), batch_size=batch_size,
+            num_beams=num_beams, max_length=max_length, start_id=START, end_id=END,
+            pad_id=PAD, vocab_size=V, **kwargs,
+        )
+
+    out = tf.function(run, jit_compile=True)() if compiled else run()
+    return np.asarray(out.token_ids), np.asarray(out.scores)
+
+
+def run_greedy(table, max_length=5, batch_size=1):
+    out = sampling_search(
+        table_step_fn(table), row_state(batch_size), batch_size=batch_size,
+        max_length=max_length, start_id=START, end_id=END, pad_id=PAD,
+        select=lambda logits, i: select_tokens(logits, strategy="greedy", k=1, p=1.0,
+                                               temperature=1.0, seed=0, step=i),
+    )
+    return np.asarray(out.token_ids), np.asarray(out.scores)
+
+
+# EOS first (p=.6) against a continuation (p=.4, then p=.9 of EOS).
+EOS_FIRST = log_table(V, {START: {END: 0.6, 3: 0.4}, 3: {END: 0.9, 3: 0.1}})
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "xla"])
+def test_eos_first_hypothesis_wins_and_stays_frozen(compiled):
+    """keras-hub's BeamSampler keeps extending finished beams and returned the
+    continuation (reliability R11); a frozen EOS hypothesis scores log(.6)."""
+    tokens, scores = run_beam(EOS_FIRST, num_beams=2, compiled=compiled, num_return_sequences=2)
+    np.testing.assert_array_equal(tokens[0, 0], [END, PAD, PAD, PAD, PAD])
+    np.testing.assert_allclose(scores[0, 0], np.log(0.6), atol=1e-6)
+    np.testing.assert_array_equal(tokens[0, 1], [3, END, PAD, PAD, PAD])
+    np.testing.assert_allclose(scores[0, 1], np.log(0.4 * 0.9), atol=1e-6)
+
+
+# Short [END] (p=.3) against longer hypotheses: [3, END] (.7 * .4 = .28),
+# [3, 4, END] (.7 * .6 * .5 = .21), [3, 4, 5, END] (.21 * .9 = .189).
+SHORT_VS_LONG = log_table(V, {START: {END: 0.3, 3: 0.7}, 3: {END: 0.4, 4: 0.6},
+                              4: {END: 0.5, 5: 0.5}, 5: {END: 0.9, 3: 0.1}})
+CANDIDATES = {(END,): 0.3, (3, END): 0.28, (3, 4, END): 0.21, (3, 4, 5, END): 0.189}
+
+
+def test_gnmt_length_penalty_changes_the_winner():
+    tokens, scores = run_beam(SHORT_VS_LONG, length_penalty=0.0)
+    np.testing.assert_array_equal(tokens[0, 0, :1], [END])
+    np.testing.assert_allclose(scores[0, 0], np.log(0.3), atol=1e-6)
+    tokens, scores = run_beam(SHORT_VS_LONG, length_penalty=2.0, num_return_sequences=2)
+    lp = lambda n: ((5 + n) / 6) ** 2  # noqa: E731
+    expected = sorted((np.log(p) / lp(len(h)) for h, p in CANDIDATES.items()), reverse=True)
+    np.testing.assert_allclose(scores[0], expected[:2], atol=1e-5)
+    np.testing.assert_array_equal(tokens[0, 0, :4], [3, 4, 5, END])
+
+
+def test_coverage_penalty_is_the_gnmt_formula():
+    # The scripted attention of step i is one-hot on source position min(i, 2),
+    # so a hypothesis of n tokens covers min(n, 3) of the 3 source positions.
+    tokens, scores = run_beam(SHORT_VS_LONG, coverage_penalty=0.5, source_length=3)
+    cp = lambda n: 0.5 * (3 - min(n, 3)) * np.log(1e-10)  # noqa: E731
+    candidates = {h: np.log(p) + cp(len(h)) for h, p in CANDIDATES.items()}
+    best = max(candidates, key=candidates.get)
+    assert best == (3, 4, END)
+    np.testing.assert_array_equal(tokens[0, 0, : len(best)], best)
+    np.testing.assert_allclose(scores[0, 0], candidates[best], rtol=1e-5)
+
+
+def test_rows_of_a_batch_are_searched_independently():
+    tables = np.stack([EOS_FIRST, SHORT_VS_LONG])
+    tokens, scores = run_beam(tables, batch_size=2, length_penalty=2.0)
+    np.testing.assert_array_equal(tokens[0, 0, :1], [END])
+    np.testing.assert_array_equal(tokens[1, 0, :4], [3, 4, 5, END])
+
+
+def test_never_finishing_rows_stop_at_max_length_and_prompt_is_forced():
+    never = log_table(V, {START: {3: 1.0}, 3: {4: 0.5, 3: 0.5}, 4: {3: 1.0}})
+    tokens, _ = run_beam(never, max_length=4)
+    assert (tokens[0, 0] != END).all() and (tokens[0, 0] != PAD).all()
+    prompt = np.array([[4, 3]], "int32")
+    tokens, _ = run_beam(EOS_FIRST, max_length=4, prompt=prompt)
+    np.testing.assert_array_equal(tokens[0, 0, :3], [4, 3, END])
+
+
+def random_log_table(rng, shape, scale):
+    """Random next-token log-probabilities that never emit PAD or START."""
+    logits = rng.normal(size=shape).astype("float32") * scale
+    logits[..., [PAD, START]] = -np.inf
+    return logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+
+
+@settings(max_examples=15, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 10_000), batch=st.integers(1, 3))
+def test_one_beam_equals_greedy_on_random_tables(seed, batch):
+    rng = np.random.default_rng(seed)
+    logits = random_log_table(rng, (batch, V, V), 3)
+    greedy, greedy_scores = run_greedy(logits, max_length=6, batch_size=batch)
+    beam, beam_scores = run_beam(logits, num_beams=1, max_length=6, batch_size=batch)
+    np.testing.assert_array_equal(beam[:, 0], greedy)
+    np.testing.assert_allclose(beam_scores[:, 0], greedy_scores, atol=1e-5)
+
+
+@settings(max_examples=15, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 10_000))
+def test_beam_scores_are_sorted_and_equal_recomputed_log_probs(seed):
+    rng = np.random.default_rng(seed)
+    logits = random_log_table(rng, (V, V), 2)
+    tokens, scores = run_beam(logits, num_beams=3, max_length=4, num_return_sequences=3)
+    assert (np.diff(scores[0]) <= 1e-6).all()
+    for hypothesis, score in zip(tokens[0], scores[0]):
+        previous, total = START, 0.0
+        for token in hypothesis:
+            if token == PAD:
+                break
+            total += logits[previous, token]
+            previous = token
+        np.testing.assert_allclose(score, total, atol=1e-4)
