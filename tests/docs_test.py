@@ -20,6 +20,7 @@ MODULES = [
     "keras_attention.layers.token_and_position_embedding",
     "keras_attention.layers.transformer_encoder_block",
     "keras_attention.layers.transformer_decoder_block",
+    "keras_attention.layers.attention_rnn_decoder",
 ]
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -40,7 +41,7 @@ def test_every_public_layer_documents_equations_shapes_and_example(name):
 
 
 def test_public_api_has_one_path_per_name():
-    assert keras_attention.__all__ == ["__version__", "layers", "masks"]
+    assert keras_attention.__all__ == ["__version__", "data", "decoding", "layers", "masks", "models"]
     assert re.fullmatch(r"\d+\.\d+\.\d+", keras_attention.__version__)
     for name in keras_attention.layers.__all__:
         assert getattr(keras_attention.layers, name).__module__.startswith("keras_attention.layers.")

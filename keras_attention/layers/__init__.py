@@ -1,5 +1,6 @@
 """Attention layers. Each name has one canonical path: `keras_attention.layers.X`."""
 
+from keras_attention.layers.attention_rnn_decoder import AttentionRNNDecoder
 from keras_attention.layers.bahdanau_attention import BahdanauAttention
 from keras_attention.layers.feed_forward import FeedForward
 from keras_attention.layers.base_attention import BaseAttention
@@ -20,6 +21,7 @@ from keras_attention.layers.transformer_encoder_block import (
 )
 
 __all__ = [
+    "AttentionRNNDecoder",
     "BahdanauAttention",
     "BaseAttention",
     "FeedForward",

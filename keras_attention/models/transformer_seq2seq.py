@@ -1,0 +1,258 @@
+"""`transformer_seq2seq`: an encoder-decoder Transformer (Vaswani et al. 2017)."""
+
+import keras
+from keras import ops
+
+from keras_attention.layers import (
+    TokenAndPositionEmbedding,
+    TransformerDecoderBlock,
+    TransformerEncoderBlock,
+)
+from keras_attention.models.seq2seq_model import Seq2SeqModel
+from keras_attention.validation import check_choice, check_positive_int
+
+POSITIONS = ("sinusoidal", "learned", "rotary")
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class TransformerSeq2Seq(Seq2SeqModel):
+    """A Transformer encoder-decoder with cached, compiled generation.
+
+    ```
+    memory = EncoderBlock^N(Embed(encoder_token_ids))        (B, S, D)
+    h      = DecoderBlock^N(Embed(decoder_token_ids), memory) (B, T, D)
+    logits = h W_out + b                                      (B, T, V)
+    ```
+
+    With `norm_first=True` (pre-norm) a final layer norm follows each stack.
+    `position="rotary"` encodes positions inside self-attention (RoPE);
+    `"sinusoidal"` and `"learned"` add them to the embeddings. Padding
+    (`pad_token_id`) is masked everywhere through Keras masks, including the
+    loss of `fit`. Build it with `transformer_seq2seq(...)`.
+
+    Args: see `transformer_seq2seq`.
+    """
+
+    def __init__(
+        self,
+        vocabulary_size,
+        target_vocabulary_size=None,
+        num_layers=2,
+        hidden_dim=256,
+        num_heads=8,
+        intermediate_dim=1024,
+        dropout=0.1,
+        max_length=512,
+        position="sinusoidal",
+        norm_first=True,
+        num_key_value_heads=None,
+        pad_token_id=0,
+        start_token_id=1,
+        end_token_id=2,
+        dtype=None,
+        **kwargs,
+    ):
+        vocabulary_size = check_positive_int("vocabulary_size", vocabulary_size)
+        target_vocabulary_size = check_positive_int(
+            "target_vocabulary_size", target_vocabulary_size or vocabulary_size
+        )
+        num_layers = check_positive_int("num_layers", num_layers)
+        position = check_choice("position", position, POSITIONS)
+        rotary = position == "rotary"
+        embedding_position = "none" if rotary else position
+        block_args = dict(
+            num_heads=num_heads,
+            intermediate_dim=intermediate_dim,
+            dropout=dropout,
+            norm_first=norm_first,
+            num_key_value_heads=num_key_value_heads,
+            rotary=rotary,
+            dtype=dtype,
+        )
+        # Layers (kept as attributes for generation).
+        source_embedding = TokenAndPositionEmbedding(
+            vocabulary_size, hidden_dim, embedding_position, max_length,
+            pad_token_id, dtype=dtype, name="source_embedding",
+        )
+        target_embedding = TokenAndPositionEmbedding(
+            target_vocabulary_size, hidden_dim, embedding_position, max_length,
+            pad_token_id, dtype=dtype, name="target_embedding",
+        )
+        embedding_dropout = keras.layers.Dropout(dropout, dtype=dtype)
+        encoder_blocks = [
+            TransformerEncoderBlock(**block_args, name=f"encoder_block_{i}")
+            for i in range(num_layers)
+        ]
+        decoder_blocks = [
+            TransformerDecoderBlock(**block_args, name=f"decoder_block_{i}")
+            for i in range(num_layers)
+        ]
+        encoder_norm = decoder_norm = None
+        if norm_first:
+            encoder_norm = keras.layers.LayerNormalization(dtype=dtype, name="encoder_norm")
+            decoder_norm = keras.layers.LayerNormalization(dtype=dtype, name="decoder_norm")
+        output_projection = keras.layers.Dense(
+            target_vocabulary_size, dtype=dtype, name="logits"
+        )
+
+        # Functional graph.
+        encoder_token_ids = keras.Input((None,), dtype="int32", name="encoder_token_ids")
+        decoder_token_ids = keras.Input((None,), dtype="int32", name="decoder_token_ids")
+        memory = embedding_dropout(source_embedding(encoder_token_ids))
+        for block in encoder_blocks:
+            memory = block(memory)
+        if encoder_norm is not None:
+            memory = encoder_norm(memory)
+        hidden = embedding_dropout(target_embedding(decoder_token_ids))
+        for block in decoder_blocks:
+            hidden = block(hidden, memory)
+        if decoder_norm is not None:
+            hidden = decoder_norm(hidden)
+        logits = keras.layers.Activation("linear", dtype="float32", name="float32_logits")(
+            output_projection(hidden)
+        )
+        super().__init__(
+            inputs={
+                "encoder_token_ids": encoder_token_ids,
+                "decoder_token_ids": decoder_token_ids,
+            },
+            outputs=logits,
+            pad_token_id=pad_token_id,
+            start_token_id=start_token_id,
+            end_token_id=end_token_id,
+            **kwargs,
+        )
+        self.source_embedding = source_embedding
+        self.target_embedding = target_embedding
+        self.encoder_blocks = encoder_blocks
+        self.decoder_blocks = decoder_blocks
+        self.encoder_norm = encoder_norm
+        self.decoder_norm = decoder_norm
+        self.output_projection = output_projection
+        self._arguments = dict(
+            vocabulary_size=vocabulary_size,
+            target_vocabulary_size=target_vocabulary_size,
+            num_layers=num_layers,
+            hidden_dim=hidden_dim,
+            num_heads=num_heads,
+            intermediate_dim=intermediate_dim,
+            dropout=dropout,
+            max_length=max_length,
+            position=position,
+            norm_first=norm_first,
+            num_key_value_heads=num_key_value_heads,
+            dtype=dtype,
+        )
+
+    @property
+    def target_vocabulary_size(self):
+        return self._arguments["target_vocabulary_size"]
+
+    # Generation hooks ----------------------------------------------------
+    def encode(self, encoder_token_ids):
+        memory_mask = ops.not_equal(encoder_token_ids, self.pad_token_id)
+        memory = self.source_embedding(encoder_token_ids)
+        for block in self.encoder_blocks:
+            memory = block(memory, x_mask=memory_mask)
+        if self.encoder_norm is not None:
+            memory = self.encoder_norm(memory)
+        return memory, memory_mask
+
+    def init_decoder_state(self, memory, memory_mask, max_length):
+        batch_size = ops.shape(memory)[0]
+        return {
+            "memory_mask": memory_mask,
+            "self_caches": [b.init_cache(batch_size, max_length) for b in self.decoder_blocks],
+            "cross_caches": [b.compute_cache(memory) for b in self.decoder_blocks],
+        }
+
+    def decode_step(self, token_ids, index, state):
+        hidden = self.target_embedding(token_ids[:, None], start_index=index)
+        self_caches = []
+        for block, self_cache, cross_cache in zip(
+            self.decoder_blocks, state["self_caches"], state["cross_caches"]
+        ):
+            hidden, self_cache, cross_scores = block.call_with_cache(
+                hidden, self_cache, index, cross_cache, state["memory_mask"]
+            )
+            self_caches.append(self_cache)
+        if self.decoder_norm is not None:
+            hidden = self.decoder_norm(hidden)
+        logits = ops.cast(self.output_projection(hidden)[:, 0], "float32")
+        attention = ops.mean(cross_scores[:, :, 0, :], axis=1)  # (N, S), last layer
+        state = dict(state, self_caches=self_caches)
+        return logits, state, attention
+
+    def get_config(self):
+        return {**super().get_config(), **self._arguments}
+
+
+def transformer_seq2seq(
+    vocabulary_size,
+    target_vocabulary_size=None,
+    num_layers=2,
+    hidden_dim=256,
+    num_heads=8,
+    intermediate_dim=1024,
+    dropout=0.1,
+    max_length=512,
+    position="sinusoidal",
+    norm_first=True,
+    num_key_value_heads=None,
+    pad_token_id=0,
+    start_token_id=1,
+    end_token_id=2,
+    **kwargs,
+):
+    """Builds a `TransformerSeq2Seq` (a `Seq2SeqModel`).
+
+    Args:
+        vocabulary_size: source vocabulary size (and target, by default).
+        target_vocabulary_size: target vocabulary size.
+        num_layers: encoder and decoder blocks each.
+        hidden_dim: model size `D` (divisible by `num_heads`).
+        num_heads: attention heads.
+        intermediate_dim: feed-forward hidden size.
+        dropout: dropout rate everywhere.
+        max_length: longest sequence (learned positions).
+        position: `"sinusoidal"`, `"learned"` or `"rotary"`.
+        norm_first: pre-norm (default) or post-norm blocks.
+        num_key_value_heads: grouped-query attention in every block.
+        pad_token_id, start_token_id, end_token_id: special tokens, kept in
+            the config so that `generate` needs none.
+        **kwargs: `name`, `dtype`.
+
+    Returns:
+        A `TransformerSeq2Seq` with inputs `encoder_token_ids (B, S)` and
+        `decoder_token_ids (B, T)` and float32 logits `(B, T, V)`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_attention.models import transformer_seq2seq
+    >>> model = transformer_seq2seq(20, num_layers=1, hidden_dim=16,
+    ...                             num_heads=2, intermediate_dim=32)
+    >>> logits = model({"encoder_token_ids": np.array([[5, 6, 0]]),
+    ...                 "decoder_token_ids": np.array([[1, 7]])})
+    >>> tuple(logits.shape)
+    (1, 2, 20)
+    >>> model.generate(np.array([[5, 6, 0]]), max_length=4).shape
+    (1, 4)
+    """
+    return TransformerSeq2Seq(
+        vocabulary_size,
+        target_vocabulary_size=target_vocabulary_size,
+        num_layers=num_layers,
+        hidden_dim=hidden_dim,
+        num_heads=num_heads,
+        intermediate_dim=intermediate_dim,
+        dropout=dropout,
+        max_length=max_length,
+        position=position,
+        norm_first=norm_first,
+        num_key_value_heads=num_key_value_heads,
+        pad_token_id=pad_token_id,
+        start_token_id=start_token_id,
+        end_token_id=end_token_id,
+        **kwargs,
+    )
