@@ -1,5 +1,6 @@
 """Sequence-to-sequence model builders (functional API) with generation."""
 
+from keras_attention.models.rnn_seq2seq import RNNSeq2Seq, rnn_seq2seq
 from keras_attention.models.seq2seq_model import GenerationResult, Seq2SeqModel
 from keras_attention.models.transformer_seq2seq import (
     TransformerSeq2Seq,
@@ -8,7 +9,9 @@ from keras_attention.models.transformer_seq2seq import (
 
 __all__ = [
     "GenerationResult",
+    "RNNSeq2Seq",
     "Seq2SeqModel",
     "TransformerSeq2Seq",
+    "rnn_seq2seq",
     "transformer_seq2seq",
 ]

@@ -41,7 +41,8 @@ class Seq2SeqModel(keras.Model):
     none. Subclasses build the graph and implement three hooks used by
     generation:
 
-    - `encode(encoder_token_ids) -> (memory, memory_mask)`,
+    - `encode(encoder_token_ids) -> (memory, memory_mask)`, where `memory`
+      is a tensor or a nested structure of tensors with batch first,
     - `init_decoder_state(memory, memory_mask, max_length) -> state`,
     - `decode_step(token_ids (N,), index, state) -> (logits (N, V), state,
       attention (N, S))`.
@@ -228,7 +229,7 @@ class Seq2SeqModel(keras.Model):
                 bar.update(step + 1)
 
     def _generate_batch(self, source, prompt, static, dynamic):
-        rows = source.shape[0]
+        rows, source_length = source.shape
         source = self._bucket_source(source)
         function = self._generate_function(static)
         outputs = function(
@@ -244,7 +245,7 @@ class Seq2SeqModel(keras.Model):
             None if x is None else np.asarray(x) for x in outputs
         )
         if attention is not None:
-            attention = attention[..., : source.shape[1]]
+            attention = attention[..., :source_length]
         return token_ids, scores, logits, attention
 
     def _bucket_source(self, source):
@@ -292,7 +293,8 @@ class Seq2SeqModel(keras.Model):
         if static["strategy"] == "beam":
             beams = static["num_beams"]
             tile = lambda x: ops.repeat(x, beams, axis=0)  # noqa: E731
-            memory, memory_mask = tile(memory), tile(memory_mask)
+            memory = keras.tree.map_structure(tile, memory)
+            memory_mask = tile(memory_mask)
             state = self.init_decoder_state(memory, memory_mask, max_length)
             return decoding.beam_search(
                 self.decode_step,

@@ -1,0 +1,106 @@
+"""Shared helpers for the hand-run benchmarks in `bench/` (not tests).
+
+The machine these numbers come from is a shared 2-vCPU VM, so every
+comparison is made inside one process: variants are timed round-robin
+(interleaved), after warm-up, and the figure reported is the median of the
+repetitions. See /work/shared/reference/performance.md for the method.
+"""
+
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+
+
+def cpu_model():
+    """The CPU model name from /proc/cpuinfo (or `platform.processor()`)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def loadavg():
+    """The 1, 5 and 15-minute load averages, or None where unavailable."""
+    try:
+        with open("/proc/loadavg") as f:
+            return [float(x) for x in f.read().split()[:3]]
+    except OSError:
+        return None
+
+
+def machine_info():
+    return {
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+
+
+def versions(*modules):
+    """`{name: __version__}` for the modules given (imported already)."""
+    return {m.__name__: getattr(m, "__version__", "?") for m in modules}
+
+
+def emit(record, stream=None):
+    """Prints one JSON object on one line and flushes it."""
+    stream = stream or sys.stdout
+    stream.write(json.dumps(record, sort_keys=False) + "\n")
+    stream.flush()
+
+
+def _time_calls(fn, inner):
+    start = time.perf_counter()
+    for _ in range(inner):
+        fn()
+    return (time.perf_counter() - start) / inner
+
+
+def bench_interleaved(variants, reps, min_measure_s=0.5, on_measure=None):
+    """Times callables round-robin and returns per-variant statistics.
+
+    Args:
+        variants: dict `name -> zero-argument callable`. Each call is one
+            unit of work (here: one full generation).
+        reps: timed repetitions per variant, after warm-up.
+        min_measure_s: fast variants are called `inner` times in a row per
+            measurement so that one measurement lasts at least this long
+            (`inner` is chosen from the second warm-up call).
+        on_measure: optional callback `(name, rep, seconds_per_call, inner)`.
+
+    Warm-up: every variant is called twice before timing; the first call
+    (tracing / XLA compilation) is reported as `first_call_s`, the second
+    sets `inner`. Then, for each repetition, every variant is measured once;
+    the starting variant rotates from one repetition to the next so that no
+    variant always runs right after the same neighbour.
+
+    Returns:
+        dict `name -> {"first_call_s", "inner", "times"}`, with `times` the
+        list of seconds per call, one per repetition.
+    """
+    names = list(variants)
+    stats = {}
+    for name in names:
+        first = _time_calls(variants[name], 1)
+        second = _time_calls(variants[name], 1)
+        inner = max(1, int(round(min_measure_s / max(second, 1e-6))))
+        stats[name] = {"first_call_s": first, "second_call_s": second, "inner": inner, "times": []}
+    for rep in range(reps):
+        shift = rep % len(names)
+        for name in names[shift:] + names[:shift]:
+            seconds = _time_calls(variants[name], stats[name]["inner"])
+            stats[name]["times"].append(seconds)
+            if on_measure is not None:
+                on_measure(name, rep, seconds, stats[name]["inner"])
+    for s in stats.values():
+        s["median_s"] = statistics.median(s["times"])
+        s["min_s"] = min(s["times"])
+        s["max_s"] = max(s["times"])
+    return stats

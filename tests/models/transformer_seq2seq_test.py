@@ -1,0 +1,150 @@
+import keras
+import numpy as np
+import pytest
+
+from keras_attention.data import exact_match, make_task
+from keras_attention.models import GenerationResult, Seq2SeqModel, transformer_seq2seq
+from tests.models.generation_checks import (
+    SOURCE,
+    assert_cached_generation_equals_recomputation,
+    assert_greedy_equivalences,
+)
+
+SMALL = dict(num_layers=2, hidden_dim=16, num_heads=2, intermediate_dim=32, dropout=0.0,
+             max_length=32)
+def small_model(**kwargs):
+    keras.utils.set_random_seed(0)
+    return transformer_seq2seq(20, **{**SMALL, **kwargs})
+
+
+@pytest.fixture(scope="module")
+def model():
+    """One model shared by the read-only tests: compiled functions are reused."""
+    return small_model()
+
+
+@pytest.mark.parametrize("jit_compile", [False, True], ids=["eager", "xla"])
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"position": "sinusoidal"}, {"position": "rotary", "num_key_value_heads": 1},
+     {"position": "learned", "norm_first": False}],
+    ids=["sinusoidal", "rotary_mqa", "learned_post_norm"],
+)
+def test_cached_generation_equals_full_recomputation(kwargs, jit_compile):
+    assert_cached_generation_equals_recomputation(small_model(**kwargs), jit_compile)
+
+
+def test_beam_of_one_top_k_of_one_and_zero_temperature_equal_greedy(model):
+    assert_greedy_equivalences(model)
+
+
+def test_beam_search_tiles_the_encoder_and_returns_sorted_n_best(model):
+    result = model.generate(SOURCE, 6, "beam", num_beams=3, num_return_sequences=3,
+                            length_penalty=0.6, coverage_penalty=0.2, return_scores=True)
+    assert result.token_ids.shape == (2, 3, 6)
+    assert (np.diff(result.scores, axis=1) <= 1e-6).all()
+
+
+def test_sampling_is_reproducible_with_a_seed(model):
+    a = model.generate(SOURCE, 8, "sample", seed=3)
+    np.testing.assert_array_equal(a, model.generate(SOURCE, 8, "sample", seed=3))
+    np.testing.assert_array_equal(a, model.generate(SOURCE, 8, "sample", seed=3, jit_compile=False))
+
+
+def test_second_call_with_same_shapes_does_not_retrace():
+    model = small_model()
+    model.generate(SOURCE, max_length=5)
+    traces = model.generate_trace_count()
+    model.generate(SOURCE + 1 * (SOURCE > 0), max_length=5)
+    model.generate(SOURCE[:, :3], max_length=5)  # same length bucket
+    assert model.generate_trace_count() == traces
+
+
+def test_attention_of_generated_tokens_ignores_source_padding(model):
+    result = model.generate(SOURCE, 4, return_attention=True)
+    assert isinstance(result, GenerationResult)
+    assert result.attention.shape == (2, 4, 5)
+    assert (result.attention[1, :, 2:] == 0).all()
+    np.testing.assert_allclose(result.attention[0].sum(-1)[result.token_ids[0] != 0], 1.0, atol=1e-5)
+
+
+def test_prompt_is_kept_and_batches_give_the_same_tokens(model):
+    prompt = np.array([[7, 8], [9, 9]], "int32")
+    out = model.generate(SOURCE, 5, decoder_prompt=prompt)
+    np.testing.assert_array_equal(out[:, :2], prompt)
+    np.testing.assert_array_equal(
+        model.generate(SOURCE, 5, batch_size=1), model.generate(SOURCE, 5)
+    )
+
+
+@pytest.mark.parametrize(
+    "kwargs, pattern",
+    [
+        ({"max_length": 1, "decoder_prompt": np.ones((2, 3), "int32")},
+         r"max_length.*prompt length.*Received: max_length=1"),
+        ({"strategy": "beam", "num_beams": 0}, r"num_beams.*Received: num_beams=0"),
+        ({"strategy": "top_k", "k": 21}, r"vocab_size=20.*Received: k=21"),
+        ({"strategy": "top_p", "p": 0.0}, r"`p`.*Received: p=0.0"),
+        ({"strategy": "sample", "temperature": -0.5}, r"temperature.*Received: temperature=-0.5"),
+        ({"strategy": "viterbi"}, r"strategy.*Received: strategy='viterbi'"),
+    ],
+)
+def test_bad_generation_arguments(kwargs, pattern, model):
+    kwargs = {"max_length": 5, **kwargs}
+    with pytest.raises(ValueError, match=pattern):
+        model.generate(SOURCE, **kwargs)
+
+
+def test_save_and_reload_gives_identical_outputs_and_generations(tmp_path):
+    model = small_model(position="rotary")
+    inputs = {"encoder_token_ids": SOURCE, "decoder_token_ids": SOURCE}
+    model.save(tmp_path / "model.keras")
+    reloaded = keras.saving.load_model(tmp_path / "model.keras")
+    assert isinstance(reloaded, Seq2SeqModel)
+    assert reloaded.end_token_id == model.end_token_id
+    np.testing.assert_array_equal(reloaded(inputs), model(inputs))
+    np.testing.assert_array_equal(reloaded.generate(SOURCE, 6), model.generate(SOURCE, 6))
+
+
+def test_loss_ignores_padding():
+    model = small_model()
+    model.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0))
+    inputs, labels = make_task("reverse", 8, vocab_size=20, max_length=5)
+    padded = {k: np.pad(v, ((0, 0), (0, 3))) for k, v in inputs.items()}
+    np.testing.assert_allclose(
+        model.evaluate(padded, np.pad(labels, ((0, 0), (0, 3))), verbose=0),
+        model.evaluate(inputs, labels, verbose=0), rtol=1e-5,
+    )
+
+
+def test_learns_to_reverse_sequences_end_to_end():
+    """Training, caching and decoding agree: near-perfect exact match."""
+    keras.utils.set_random_seed(0)
+    x, y = make_task("reverse", 3000, seed=0)
+    test_x, test_y = make_task("reverse", 100, seed=1)
+    model = transformer_seq2seq(16, num_layers=2, hidden_dim=64, num_heads=4,
+                                intermediate_dim=128, dropout=0.0, max_length=16)
+    model.compile(optimizer=keras.optimizers.Adam(2e-3), jit_compile=True,
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0))
+    model.fit(x, y, batch_size=64, epochs=6, verbose=0)
+    predicted = model.generate(test_x["encoder_token_ids"], max_length=9)
+    assert exact_match(predicted, test_y) >= 0.95
+    beam = model.generate(test_x["encoder_token_ids"], max_length=9, strategy="beam")
+    assert exact_match(beam, test_y) >= 0.95
+
+
+def test_mixed_precision_trains_and_generates_finite():
+    model = small_model(dtype="mixed_bfloat16")
+    model.compile(optimizer="adam", jit_compile=False,
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0))
+    x, y = make_task("copy", 32, vocab_size=20, max_length=5)
+    history = model.fit(x, y, epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0])
+    assert model.generate(SOURCE, 4).shape == (2, 4)
+
+
+def test_invalid_builder_args():
+    with pytest.raises(ValueError, match=r"position.*Received: position='alibi'"):
+        transformer_seq2seq(10, position="alibi")
+    with pytest.raises(ValueError, match=r"must differ.*Received"):
+        transformer_seq2seq(10, **SMALL, pad_token_id=1, start_token_id=1)
