@@ -7,6 +7,7 @@ from keras_attention.layers import (
     AttentionRNNDecoder,
     BahdanauAttention,
     LuongAttention,
+    TokenAndPositionEmbedding,
 )
 from keras_attention.models.seq2seq_model import Seq2SeqModel
 from keras_attention.validation import check_choice, check_positive_int, check_rate
@@ -77,12 +78,17 @@ class RNNSeq2Seq(Seq2SeqModel):
         rnn = keras.layers.GRU if cell == "gru" else keras.layers.LSTM
         num_states = 1 if cell == "gru" else 2
 
-        source_embedding = keras.layers.Embedding(
-            vocabulary_size, embedding_dim, mask_zero=pad_token_id == 0,
-            dtype=dtype, name="source_embedding",
-        )
-        target_embedding = keras.layers.Embedding(
-            target_vocabulary_size, embedding_dim, dtype=dtype, name="target_embedding"
+        # Embeddings without position encodings; their Keras masks (token !=
+        # pad) reach the encoder, the decoder, the logits and the loss.
+        source_embedding, target_embedding = (
+            TokenAndPositionEmbedding(
+                size, embedding_dim, position="none", pad_token_id=pad_token_id,
+                dtype=dtype, name=name,
+            )
+            for size, name in (
+                (vocabulary_size, "source_embedding"),
+                (target_vocabulary_size, "target_embedding"),
+            )
         )
         encoder = keras.layers.Bidirectional(
             rnn(units // 2, return_sequences=True, return_state=True, dropout=dropout,
@@ -104,17 +110,13 @@ class RNNSeq2Seq(Seq2SeqModel):
 
         encoder_token_ids = keras.Input((None,), dtype="int32", name="encoder_token_ids")
         decoder_token_ids = keras.Input((None,), dtype="int32", name="decoder_token_ids")
-        source_mask = keras.layers.Lambda(
-            lambda ids: ops.not_equal(ids, pad_token_id), name="source_mask"
-        )(encoder_token_ids)
-        target_mask = keras.layers.Lambda(
-            lambda ids: ops.not_equal(ids, pad_token_id), name="target_mask"
-        )(decoder_token_ids)
-        memory, *final_states = encoder(source_embedding(encoder_token_ids), mask=source_mask)
+        embedded_source = source_embedding(encoder_token_ids)
+        memory, *final_states = encoder(embedded_source)
         initial_state = self._bridge(bridges, final_states, num_states)
         outputs = decoder(
-            target_embedding(decoder_token_ids), memory, inputs_mask=target_mask,
-            memory_mask=source_mask, initial_state=initial_state,
+            target_embedding(decoder_token_ids), memory,
+            memory_mask=ops.not_equal(encoder_token_ids, pad_token_id),
+            initial_state=initial_state,
         )
         logits = output_projection(outputs)
         super().__init__(
@@ -180,7 +182,7 @@ class RNNSeq2Seq(Seq2SeqModel):
         }
 
     def decode_step(self, token_ids, index, state):
-        inputs = self.target_embedding(token_ids)  # (N, E)
+        inputs = self.target_embedding(token_ids[:, None])[:, 0]  # (N, E)
         output, rnn_state, alignment = self.decoder.step(
             inputs, state["rnn_state"], state["memory"], state["memory_mask"]
         )

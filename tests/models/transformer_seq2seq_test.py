@@ -148,3 +148,15 @@ def test_invalid_builder_args():
         transformer_seq2seq(10, position="alibi")
     with pytest.raises(ValueError, match=r"must differ.*Received"):
         transformer_seq2seq(10, **SMALL, pad_token_id=1, start_token_id=1)
+
+
+def test_fits_on_a_tf_data_dataset_of_inputs_and_labels():
+    import tensorflow as tf
+
+    model = small_model()
+    model.compile(optimizer="adam", jit_compile=True,
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0))
+    x, y = make_task("sort", 64, vocab_size=20, max_length=6)
+    dataset = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(64).batch(16)
+    history = model.fit(dataset, epochs=2, verbose=0)
+    assert history.history["loss"][1] < history.history["loss"][0]
