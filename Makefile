@@ -17,7 +17,7 @@ $(BIN)/.installed: pyproject.toml
 install: $(BIN)/.installed
 
 demo: install
-	$(BIN)/python examples/reverse_demo.py
+	$(BIN)/python examples/translation/train.py
 
 test: install
 	$(BIN)/python -m pytest -n 2 --dist loadfile -q

@@ -6,10 +6,22 @@ Public modules:
 - `keras_attention.masks`: the mask builders every layer uses.
 - `keras_attention.models`: seq2seq model builders with `generate`.
 - `keras_attention.decoding`: greedy, sampling and beam search loops.
-- `keras_attention.data`: built-in synthetic tasks.
+- `keras_attention.data`: loaders, tokenizers, tf.data pipelines and
+  built-in synthetic tasks.
+- `keras_attention.metrics`: BLEU, chrF, ROUGE, exact match and F1.
+- `keras_attention.visualize`: attention heatmaps and training curves.
 """
 
-from keras_attention import data, decoding, layers, masks, models
+from keras_attention import data, decoding, layers, masks, metrics, models, visualize
 from keras_attention.version import __version__
 
-__all__ = ["__version__", "data", "decoding", "layers", "masks", "models"]
+__all__ = [
+    "__version__",
+    "data",
+    "decoding",
+    "layers",
+    "masks",
+    "metrics",
+    "models",
+    "visualize",
+]

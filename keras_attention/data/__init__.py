@@ -1,5 +1,45 @@
 """Data: built-in synthetic tasks (loaders for real files come later)."""
 
-from keras_attention.data.synthetic import exact_match, make_task, strip_special
+from keras_attention.data.loaders import (
+    load_babi,
+    load_babi_task,
+    load_sentence_pairs,
+    load_squad,
+    load_summaries,
+    split_examples,
+)
+from keras_attention.data.pipeline import encode_sources, make_dataset, tokenize_pairs
+from keras_attention.data.synthetic import (
+    exact_match,
+    make_date_pairs,
+    make_task,
+    strip_special,
+)
+from keras_attention.data.tokenizers import (
+    detokenize,
+    load_tokenizer,
+    save_tokenizer,
+    special_token_ids,
+    train_tokenizer,
+)
 
-__all__ = ["exact_match", "make_task", "strip_special"]
+__all__ = [
+    "detokenize",
+    "encode_sources",
+    "exact_match",
+    "load_babi",
+    "load_babi_task",
+    "load_sentence_pairs",
+    "load_squad",
+    "load_summaries",
+    "load_tokenizer",
+    "make_dataset",
+    "make_date_pairs",
+    "make_task",
+    "save_tokenizer",
+    "special_token_ids",
+    "split_examples",
+    "strip_special",
+    "tokenize_pairs",
+    "train_tokenizer",
+]

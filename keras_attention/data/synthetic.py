@@ -88,3 +88,62 @@ def exact_match(predicted, labels):
     return float(
         np.mean([p == t for p, t in zip(strip_special(predicted), strip_special(labels))])
     )
+
+
+MONTHS = ["January", "February", "March", "April", "May", "June", "July",
+          "August", "September", "October", "November", "December"]
+WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
+
+
+def _ordinal(day):
+    suffix = "th" if 10 <= day % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(day % 10, "th")
+    return f"{day}{suffix}"
+
+
+DATE_FORMATS = (
+    lambda d: f"{d.day} {MONTHS[d.month - 1]} {d.year}",
+    lambda d: f"{MONTHS[d.month - 1]} {d.day}, {d.year}",
+    lambda d: f"{WEEKDAYS[d.weekday()]}, {MONTHS[d.month - 1]} {d.day}, {d.year}",
+    lambda d: f"{_ordinal(d.day)} of {MONTHS[d.month - 1]} {d.year}",
+    lambda d: f"{MONTHS[d.month - 1][:3]} {d.day} {d.year}",
+    lambda d: f"{d.day:02d}.{d.month:02d}.{d.year}",
+    lambda d: f"{d.month}/{d.day}/{d.year}",
+    lambda d: f"{d.year}/{d.month:02d}/{d.day:02d}",
+    lambda d: f"{WEEKDAYS[d.weekday()][:3]} {d.day} {MONTHS[d.month - 1][:3]} {d.year}",
+    lambda d: f"the {_ordinal(d.day)} of {MONTHS[d.month - 1].lower()}, {d.year}",
+)
+
+
+def make_date_pairs(num_examples, seed=0, start_year=1950, end_year=2049):
+    """Human-written dates in ten formats paired with their ISO 8601 form.
+
+    A built-in translation task ("March 3, 2021" -> "2021-03-03") that needs
+    no file: the source side varies in words, order, separators and case;
+    the target is fixed-format.
+
+    Args:
+        num_examples: positive int.
+        seed: int.
+        start_year, end_year: the range of years.
+
+    Returns:
+        A list of `(human, iso)` string pairs.
+
+    Example:
+
+    >>> from keras_attention.data import make_date_pairs
+    >>> len(make_date_pairs(3)), make_date_pairs(1, seed=5)[0][1].count("-")
+    (3, 2)
+    """
+    import datetime
+
+    num_examples = check_positive_int("num_examples", num_examples)
+    rng = np.random.default_rng(seed)
+    first = datetime.date(start_year, 1, 1).toordinal()
+    last = datetime.date(end_year, 12, 31).toordinal()
+    pairs = []
+    for _ in range(num_examples):
+        date = datetime.date.fromordinal(int(rng.integers(first, last + 1)))
+        human = DATE_FORMATS[int(rng.integers(len(DATE_FORMATS)))](date)
+        pairs.append((human, date.isoformat()))
+    return pairs

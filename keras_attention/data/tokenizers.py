@@ -1,0 +1,133 @@
+"""Subword tokenizers trained on a training split (SentencePiece, keras-hub).
+
+SentencePiece detokenizes losslessly, so BLEU and ROUGE are computed on real
+detokenized text. Ids follow keras-hub's trainer: pad 0, unk 1, start
+(`<s>`) 2, end (`</s>`) 3; pass `special_token_ids(tokenizer)` to the model
+builders.
+"""
+
+import contextlib
+import os
+import re
+import tempfile
+
+import keras_hub
+import tensorflow as tf
+
+from keras_attention.validation import check_positive_int
+
+
+def train_tokenizer(texts, vocabulary_size, *, lowercase=False, model_type="unigram"):
+    """Trains a SentencePiece tokenizer on `texts`.
+
+    When the texts are too few for `vocabulary_size`, the largest size
+    SentencePiece accepts is used instead (small built-in datasets).
+
+    Args:
+        texts: list of str, the training split only.
+        vocabulary_size: positive int, the wanted vocabulary size.
+        lowercase: bool, case-fold while normalising.
+        model_type: `"unigram"` or `"bpe"`.
+
+    Returns:
+        A `keras_hub.tokenizers.SentencePieceTokenizer`.
+    """
+    vocabulary_size = check_positive_int("vocabulary_size", vocabulary_size)
+    texts = [t for t in texts if t]
+    if not texts:
+        raise ValueError("`texts` must hold at least one non-empty string. Received: []")
+    dataset = tf.data.Dataset.from_tensor_slices(texts)
+
+    def train(size):
+        with _quiet_stderr():
+            return keras_hub.tokenizers.compute_sentence_piece_proto(
+                dataset, size, model_type=model_type, lowercase=lowercase
+            )
+
+    try:
+        proto = train(vocabulary_size)
+    except RuntimeError as error:
+        match = re.search(r"value <= (\d+)", str(error))
+        if not match:
+            raise
+        proto = train(int(match.group(1)))
+    return keras_hub.tokenizers.SentencePieceTokenizer(proto=proto)
+
+
+@contextlib.contextmanager
+def _quiet_stderr():
+    """Silences the SentencePiece trainer's C++ log lines (file descriptor 2)."""
+    try:
+        saved = os.dup(2)
+    except OSError:  # no real stderr (some notebooks)
+        yield
+        return
+    with open(os.devnull, "w") as devnull:
+        os.dup2(devnull.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
+def special_token_ids(tokenizer):
+    """`{"pad_token_id", "start_token_id", "end_token_id"}` of a tokenizer."""
+    return {
+        "pad_token_id": tokenizer.token_to_id("<pad>"),
+        "start_token_id": tokenizer.token_to_id("<s>"),
+        "end_token_id": tokenizer.token_to_id("</s>"),
+    }
+
+
+def save_tokenizer(tokenizer, path):
+    """Writes the tokenizer's SentencePiece model to `path` atomically (a
+    temporary file in the same folder, then a rename)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    proto = tokenizer.proto
+    if isinstance(proto, str):
+        with open(proto, "rb") as f:
+            proto = f.read()
+    handle, temporary = tempfile.mkstemp(dir=folder, suffix=".partial")
+    try:
+        with os.fdopen(handle, "wb") as f:
+            f.write(proto)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+        raise
+
+
+def load_tokenizer(path):
+    """Loads a tokenizer written by `save_tokenizer`."""
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"No tokenizer at {path!r}")
+    return keras_hub.tokenizers.SentencePieceTokenizer(proto=path)
+
+
+def detokenize(tokenizer, token_ids):
+    """Token ids `(B, L)` -> list of B strings, cut at the end token and
+    without padding or start tokens."""
+    ids = special_token_ids(tokenizer)
+    texts = []
+    for row in token_ids:
+        kept = []
+        for token in row:
+            token = int(token)
+            if token == ids["end_token_id"]:
+                break
+            if token not in (ids["pad_token_id"], ids["start_token_id"]):
+                kept.append(token)
+        texts.append(tokenizer.detokenize([kept])[0] if kept else "")
+    return [t.numpy().decode("utf-8") if hasattr(t, "numpy") else str(t) for t in texts]
+
+
+__all__ = [
+    "detokenize",
+    "load_tokenizer",
+    "save_tokenizer",
+    "special_token_ids",
+    "train_tokenizer",
+]

@@ -1,0 +1,36 @@
+import datetime
+
+import numpy as np
+import pytest
+
+from keras_attention.data import exact_match, make_date_pairs, make_task, strip_special
+
+
+@pytest.mark.parametrize("task", ["reverse", "sort", "copy"])
+def test_tasks_are_consistent(task):
+    inputs, labels = make_task(task, 50, vocab_size=10, min_length=2, max_length=5, seed=3)
+    sources = strip_special(inputs["encoder_token_ids"])
+    targets = strip_special(labels)
+    expected = {"reverse": lambda s: s[::-1], "sort": sorted, "copy": list}[task]
+    assert all(t == expected(s) for s, t in zip(sources, targets))
+    # The decoder input is the label shifted right behind the start token.
+    shifted = np.where(labels[:, :-1] == 2, 0, labels[:, :-1])  # END is not fed back
+    np.testing.assert_array_equal(inputs["decoder_token_ids"][:, 1:], shifted)
+    assert (inputs["decoder_token_ids"][:, 0] == 1).all()
+    assert exact_match(labels, labels) == 1.0
+
+
+def test_invalid_task_args():
+    with pytest.raises(ValueError, match=r"task.*Received: task='rot13'"):
+        make_task("rot13", 3)
+    with pytest.raises(ValueError, match=r"min_length <= max_length.*Received"):
+        make_task("copy", 3, min_length=5, max_length=2)
+
+
+def test_date_pairs_are_correct_and_varied():
+    pairs = make_date_pairs(500, seed=1)
+    for human, iso in pairs:
+        date = datetime.date.fromisoformat(iso)
+        assert str(date.year) in human
+    assert len({h.split()[0].isdigit() for h, _ in pairs}) == 2  # several formats
+    assert make_date_pairs(5, seed=2) == make_date_pairs(5, seed=2)

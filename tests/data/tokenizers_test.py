@@ -1,0 +1,63 @@
+import numpy as np
+import pytest
+
+from keras_attention.data import (
+    detokenize,
+    encode_sources,
+    load_tokenizer,
+    make_dataset,
+    make_date_pairs,
+    save_tokenizer,
+    special_token_ids,
+    train_tokenizer,
+)
+
+PAIRS = make_date_pairs(300, seed=0)
+
+
+@pytest.fixture
+def tokenizers():
+    # Function-scoped: `keras.utils.set_random_seed` (run before every test)
+    # invalidates the TensorFlow resources of tokenizers made before it.
+    return (train_tokenizer([s for s, _ in PAIRS], 100),
+            train_tokenizer([t for _, t in PAIRS], 40))
+
+
+def test_round_trip_is_lossless_and_ids_are_special(tokenizers):
+    source, target = tokenizers
+    ids = special_token_ids(target)
+    assert ids == {"pad_token_id": 0, "start_token_id": 2, "end_token_id": 3}
+    encoded = encode_sources([t for _, t in PAIRS[:5]], target, 32)
+    with_end = np.concatenate([encoded, np.full((5, 1), 3), np.full((5, 2), 9)], 1)
+    assert detokenize(target, with_end) == [t for _, t in PAIRS[:5]]
+
+
+def test_save_and_load(tokenizers, tmp_path):
+    source, _ = tokenizers
+    path = tmp_path / "nested" / "source.spm"
+    save_tokenizer(source, str(path))
+    assert not list(path.parent.glob("*.partial"))
+    reloaded = load_tokenizer(str(path))
+    np.testing.assert_array_equal(reloaded(PAIRS[0][0]), source(PAIRS[0][0]))
+    with pytest.raises(FileNotFoundError, match="missing.spm"):
+        load_tokenizer(str(tmp_path / "missing.spm"))
+
+
+def test_dataset_batches_shift_targets_and_pad(tokenizers):
+    source, target = tokenizers
+    dataset = make_dataset(PAIRS, source, target, batch_size=16, max_source_length=12,
+                           max_target_length=12, shuffle=False)
+    inputs, labels = next(iter(dataset))
+    decoder = inputs["decoder_token_ids"].numpy()
+    labels = labels.numpy()
+    assert (decoder[:, 0] == 2).all()
+    np.testing.assert_array_equal(decoder[:, 1:], np.where(labels[:, :-1] == 3, 0, labels[:, :-1]))
+    assert ((labels == 3).sum(1) == 1).all()
+    assert inputs["encoder_token_ids"].shape[1] <= 12
+    total = sum(int(batch[1].shape[0]) for batch in dataset)
+    assert total == len(PAIRS)
+
+
+def test_train_tokenizer_rejects_empty_input():
+    with pytest.raises(ValueError, match=r"texts.*Received"):
+        train_tokenizer(["", ""], 10)
