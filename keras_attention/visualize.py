@@ -9,13 +9,13 @@ optionally saves it as a PNG.
 """
 
 import math
-import os
-import uuid
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
+
+from keras_attention.files import write_atomically
 
 
 def _new_figure(figsize):
@@ -31,20 +31,7 @@ def _save_png(figure, path):
     so no half-written PNG is left behind and an existing file at `path`
     is kept.
     """
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    temporary = os.path.join(folder, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
-    try:
-        # Mode 0o666 less the umask, as `open(path, "wb")` would give.
-        handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        with os.fdopen(handle, "wb") as file:
-            figure.savefig(file, format="png")
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.remove(temporary)
-        raise
+    write_atomically(path, lambda file: figure.savefig(file, format="png"))
 
 
 def _to_numpy(x):

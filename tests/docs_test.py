@@ -21,6 +21,7 @@ MODULES = [
     "keras_attention.layers.transformer_encoder_block",
     "keras_attention.layers.transformer_decoder_block",
     "keras_attention.layers.attention_rnn_decoder",
+    "keras_attention.layers.pointer_generator",
 ]
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 

@@ -9,11 +9,11 @@ builders.
 import contextlib
 import os
 import re
-import tempfile
 
 import keras_hub
 import tensorflow as tf
 
+from keras_attention.files import write_atomically
 from keras_attention.validation import check_positive_int
 
 
@@ -83,21 +83,11 @@ def special_token_ids(tokenizer):
 def save_tokenizer(tokenizer, path):
     """Writes the tokenizer's SentencePiece model to `path` atomically (a
     temporary file in the same folder, then a rename)."""
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
     proto = tokenizer.proto
     if isinstance(proto, str):
         with open(proto, "rb") as f:
             proto = f.read()
-    handle, temporary = tempfile.mkstemp(dir=folder, suffix=".partial")
-    try:
-        with os.fdopen(handle, "wb") as f:
-            f.write(proto)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.remove(temporary)
-        raise
+    write_atomically(path, lambda file: file.write(proto))
 
 
 def load_tokenizer(path):

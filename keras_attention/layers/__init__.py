@@ -6,6 +6,7 @@ from keras_attention.layers.feed_forward import FeedForward
 from keras_attention.layers.base_attention import BaseAttention
 from keras_attention.layers.luong_attention import LuongAttention
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
+from keras_attention.layers.pointer_generator import PointerGenerator
 from keras_attention.layers.scaled_dot_product_attention import (
     ScaledDotProductAttention,
 )
@@ -27,6 +28,7 @@ __all__ = [
     "FeedForward",
     "LuongAttention",
     "MultiHeadAttention",
+    "PointerGenerator",
     "ScaledDotProductAttention",
     "SelfAttention",
     "TokenAndPositionEmbedding",

@@ -9,7 +9,7 @@ from keras_attention.layers import (
     LuongAttention,
     TokenAndPositionEmbedding,
 )
-from keras_attention.models.seq2seq_model import Seq2SeqModel
+from keras_attention.models.seq2seq_model import Seq2SeqModel, token_inputs
 from keras_attention.validation import check_choice, check_positive_int, check_rate
 
 ATTENTIONS = ("bahdanau", "luong_dot", "luong_general", "luong_concat")
@@ -108,8 +108,9 @@ class RNNSeq2Seq(Seq2SeqModel):
             target_vocabulary_size, dtype=dtype, name="logits"
         )
 
-        encoder_token_ids = keras.Input((None,), dtype="int32", name="encoder_token_ids")
-        decoder_token_ids = keras.Input((None,), dtype="int32", name="decoder_token_ids")
+        inputs = token_inputs()
+        encoder_token_ids = inputs["encoder_token_ids"]
+        decoder_token_ids = inputs["decoder_token_ids"]
         embedded_source = source_embedding(encoder_token_ids)
         memory, *final_states = encoder(embedded_source)
         initial_state = self._bridge(bridges, final_states, num_states)
@@ -120,10 +121,7 @@ class RNNSeq2Seq(Seq2SeqModel):
         )
         logits = output_projection(outputs)
         super().__init__(
-            inputs={
-                "encoder_token_ids": encoder_token_ids,
-                "decoder_token_ids": decoder_token_ids,
-            },
+            inputs=inputs,
             outputs=logits,
             pad_token_id=pad_token_id,
             start_token_id=start_token_id,
@@ -193,21 +191,9 @@ class RNNSeq2Seq(Seq2SeqModel):
         return {**super().get_config(), **self._arguments}
 
 
-def rnn_seq2seq(
-    vocabulary_size,
-    target_vocabulary_size=None,
-    embedding_dim=128,
-    units=256,
-    attention="bahdanau",
-    cell="gru",
-    input_feeding=True,
-    dropout=0.0,
-    pad_token_id=0,
-    start_token_id=1,
-    end_token_id=2,
-    **kwargs,
-):
-    """Builds an `RNNSeq2Seq` (a `Seq2SeqModel`).
+def rnn_seq2seq(vocabulary_size, **kwargs):
+    """Builds an `RNNSeq2Seq` (a `Seq2SeqModel`); defaults are those of
+    `RNNSeq2Seq.__init__`.
 
     Args:
         vocabulary_size: source vocabulary size (and target, by default).
@@ -239,17 +225,4 @@ def rnn_seq2seq(
     >>> model.generate(np.array([[5, 6, 0]]), max_length=3).shape
     (1, 3)
     """
-    return RNNSeq2Seq(
-        vocabulary_size,
-        target_vocabulary_size=target_vocabulary_size,
-        embedding_dim=embedding_dim,
-        units=units,
-        attention=attention,
-        cell=cell,
-        input_feeding=input_feeding,
-        dropout=dropout,
-        pad_token_id=pad_token_id,
-        start_token_id=start_token_id,
-        end_token_id=end_token_id,
-        **kwargs,
-    )
+    return RNNSeq2Seq(vocabulary_size, **kwargs)

@@ -28,6 +28,14 @@ attention: float32 `(B, L, S)` (or `(B, n, L, S)`) cross-attention of each
 SOURCE_BUCKET = 8  # encoder lengths are padded up to a multiple of this
 
 
+def token_inputs():
+    """The two named inputs of every `Seq2SeqModel`: int32 `(B, S)` and `(B, T)`."""
+    return {
+        name: keras.Input((None,), dtype="int32", name=name)
+        for name in ("encoder_token_ids", "decoder_token_ids")
+    }
+
+
 def _is_tensorflow():
     return keras.config.backend() == "tensorflow"
 

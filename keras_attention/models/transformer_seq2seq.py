@@ -8,7 +8,7 @@ from keras_attention.layers import (
     TransformerDecoderBlock,
     TransformerEncoderBlock,
 )
-from keras_attention.models.seq2seq_model import Seq2SeqModel
+from keras_attention.models.seq2seq_model import Seq2SeqModel, token_inputs
 from keras_attention.validation import check_choice, check_positive_int
 
 POSITIONS = ("sinusoidal", "learned", "rotary")
@@ -96,8 +96,9 @@ class TransformerSeq2Seq(Seq2SeqModel):
         )
 
         # Functional graph.
-        encoder_token_ids = keras.Input((None,), dtype="int32", name="encoder_token_ids")
-        decoder_token_ids = keras.Input((None,), dtype="int32", name="decoder_token_ids")
+        inputs = token_inputs()
+        encoder_token_ids = inputs["encoder_token_ids"]
+        decoder_token_ids = inputs["decoder_token_ids"]
         memory = embedding_dropout(source_embedding(encoder_token_ids))
         for block in encoder_blocks:
             memory = block(memory)
@@ -112,10 +113,7 @@ class TransformerSeq2Seq(Seq2SeqModel):
             output_projection(hidden)
         )
         super().__init__(
-            inputs={
-                "encoder_token_ids": encoder_token_ids,
-                "decoder_token_ids": decoder_token_ids,
-            },
+            inputs=inputs,
             outputs=logits,
             pad_token_id=pad_token_id,
             start_token_id=start_token_id,
@@ -187,24 +185,9 @@ class TransformerSeq2Seq(Seq2SeqModel):
         return {**super().get_config(), **self._arguments}
 
 
-def transformer_seq2seq(
-    vocabulary_size,
-    target_vocabulary_size=None,
-    num_layers=2,
-    hidden_dim=256,
-    num_heads=8,
-    intermediate_dim=1024,
-    dropout=0.1,
-    max_length=512,
-    position="sinusoidal",
-    norm_first=True,
-    num_key_value_heads=None,
-    pad_token_id=0,
-    start_token_id=1,
-    end_token_id=2,
-    **kwargs,
-):
-    """Builds a `TransformerSeq2Seq` (a `Seq2SeqModel`).
+def transformer_seq2seq(vocabulary_size, **kwargs):
+    """Builds a `TransformerSeq2Seq` (a `Seq2SeqModel`); defaults are those of
+    `TransformerSeq2Seq.__init__`.
 
     Args:
         vocabulary_size: source vocabulary size (and target, by default).
@@ -239,20 +222,4 @@ def transformer_seq2seq(
     >>> model.generate(np.array([[5, 6, 0]]), max_length=4).shape
     (1, 4)
     """
-    return TransformerSeq2Seq(
-        vocabulary_size,
-        target_vocabulary_size=target_vocabulary_size,
-        num_layers=num_layers,
-        hidden_dim=hidden_dim,
-        num_heads=num_heads,
-        intermediate_dim=intermediate_dim,
-        dropout=dropout,
-        max_length=max_length,
-        position=position,
-        norm_first=norm_first,
-        num_key_value_heads=num_key_value_heads,
-        pad_token_id=pad_token_id,
-        start_token_id=start_token_id,
-        end_token_id=end_token_id,
-        **kwargs,
-    )
+    return TransformerSeq2Seq(vocabulary_size, **kwargs)

@@ -1,0 +1,594 @@
+"""`PointerGenerator`: a copy-or-generate output head with coverage."""
+
+import math
+import numbers
+
+import keras
+import numpy as np
+from keras import ops
+
+from keras_attention import masks
+from keras_attention.layers import attention_core
+from keras_attention.layers.base_attention import check_rank3
+from keras_attention.validation import (
+    check_bool,
+    check_positive_int,
+    concrete_values,
+)
+
+_STATES_LAYOUT = "(batch, target_len, state_dim)"
+_MEMORY_LAYOUT = "(batch, source_len, memory_dim)"
+_NEG_INF = float("-inf")
+
+
+def _check_non_negative_float(name, value):
+    """Returns `value` as a `float` if it is a finite real number >= 0."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not math.isfinite(float(value))
+        or float(value) < 0.0
+    ):
+        raise ValueError(
+            f"Argument `{name}` must be a finite float >= 0. "
+            f"Received: {name}={value!r}"
+        )
+    return float(value)
+
+
+def _check_rank(name, shape, rank, layout):
+    if shape is None or len(shape) != rank:
+        shape = None if shape is None else tuple(shape)
+        raise ValueError(
+            f"`{name}` must be a rank-{rank} tensor of shape {layout}. "
+            f"Received: {name}.shape={shape}"
+        )
+
+
+def _check_same(what, named_sizes):
+    """Raises unless the known sizes in `named_sizes` agree."""
+    known = {name: size for name, size in named_sizes if size is not None}
+    if len(set(known.values())) > 1:
+        received = ", ".join(f"{name}={size}" for name, size in known.items())
+        raise ValueError(f"{what}. Received: {received}")
+
+
+def _check_shapes(states_shape, memory_shape, ids_shape, states_rank=3):
+    """Ranks, known feature sizes, equal batch and source sizes."""
+    if states_rank == 3:
+        check_rank3("decoder_states", states_shape, _STATES_LAYOUT)
+        states_name = "decoder_states"
+    else:
+        _check_rank(
+            "decoder_state_t", states_shape, 2, "(batch, state_dim)"
+        )
+        states_name = "decoder_state_t"
+    check_rank3("memory", memory_shape, _MEMORY_LAYOUT)
+    _check_rank(
+        "source_token_ids", ids_shape, 2, "(batch, source_len)"
+    )
+    for name, shape in ((states_name, states_shape), ("memory", memory_shape)):
+        if shape[-1] is None:
+            raise ValueError(
+                f"The last dimension of `{name}` must be known. "
+                f"Received: {name}.shape={tuple(shape)}"
+            )
+    _check_same(
+        f"`{states_name}`, `memory` and `source_token_ids` must have the "
+        "same batch size",
+        (
+            (f"{states_name}.shape[0]", states_shape[0]),
+            ("memory.shape[0]", memory_shape[0]),
+            ("source_token_ids.shape[0]", ids_shape[0]),
+        ),
+    )
+    _check_same(
+        "`source_token_ids` must have one id per `memory` position "
+        "(source_len)",
+        (
+            ("memory.shape[1]", memory_shape[1]),
+            ("source_token_ids.shape[1]", ids_shape[1]),
+        ),
+    )
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class PointerGenerator(keras.layers.Layer):
+    """Pointer-generator output head with coverage (See et al., 2017).
+
+    Put on top of any decoder: given the decoder states `s_t`, the encoder
+    outputs `h_i` (the memory) and the source token ids, it returns, for each
+    target step, a distribution over the (fixed) vocabulary that mixes
+    generating a word and copying a source token. For every step `t`
+    (coverage `c_0 = 0`):
+
+    ```
+    e_ti   = v . tanh(W_h h_i + W_s s_t + w_c c_ti + b)   (Bahdanau + coverage)
+    a_t    = masked softmax_i(e_ti)        (float32, exact 0 on masked i)
+    c_t+1  = c_t + a_t                     (c_t = sum_{t' < t} a_t', exclusive)
+    h*_t   = sum_i a_ti h_i                (the context)
+    P_voc  = softmax(V' (V [s_t ; h*_t] + b) + b')       (two linear layers)
+    p_gen  = sigmoid(w_h* . h*_t + w_s . s_t + b_ptr)
+    P(w)   = p_gen P_voc(w) + (1 - p_gen) sum_{i : source_i = w} a_ti
+    covloss_t = sum_i min(a_ti, c_ti)      (the coverage loss, eq. 12)
+    ```
+
+    With `use_coverage=False` the coverage term `w_c c_ti` is dropped (and
+    no coverage loss is added). The layer returns `log P(w)`, computed in
+    log space (`log p_gen = log_sigmoid(.)`, `log_softmax`, a stable
+    log-sum-exp of the two branches) in float32, so it is finite for every
+    word and safe to feed to a negative log-likelihood:
+    `-take_along_axis(log_probs, targets)`.
+
+    Deviation from the paper: See et al. also feed the decoder input `x_t`
+    to the switch (`+ w_x . x_t`); this layer only sees the decoder states,
+    so `p_gen` depends on `s_t` and `h*_t` only (a decoder whose state
+    depends on `x_t`, as any RNN's does, still informs the switch).
+
+    Masking: source positions masked by `memory_mask` (or the Keras mask of
+    `memory`) get attention exactly 0, so they add nothing to the copy
+    distribution, the coverage or the coverage loss, and NaN stored there
+    cannot reach the outputs. A target step masked by `decoder_states_mask`
+    (or the Keras mask of `decoder_states`) gets all-zero attention, adds
+    nothing to the coverage and is left out of the coverage-loss mean.
+    Whenever a step has no source position to copy from (a masked step, a
+    fully masked or empty source) the copy mass goes to the vocabulary:
+    `p_gen` is 1 there, so `exp(log_probs)` always sums to 1. The output
+    keeps the mask of `decoder_states`.
+
+    The coverage loss `coverage_loss_weight * mean_t covloss_t` (the mean
+    over the batch and the unmasked target steps) is added with `add_loss`
+    on every `call` when `use_coverage=True` and the weight is > 0; `fit`
+    adds it to the compiled loss.
+
+    `call` runs `step` over the target axis, since `a_t` depends on the
+    coverage of the earlier steps (a Python loop for a static `T`, an
+    `ops.while_loop` for a dynamic one). `step` is the generation API: start
+    from `coverage = zeros((B, S))` and feed back the returned coverage.
+
+    Shapes: `decoder_states` `(B, T, D)`, `memory` `(B, S, Dm)`,
+    `source_token_ids` `(B, S)` integer ids in `[0, vocabulary_size)` ->
+    `log_probs` `(B, T, V)` float32 (whatever the dtype policy);
+    with `return_attention_scores=True` also the attention `(B, T, S)` and
+    `p_gen` `(B, T)` (float32). Source ids must be an integer tensor (float
+    ids are cast to the compute dtype by Keras, which rounds large ids under
+    mixed precision). Ids outside `[0, vocabulary_size)` at unmasked
+    positions raise a `ValueError` when their values are known (eager
+    calls); masked positions may hold any id. Memory grows as
+    `B * S * units` per step plus the `(B, T, V)` output.
+
+    Args:
+        vocabulary_size: positive int `V`, the size of the output
+            vocabulary (source tokens are copied into it by id).
+        units: positive int, the size of the attention's hidden layer and
+            of the hidden layer `V` of the vocabulary distribution.
+        use_coverage: bool (default True), the coverage mechanism.
+        coverage_loss_weight: float >= 0 (default 1.0), the weight `lambda`
+            of the coverage loss; 0 adds no loss.
+        **kwargs: `keras.layers.Layer` arguments.
+
+    Call arguments:
+        decoder_states: `(B, T, D)`, the decoder's outputs `s_t`.
+        memory: `(B, S, Dm)`, the encoder outputs `h_i`.
+        source_token_ids: `(B, S)` integer, the vocabulary id of each source
+            token (out-of-vocabulary source words need an extended
+            vocabulary: make `V` large enough to hold their ids).
+        decoder_states_mask: optional boolean `(B, T)`, True on real target
+            steps (filled from the Keras mask of `decoder_states`).
+        memory_mask: optional boolean `(B, S)`, True on real source tokens
+            (filled from the Keras mask of `memory`).
+        return_attention_scores: bool; if True returns
+            `(log_probs, attention, p_gen)`.
+        training: bool (unused: the layer has no dropout).
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_attention.layers import PointerGenerator
+    >>> head = PointerGenerator(vocabulary_size=12, units=8)
+    >>> decoder_states = np.random.rand(2, 3, 6).astype("float32")  # (B, T, D)
+    >>> memory = np.random.rand(2, 5, 4).astype("float32")          # (B, S, Dm)
+    >>> source_ids = np.array([[3, 7, 7, 1, 0], [2, 5, 9, 0, 0]])   # (B, S)
+    >>> log_probs, attention, p_gen = head(
+    ...     decoder_states, memory, source_ids,
+    ...     memory_mask=source_ids > 0, return_attention_scores=True)
+    >>> tuple(log_probs.shape), tuple(attention.shape), tuple(p_gen.shape)
+    ((2, 3, 12), (2, 3, 5), (2, 3))
+    >>> np.allclose(np.exp(log_probs).sum(-1), 1.0, atol=1e-5)
+    True
+    >>> float(np.asarray(attention)[1, :, 3:].max())   # masked: exactly 0
+    0.0
+    >>> coverage = np.zeros((2, 5), "float32")          # one generation step
+    >>> log_probs_t, attention_t, coverage = head.step(
+    ...     decoder_states[:, 0], memory, source_ids, coverage,
+    ...     memory_mask=source_ids > 0)
+    >>> np.allclose(log_probs_t, np.asarray(log_probs)[:, 0], atol=1e-5)
+    True
+
+    References:
+        See, Liu, Manning, "Get To The Point: Summarization with
+        Pointer-Generator Networks", ACL 2017.
+    """
+
+    def __init__(
+        self,
+        vocabulary_size,
+        units,
+        use_coverage=True,
+        coverage_loss_weight=1.0,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.vocabulary_size = check_positive_int(
+            "vocabulary_size", vocabulary_size
+        )
+        self.units = check_positive_int("units", units)
+        self.use_coverage = check_bool("use_coverage", use_coverage)
+        self.coverage_loss_weight = _check_non_negative_float(
+            "coverage_loss_weight", coverage_loss_weight
+        )
+        self.supports_masking = True
+
+    # ----------------------------------------------------------------- build
+    def build(
+        self, decoder_states_shape, memory_shape, source_token_ids_shape=None
+    ):
+        if source_token_ids_shape is None:
+            source_token_ids_shape = tuple(memory_shape[:2])
+        _check_shapes(decoder_states_shape, memory_shape, source_token_ids_shape)
+        state_dim, memory_dim = decoder_states_shape[-1], memory_shape[-1]
+        units, vocab = self.units, self.vocabulary_size
+
+        def weight(name, shape, initializer="glorot_uniform"):
+            return self.add_weight(name=name, shape=shape, initializer=initializer)
+
+        # Attention: v . tanh(W_h h_i + W_s s_t + w_c c_ti + b).
+        self.memory_kernel = weight("memory_kernel", (memory_dim, units))  # W_h
+        self.state_kernel = weight("state_kernel", (state_dim, units))  # W_s
+        if self.use_coverage:
+            self.coverage_kernel = weight(  # w_c
+                "coverage_kernel", (units,), "random_normal"
+            )
+        self.attention_bias = weight("attention_bias", (units,), "zeros")  # b
+        self.score_vector = self.add_weight(  # v
+            name="score_vector",
+            shape=(units,),
+            initializer=keras.initializers.RandomUniform(
+                -1.0 / math.sqrt(units), 1.0 / math.sqrt(units)
+            ),
+        )
+        # Vocabulary distribution: V' (V [s_t ; h*_t] + b) + b'.
+        self.hidden_kernel = weight("hidden_kernel", (state_dim + memory_dim, units))
+        self.hidden_bias = weight("hidden_bias", (units,), "zeros")
+        self.output_kernel = weight("output_kernel", (units, vocab))
+        self.output_bias = weight("output_bias", (vocab,), "zeros")
+        # Switch: sigmoid(w_h* . h*_t + w_s . s_t + b_ptr).
+        self.pointer_context_kernel = weight(
+            "pointer_context_kernel", (memory_dim, 1)
+        )
+        self.pointer_state_kernel = weight("pointer_state_kernel", (state_dim, 1))
+        self.pointer_bias = weight("pointer_bias", (), "zeros")
+        self.built = True
+
+    # -------------------------------------------------------------- helpers
+    def _check_token_ids(self, source_token_ids, memory_mask):
+        """Integer ids in `[0, V)` at unmasked positions, when known."""
+        ids = source_token_ids
+        dtype = keras.backend.standardize_dtype(ids.dtype)
+        if "int" not in dtype and "float" not in dtype:
+            raise ValueError(
+                "`source_token_ids` must be an integer tensor. "
+                f"Received: source_token_ids with dtype {dtype}"
+            )
+        values = concrete_values(ids)
+        if values is None or values.size == 0:
+            return
+        used = np.ones(values.shape, bool)
+        if memory_mask is not None:
+            mask_values = concrete_values(memory_mask)
+            if mask_values is not None:
+                used = np.broadcast_to(mask_values.astype(bool), values.shape)
+        values = values[used]
+        if values.size == 0:
+            return
+        if "float" in dtype and not np.all(np.floor(values) == values):
+            raise ValueError(
+                "`source_token_ids` must hold integer token ids. Received: "
+                f"source_token_ids with non-integer values, e.g. "
+                f"{values[np.floor(values) != values][0].item()!r}"
+            )
+        low, high = values.min().item(), values.max().item()
+        if low < 0 or high >= self.vocabulary_size:
+            raise ValueError(
+                "`source_token_ids` must hold ids in [0, vocabulary_size="
+                f"{self.vocabulary_size}) at every unmasked source position. "
+                f"Received: source_token_ids with min={low!r}, max={high!r}"
+            )
+
+    def _prepare_source(self, memory, source_token_ids, memory_mask):
+        """What every step reuses: the zeroed memory, `W_h h_i + b`, the
+        ids (0 on masked positions) and the `(B, S)` key mask."""
+        memory = ops.convert_to_tensor(memory)
+        source_token_ids = ops.convert_to_tensor(source_token_ids)
+        self._check_token_ids(source_token_ids, memory_mask)
+        memory = ops.cast(memory, self.compute_dtype)
+        ids = ops.cast(source_token_ids, "int32")
+        key_mask = None
+        if memory_mask is not None:
+            key_mask = masks.merge_masks(memory_mask)  # boolean (B, S)
+            memory = attention_core.zero_unused_positions(memory, key_mask)
+            ids = ops.where(key_mask, ids, ops.zeros_like(ids))
+        projected = ops.cast(
+            ops.matmul(memory, ops.cast(self.memory_kernel, memory.dtype)),
+            "float32",
+        ) + ops.cast(self.attention_bias, "float32")  # (B, S, U)
+        return memory, projected, ids, key_mask
+
+    def _copy_distribution(self, attention, ids):
+        """`sum_{i: ids_i = w} a_i`: scatter-add `(B, S)` onto `(B, V)`."""
+        shape = ops.shape(ids)
+        batch_size, source_length = shape[0], shape[1]
+        rows = ops.repeat(
+            ops.arange(batch_size, dtype="int32")[:, None], source_length, axis=1
+        )
+        indices = ops.reshape(ops.stack([rows, ids], axis=-1), (-1, 2))
+        return ops.scatter(
+            indices,
+            ops.reshape(attention, (-1,)),
+            (batch_size, self.vocabulary_size),
+        )
+
+    def _step(self, state, source, coverage, state_mask=None):
+        """One step on prepared source data.
+
+        Returns `(log_probs (B, V), attention (B, S), new_coverage (B, S),
+        p_gen (B,), covloss (B,))`, all float32.
+        """
+        memory, projected_memory, ids, key_mask = source
+        state = ops.cast(state, self.compute_dtype)
+        coverage = ops.cast(coverage, "float32")
+        mask = masks.padding_mask(
+            None if state_mask is None else state_mask[:, None],
+            key_mask,
+            query_length=1,
+            key_length=ops.shape(memory)[1],
+        )  # (B, 1, S) or None
+        if state_mask is not None:
+            state = attention_core.zero_unused_positions(
+                state[:, None], state_mask[:, None]
+            )[:, 0]
+        # e_ti = v . tanh(W_h h_i + b + w_c c_ti + W_s s_t)
+        keys = projected_memory
+        if self.use_coverage:
+            keys = keys + coverage[:, :, None] * ops.cast(
+                self.coverage_kernel, "float32"
+            )
+        projected_state = ops.matmul(
+            state, ops.cast(self.state_kernel, state.dtype)
+        )
+        logits = attention_core.additive_logits(
+            projected_state[:, None, :], keys, self.score_vector
+        )  # (B, 1, S)
+        attention = attention_core.masked_softmax(logits, mask)
+        context = attention_core.weighted_sum(attention, memory)[:, 0]  # (B, Dm)
+        attention = attention[:, 0]  # (B, S)
+        covloss = ops.sum(ops.minimum(attention, coverage), axis=-1)
+        new_coverage = coverage + attention
+
+        # P_vocab, in log space.
+        features = ops.concatenate([state, ops.cast(context, state.dtype)], -1)
+        hidden = ops.matmul(
+            features, ops.cast(self.hidden_kernel, state.dtype)
+        ) + ops.cast(self.hidden_bias, state.dtype)
+        vocab_logits = ops.matmul(
+            hidden, ops.cast(self.output_kernel, state.dtype)
+        ) + ops.cast(self.output_bias, state.dtype)
+        log_vocab = ops.log_softmax(ops.cast(vocab_logits, "float32"), axis=-1)
+
+        # The switch; with nothing to copy from, everything is generated.
+        switch = ops.cast(
+            ops.matmul(context, ops.cast(self.pointer_context_kernel, context.dtype))
+            + ops.matmul(state, ops.cast(self.pointer_state_kernel, state.dtype)),
+            "float32",
+        )[:, 0] + ops.cast(self.pointer_bias, "float32")  # (B,)
+        has_source = ops.greater(ops.sum(attention, axis=-1), 0.5)
+        p_gen = ops.where(has_source, ops.sigmoid(switch), 1.0)
+        log_p_gen = ops.where(has_source, ops.log_sigmoid(switch), 0.0)
+        log_p_copy = ops.where(has_source, ops.log_sigmoid(-switch), _NEG_INF)
+
+        # P(w) = p_gen P_vocab(w) + (1 - p_gen) copy(w), as a log-sum-exp.
+        copy = self._copy_distribution(attention, ids)  # (B, V)
+        present = ops.greater(copy, 0.0)
+        log_copy = ops.where(
+            present, ops.log(ops.where(present, copy, 1.0)), _NEG_INF
+        )
+        generate = log_p_gen[:, None] + log_vocab  # finite
+        point = log_p_copy[:, None] + log_copy  # -inf where nothing to copy
+        top = ops.stop_gradient(ops.maximum(generate, point))
+        log_probs = top + ops.log(ops.exp(generate - top) + ops.exp(point - top))
+        return log_probs, attention, new_coverage, p_gen, covloss
+
+    # ------------------------------------------------------------------ step
+    def step(
+        self,
+        decoder_state_t,
+        memory,
+        source_token_ids,
+        coverage,
+        memory_mask=None,
+    ):
+        """One target step, for generation.
+
+        Args:
+            decoder_state_t: `(B, D)`, the decoder state `s_t`.
+            memory: `(B, S, Dm)`.
+            source_token_ids: `(B, S)` integer ids.
+            coverage: `(B, S)`, `c_t` (zeros before the first step).
+            memory_mask: optional boolean `(B, S)`, True on real tokens.
+
+        Returns:
+            `(log_probs_t (B, V), attention_t (B, S), new_coverage (B, S))`,
+            float32, with `new_coverage = coverage + attention_t`.
+        """
+        decoder_state_t = ops.convert_to_tensor(decoder_state_t)
+        memory = ops.convert_to_tensor(memory)
+        source_token_ids = ops.convert_to_tensor(source_token_ids)
+        coverage = ops.convert_to_tensor(coverage)
+        _check_shapes(
+            decoder_state_t.shape, memory.shape, source_token_ids.shape, 2
+        )
+        _check_rank("coverage", coverage.shape, 2, "(batch, source_len)")
+        for axis in (0, 1):
+            _check_same(
+                "`coverage` must have the shape (batch, source_len) of "
+                "`source_token_ids`",
+                (
+                    (f"coverage.shape[{axis}]", coverage.shape[axis]),
+                    (
+                        f"source_token_ids.shape[{axis}]",
+                        source_token_ids.shape[axis],
+                    ),
+                ),
+            )
+        if not self.built:
+            self.build(
+                (None, None, decoder_state_t.shape[-1]),
+                tuple(memory.shape),
+                tuple(source_token_ids.shape),
+            )
+        source = self._prepare_source(memory, source_token_ids, memory_mask)
+        log_probs, attention, new_coverage, _, _ = self._step(
+            decoder_state_t, source, coverage
+        )
+        return log_probs, attention, new_coverage
+
+    # ------------------------------------------------------------------ call
+    def call(
+        self,
+        decoder_states,
+        memory,
+        source_token_ids,
+        *,
+        decoder_states_mask=None,
+        memory_mask=None,
+        return_attention_scores=False,
+        training=None,
+    ):
+        decoder_states = ops.convert_to_tensor(decoder_states)
+        memory = ops.convert_to_tensor(memory)
+        source_token_ids = ops.convert_to_tensor(source_token_ids)
+        _check_shapes(decoder_states.shape, memory.shape, source_token_ids.shape)
+        source = self._prepare_source(memory, source_token_ids, memory_mask)
+        state_mask = None
+        if decoder_states_mask is not None:
+            state_mask = masks.merge_masks(decoder_states_mask)  # (B, T)
+        decoder_states = ops.cast(decoder_states, self.compute_dtype)
+        log_probs, attention, p_gen, covloss = self._decode(
+            decoder_states, source, state_mask
+        )
+        if self.use_coverage and self.coverage_loss_weight > 0:
+            self.add_loss(
+                self.coverage_loss_weight * self._mean(covloss, state_mask)
+            )
+        if return_attention_scores:
+            return log_probs, attention, p_gen
+        return log_probs
+
+    @staticmethod
+    def _mean(covloss, state_mask):
+        """Mean of `(B, T)` over the batch and the unmasked steps."""
+        if state_mask is None:
+            weights = ops.ones_like(covloss)
+        else:
+            weights = ops.cast(state_mask, "float32")
+        total = ops.sum(covloss * weights)
+        return total / ops.maximum(ops.sum(weights), 1.0)
+
+    def _initial_coverage(self, source):
+        memory = source[0]
+        shape = ops.shape(memory)
+        return ops.zeros((shape[0], shape[1]), "float32")
+
+    def _decode(self, decoder_states, source, state_mask):
+        """Runs `_step` over time.
+
+        Returns `log_probs (B, T, V)`, `attention (B, T, S)`, `p_gen (B, T)`
+        and `covloss (B, T)`. A static `T` is unrolled (see
+        `AttentionRNNDecoder._decode`: a symbolic loop with an unknown batch
+        size cannot be differentiated under XLA); a dynamic `T` uses
+        `ops.while_loop`.
+        """
+        length = decoder_states.shape[1]
+        if length is None or length == 0:
+            return self._decode_in_loop(decoder_states, source, state_mask)
+        coverage = self._initial_coverage(source)
+        results = []
+        for t in range(length):
+            step_mask = None if state_mask is None else state_mask[:, t]
+            log_probs, attention, coverage, p_gen, covloss = self._step(
+                decoder_states[:, t], source, coverage, step_mask
+            )
+            results.append((log_probs, attention, p_gen, covloss))
+        return tuple(ops.stack(parts, axis=1) for parts in zip(*results))
+
+    def _decode_in_loop(self, decoder_states, source, state_mask):
+        """`_decode` with an `ops.while_loop` and `(T, B, ...)` buffers."""
+        batch_size = ops.shape(decoder_states)[0]
+        length = ops.shape(decoder_states)[1]
+        source_length = ops.shape(source[0])[1]
+        buffers = (
+            ops.zeros((length, batch_size, self.vocabulary_size), "float32"),
+            ops.zeros((length, batch_size, source_length), "float32"),
+            ops.zeros((length, batch_size), "float32"),
+            ops.zeros((length, batch_size), "float32"),
+        )
+
+        def body(t, coverage, buffers):
+            step_mask = None
+            if state_mask is not None:
+                step_mask = ops.take(state_mask, t, axis=1)
+            log_probs, attention, coverage, p_gen, covloss = self._step(
+                ops.take(decoder_states, t, axis=1), source, coverage, step_mask
+            )
+            row = ops.reshape(t, (1, 1))
+            buffers = tuple(
+                ops.scatter_update(buffer, row, value[None])
+                for buffer, value in zip(
+                    buffers, (log_probs, attention, p_gen, covloss)
+                )
+            )
+            return t + 1, coverage, buffers
+
+        _, _, buffers = ops.while_loop(
+            lambda t, *_: t < length,
+            body,
+            (
+                ops.convert_to_tensor(0, "int32"),
+                self._initial_coverage(source),
+                buffers,
+            ),
+            maximum_iterations=length,
+        )
+        log_probs, attention, p_gen, covloss = buffers
+        return (
+            ops.transpose(log_probs, (1, 0, 2)),
+            ops.transpose(attention, (1, 0, 2)),
+            ops.transpose(p_gen, (1, 0)),
+            ops.transpose(covloss, (1, 0)),
+        )
+
+    def compute_mask(self, decoder_states, previous_mask=None):
+        # One output row per target step: it keeps the mask of the states.
+        return previous_mask
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "vocabulary_size": self.vocabulary_size,
+                "units": self.units,
+                "use_coverage": self.use_coverage,
+                "coverage_loss_weight": self.coverage_loss_weight,
+            }
+        )
+        return config
