@@ -1,4 +1,4 @@
-"""Data: built-in synthetic tasks (loaders for real files come later)."""
+"""Data: file loaders, splits, tokenizers, tf.data pipelines and built-in synthetic tasks."""
 
 from keras_attention.data.loaders import (
     load_babi,
