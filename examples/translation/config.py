@@ -46,7 +46,7 @@ def get_eng_deu_config():
     config = get_config()
     config.update(
         data="../shared/data/translation/eng-deu.tsv", vocabulary_size=4000,
-        hidden_dim=256, num_heads=8, intermediate_dim=512, epochs=10, batch_size=128,
-        learning_rate=1e-3, max_length=24,
+        hidden_dim=256, num_heads=8, intermediate_dim=512, batch_size=128,
+        learning_rate=1e-3, max_length=24, epochs=8,
     )
     return config

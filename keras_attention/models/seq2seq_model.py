@@ -279,7 +279,7 @@ class Seq2SeqModel(keras.Model):
             if _is_tensorflow():
                 import tensorflow as tf
 
-                run = tf.function(run, jit_compile=static["jit_compile"])
+                run = tf.function(run, jit_compile=static["jit_compile"], autograph=False)
             self._generate_functions[key] = run
         return self._generate_functions[key]
 
