@@ -86,6 +86,31 @@ class TransformerBlock(keras.layers.Layer):
         self.feed_forward_norm.build(x_shape)
         self.residual_dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
 
+    def _build_self_attention(self, x_shape):
+        self.self_attention = self._attention("self_attention", x_shape[-1], self.rotary)
+        self.self_attention.build(x_shape, x_shape)
+        self.self_attention_norm = self._norm("self_attention_norm")
+        self.self_attention_norm.build(x_shape)
+
+    def _self_attention_residual(self, x, padding, training, **attention_kwargs):
+        """The self-attention sub-block; returns `(h, scores)`."""
+
+        def attend(h):
+            return self.self_attention(
+                h,
+                h,
+                query_mask=padding,
+                value_mask=padding,
+                return_attention_scores=True,
+                training=training,
+                **attention_kwargs,
+            )
+
+        return residual(
+            x, attend, self.self_attention_norm, self.residual_dropout,
+            self.norm_first, training,
+        )
+
     def _feed_forward_residual(self, h, training):
         return residual(
             h,

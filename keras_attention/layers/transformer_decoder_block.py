@@ -63,10 +63,7 @@ class TransformerDecoderBlock(TransformerBlock):
     def build(self, x_shape, memory_shape=None):
         self._check_x_shape(x_shape)
         dim = x_shape[-1]
-        self.self_attention = self._attention("self_attention", dim, self.rotary)
-        self.self_attention.build(x_shape, x_shape)
-        self.self_attention_norm = self._norm("self_attention_norm")
-        self.self_attention_norm.build(x_shape)
+        self._build_self_attention(x_shape)
         self.cross_attention = None
         if memory_shape is not None:
             self.cross_attention = self._attention("cross_attention", dim, False)
@@ -98,21 +95,8 @@ class TransformerDecoderBlock(TransformerBlock):
     ):
         self._check_memory(memory)
         padding = x_mask if x_mask is not None else mask
-
-        def self_attend(h):
-            return self.self_attention(
-                h,
-                h,
-                query_mask=padding,
-                value_mask=padding,
-                use_causal_mask=True,
-                return_attention_scores=True,
-                training=training,
-            )
-
-        h, self_scores = residual(
-            x, self_attend, self.self_attention_norm, self.residual_dropout,
-            self.norm_first, training,
+        h, self_scores = self._self_attention_residual(
+            x, padding, training, use_causal_mask=True
         )
         cross_scores = None
         if memory is not None:

@@ -2,7 +2,6 @@
 
 import keras
 
-from keras_attention.layers.feed_forward import residual
 from keras_attention.layers.transformer_block import TransformerBlock
 
 
@@ -55,10 +54,7 @@ class TransformerEncoderBlock(TransformerBlock):
 
     def build(self, x_shape):
         self._check_x_shape(x_shape)
-        self.self_attention = self._attention("self_attention", x_shape[-1], self.rotary)
-        self.self_attention.build(x_shape, x_shape)
-        self.self_attention_norm = self._norm("self_attention_norm")
-        self.self_attention_norm.build(x_shape)
+        self._build_self_attention(x_shape)
         self._feed_forward(x_shape)
         self.built = True
 
@@ -73,21 +69,8 @@ class TransformerEncoderBlock(TransformerBlock):
         training=None,
     ):
         padding = mask if mask is not None else x_mask
-
-        def attend(h):
-            return self.self_attention(
-                h,
-                h,
-                query_mask=padding,
-                value_mask=padding,
-                attention_mask=attention_mask,
-                return_attention_scores=True,
-                training=training,
-            )
-
-        h, scores = residual(
-            x, attend, self.self_attention_norm, self.residual_dropout,
-            self.norm_first, training,
+        h, scores = self._self_attention_residual(
+            x, padding, training, attention_mask=attention_mask
         )
         y = self._feed_forward_residual(h, training)
         return (y, scores) if return_attention_scores else y
