@@ -12,6 +12,7 @@ from keras_attention.data.pipeline import encode_sources, make_dataset, tokenize
 from keras_attention.data.synthetic import (
     exact_match,
     make_date_pairs,
+    make_stories,
     make_task,
     strip_special,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "load_tokenizer",
     "make_dataset",
     "make_date_pairs",
+    "make_stories",
     "make_task",
     "save_tokenizer",
     "special_token_ids",

@@ -147,3 +147,61 @@ def make_date_pairs(num_examples, seed=0, start_year=1950, end_year=2049):
         human = DATE_FORMATS[int(rng.integers(len(DATE_FORMATS)))](date)
         pairs.append((human, date.isoformat()))
     return pairs
+
+
+PEOPLE = ["Mary", "John", "Sandra", "Daniel", "Fred", "Julie"]
+PLACES = ["kitchen", "garden", "office", "bathroom", "hallway", "bedroom"]
+MOVES = ["moved to", "went to", "journeyed to", "travelled to", "went back to"]
+
+
+def make_stories(num_examples, seed=0, min_sentences=2, max_sentences=8):
+    """bAbI-like stories with "Where is X?" questions (task 1 style), built in.
+
+    People move between places; the answer is the last place the asked
+    person went to, and the supporting fact is the 1-based ID of that
+    sentence. The records have the layout of `load_babi`, so a QA recipe runs
+    on them with no file.
+
+    Args:
+        num_examples: positive int, the number of questions.
+        seed: int.
+        min_sentences, max_sentences: story lengths.
+
+    Returns:
+        A list of dicts `{"story": [str], "question": str, "answer": str,
+        "supporting_facts": [int]}`.
+
+    Example:
+
+    >>> from keras_attention.data import make_stories
+    >>> from keras_attention.data.synthetic import PLACES
+    >>> example = make_stories(1, seed=3)[0]
+    >>> example["question"].startswith("Where is"), example["answer"] in PLACES
+    (True, True)
+    """
+    num_examples = check_positive_int("num_examples", num_examples)
+    min_sentences = check_positive_int("min_sentences", min_sentences)
+    max_sentences = check_positive_int("max_sentences", max_sentences)
+    if min_sentences > max_sentences:
+        raise ValueError(
+            "Need min_sentences <= max_sentences. Received: "
+            f"min_sentences={min_sentences}, max_sentences={max_sentences}"
+        )
+    rng = np.random.default_rng(seed)
+    examples = []
+    for _ in range(num_examples):
+        story, last_seen = [], {}
+        for sentence_id in range(1, int(rng.integers(min_sentences, max_sentences + 1)) + 1):
+            person = PEOPLE[int(rng.integers(len(PEOPLE)))]
+            place = PLACES[int(rng.integers(len(PLACES)))]
+            story.append(f"{person} {MOVES[int(rng.integers(len(MOVES)))]} the {place}.")
+            last_seen[person] = (place, sentence_id)
+        person = sorted(last_seen)[int(rng.integers(len(last_seen)))]
+        place, sentence_id = last_seen[person]
+        examples.append({
+            "story": story,
+            "question": f"Where is {person}?",
+            "answer": place,
+            "supporting_facts": [sentence_id],
+        })
+    return examples

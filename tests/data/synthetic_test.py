@@ -34,3 +34,19 @@ def test_date_pairs_are_correct_and_varied():
         assert str(date.year) in human
     assert len({h.split()[0].isdigit() for h, _ in pairs}) == 2  # several formats
     assert make_date_pairs(5, seed=2) == make_date_pairs(5, seed=2)
+
+
+def test_stories_answer_the_last_move_of_the_asked_person():
+    from keras_attention.data import make_stories
+
+    examples = make_stories(200, seed=4)
+    for example in examples:
+        person = example["question"][len("Where is "):-1]
+        (fact,) = example["supporting_facts"]
+        supporting = example["story"][fact - 1]
+        assert supporting.startswith(person + " ") and supporting.endswith(f" {example['answer']}.")
+        later = [s for s in example["story"][fact:] if s.startswith(person + " ")]
+        assert not later
+    assert len({e["answer"] for e in examples}) > 3
+    with pytest.raises(ValueError, match=r"min_sentences <= max_sentences.*Received"):
+        make_stories(2, min_sentences=5, max_sentences=3)
