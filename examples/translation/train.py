@@ -144,7 +144,8 @@ def main(config):
     )
     print(f"Training a {config['architecture']} model with {model.count_params():,} parameters.")
     start = time.time()
-    history = model.fit(datasets[0], validation_data=datasets[1], epochs=config["epochs"], verbose=2)
+    history = model.fit(datasets[0], validation_data=datasets[1], epochs=config["epochs"],
+                        shuffle=False, verbose=2)  # the dataset shuffles itself
     train_seconds = time.time() - start
 
     sources = [s for s, _ in test]
