@@ -4,7 +4,6 @@ saved run: train, save, reload, generate, score."""
 import importlib.util
 import json
 import pathlib
-import sys
 
 import numpy as np
 import pytest
@@ -14,7 +13,6 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 def load_recipe():
     folder = ROOT / "examples" / "translation"
-    sys.path.insert(0, str(folder))
     spec = importlib.util.spec_from_file_location("translation_train", folder / "train.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -19,10 +19,10 @@ Run: `python examples/translation/train.py [--data=PATH.tsv] [--architecture=rnn
 """
 
 import argparse
+import importlib.util
 import json
 import os
 import shutil
-import sys
 import tempfile
 import time
 
@@ -34,8 +34,18 @@ import keras  # noqa: E402
 from keras_attention import data, metrics, visualize  # noqa: E402
 from keras_attention.models import rnn_seq2seq, transformer_seq2seq  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import config as recipe_config  # noqa: E402
+
+
+def _load_config_module():
+    """This recipe's `config.py`, loaded by path (recipes do not share names)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "config.py")
+    spec = importlib.util.spec_from_file_location("translation_config", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+recipe_config = _load_config_module()
 
 
 ## Setup: data and tokenizers
