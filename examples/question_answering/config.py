@@ -10,6 +10,7 @@ def get_config():
         "max_sentences": 20,  # keep the last sentences of long stories
         "vocabulary_size": 400,
         "max_length": 160,  # source tokens
+        "max_answer_length": 12,  # answer tokens (with the end token)
         "num_layers": 2,
         "hidden_dim": 128,
         "num_heads": 4,

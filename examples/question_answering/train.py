@@ -90,7 +90,9 @@ def load_examples(config):
 
 def answer(model, sources, source_tokenizer, target_tokenizer, config):
     token_ids = data.encode_sources(sources, source_tokenizer, config["max_length"])
-    generated = model.generate(token_ids, max_length=6, batch_size=128, verbose=1)
+    generated = model.generate(
+        token_ids, max_length=config["max_answer_length"], batch_size=128, verbose=1
+    )
     return data.detokenize(target_tokenizer, generated)
 
 
@@ -138,7 +140,8 @@ def main(config):
     dataset = data.make_dataset(
         [(s, a) for s, a, _ in train], source_tokenizer, target_tokenizer,
         batch_size=config["batch_size"], max_source_length=config["max_length"],
-        max_target_length=8, seed=config["seed"], bucket_boundaries=(32, 64, 96, 128),
+        max_target_length=config["max_answer_length"], seed=config["seed"],
+        bucket_boundaries=(32, 64, 96, 128),
     )
     model = transformer_seq2seq(
         source_tokenizer.vocabulary_size(),
