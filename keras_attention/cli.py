@@ -1,7 +1,7 @@
 """The `keras-attention` command line: train a recipe, evaluate and use a saved run.
 
 ```
-keras-attention train translation [--key=value ...]   # runs examples/translation/train.py
+keras-attention train translation | question_answering [--key=value ...]
 keras-attention generate RUN_DIR [--input FILE] [--output FILE] [--strategy beam]
 keras-attention evaluate RUN_DIR --data PAIRS.tsv     # BLEU and chrF on a file of pairs
 ```
@@ -17,7 +17,7 @@ import pathlib
 import runpy
 import sys
 
-RECIPES = ("translation",)
+RECIPES = ("translation", "question_answering")
 
 
 def _examples_dir():
@@ -32,8 +32,12 @@ def train(recipe, overrides):
             f"keras-attention: unknown recipe {recipe!r} (known: {', '.join(RECIPES)}), "
             f"or {script} is missing (install the repository with `pip install -e .`)."
         )
+    saved_argv = sys.argv
     sys.argv = [str(script)] + list(overrides)
-    runpy.run_path(str(script), run_name="__main__")
+    try:
+        runpy.run_path(str(script), run_name="__main__")
+    finally:
+        sys.argv = saved_argv
 
 
 class Translator:

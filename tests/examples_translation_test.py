@@ -60,3 +60,16 @@ def test_cli_refuses_a_folder_that_is_not_a_run(tmp_path):
 
     with pytest.raises(SystemExit, match="model.keras is missing"):
         cli.main(["generate", str(tmp_path)])
+
+
+def test_cli_train_runs_a_recipe_script_with_overrides(tmp_path, monkeypatch):
+    from keras_attention import cli
+
+    ran = {}
+    monkeypatch.setattr(cli.runpy, "run_path", lambda path, run_name: ran.update(
+        path=path, argv=list(cli.sys.argv)))
+    cli.main(["train", "question_answering", "--epochs=1"])
+    assert ran["path"].endswith("examples/question_answering/train.py")
+    assert ran["argv"][1:] == ["--epochs=1"]
+    with pytest.raises(SystemExit):
+        cli.main(["train", "summarization"])
