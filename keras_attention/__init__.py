@@ -10,9 +10,19 @@ Public modules:
   built-in synthetic tasks.
 - `keras_attention.metrics`: BLEU, chrF, ROUGE, exact match and F1.
 - `keras_attention.visualize`: attention heatmaps and training curves.
+- `keras_attention.runs`: the run folders recipes save and the CLI loads.
 """
 
-from keras_attention import data, decoding, layers, masks, metrics, models, visualize
+from keras_attention import (
+    data,
+    decoding,
+    layers,
+    masks,
+    metrics,
+    models,
+    runs,
+    visualize,
+)
 from keras_attention.version import __version__
 
 __all__ = [
@@ -23,5 +33,6 @@ __all__ = [
     "masks",
     "metrics",
     "models",
+    "runs",
     "visualize",
 ]

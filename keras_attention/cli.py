@@ -45,19 +45,14 @@ class Translator:
 
     def __init__(self, run_dir):
         os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-        import keras
+        from keras_attention import runs
 
-        from keras_attention import data
-
-        run_dir = pathlib.Path(run_dir)
-        for name in ("model.keras", "source.spm", "target.spm", "config.json"):
-            if not (run_dir / name).exists():
-                raise SystemExit(f"keras-attention: {run_dir / name} is missing; is "
-                                 f"{run_dir} a run directory saved by a recipe?")
-        self.config = json.loads((run_dir / "config.json").read_text())["config"]
-        self.model = keras.saving.load_model(run_dir / "model.keras")
-        self.source_tokenizer = data.load_tokenizer(str(run_dir / "source.spm"))
-        self.target_tokenizer = data.load_tokenizer(str(run_dir / "target.spm"))
+        try:
+            loaded = runs.load_run(run_dir)
+        except FileNotFoundError as error:
+            raise SystemExit(f"keras-attention: {error}") from None
+        self.model, self.source_tokenizer, self.target_tokenizer, metadata = loaded
+        self.config = metadata["config"]
 
     def translate(self, sentences, strategy=None, num_beams=None, verbose=1):
         from keras_attention import data

@@ -17,12 +17,9 @@ Run: `python examples/question_answering/train.py [--data=../shared/data/qa/babi
 """
 
 import argparse
-import importlib.util
 import collections
-import json
+import importlib.util
 import os
-import shutil
-import tempfile
 import time
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
@@ -31,7 +28,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
-from keras_attention import data, metrics  # noqa: E402
+from keras_attention import data, metrics, runs  # noqa: E402
 from keras_attention.models import transformer_seq2seq  # noqa: E402
 
 
@@ -111,26 +108,6 @@ def score(predictions, test):
     }
 
 
-def save_run(output_dir, model, source_tokenizer, target_tokenizer, config, scores):
-    """Model, tokenizers and config, written atomically (temporary folder + rename)."""
-    parent = os.path.dirname(os.path.abspath(output_dir))
-    os.makedirs(parent, exist_ok=True)
-    staging = tempfile.mkdtemp(dir=parent, prefix=".partial-")
-    try:
-        model.save(os.path.join(staging, "model.keras"))
-        data.save_tokenizer(source_tokenizer, os.path.join(staging, "source.spm"))
-        data.save_tokenizer(target_tokenizer, os.path.join(staging, "target.spm"))
-        with open(os.path.join(staging, "config.json"), "w") as f:
-            json.dump({"recipe": "question_answering", "config": config, "scores": scores},
-                      f, indent=2)
-        if os.path.exists(output_dir):
-            shutil.rmtree(output_dir)
-        os.replace(staging, output_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-
-
 def main(config):
     keras.utils.set_random_seed(config["seed"])
     train, test = load_examples(config)
@@ -171,7 +148,8 @@ def main(config):
         print(f"  task {task:2d}: {accuracy:5.1f}%")
     for (source, gold, _), prediction in list(zip(test, predictions))[:3]:
         print(f"  {source[-60:]!r} -> {prediction!r} (gold {gold!r})")
-    save_run(config["output_dir"], model, source_tokenizer, target_tokenizer, config, scores)
+    runs.save_run(config["output_dir"], model, source_tokenizer, target_tokenizer,
+                  recipe="question_answering", config=config, scores=scores)
     return scores
 
 

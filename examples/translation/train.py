@@ -20,10 +20,7 @@ Run: `python examples/translation/train.py [--data=PATH.tsv] [--architecture=rnn
 
 import argparse
 import importlib.util
-import json
 import os
-import shutil
-import tempfile
 import time
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
@@ -31,7 +28,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import keras  # noqa: E402
 
-from keras_attention import data, metrics, visualize  # noqa: E402
+from keras_attention import data, metrics, runs, visualize  # noqa: E402
 from keras_attention.models import rnn_seq2seq, transformer_seq2seq  # noqa: E402
 
 
@@ -104,27 +101,6 @@ def translate(model, sources, source_tokenizer, target_tokenizer, config, **kwar
     return data.detokenize(target_tokenizer, result.token_ids), result
 
 
-def save_run(output_dir, model, source_tokenizer, target_tokenizer, config, scores):
-    """Writes the model, tokenizers and config into `output_dir` atomically:
-    everything goes to a temporary folder first, renamed at the end, so a
-    failure leaves no half-written run behind."""
-    parent = os.path.dirname(os.path.abspath(output_dir))
-    os.makedirs(parent, exist_ok=True)
-    staging = tempfile.mkdtemp(dir=parent, prefix=".partial-")
-    try:
-        model.save(os.path.join(staging, "model.keras"))
-        data.save_tokenizer(source_tokenizer, os.path.join(staging, "source.spm"))
-        data.save_tokenizer(target_tokenizer, os.path.join(staging, "target.spm"))
-        with open(os.path.join(staging, "config.json"), "w") as f:
-            json.dump({"recipe": "translation", "config": config, "scores": scores}, f, indent=2)
-        if os.path.exists(output_dir):
-            shutil.rmtree(output_dir)
-        os.replace(staging, output_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-
-
 def main(config):
     keras.utils.set_random_seed(config["seed"])
     pairs = load_pairs(config)
@@ -174,7 +150,8 @@ def main(config):
     for source, hypothesis, reference in list(zip(sources, hypotheses, references))[:5]:
         print(f"  {source!r} -> {hypothesis!r} (reference {reference!r})")
 
-    save_run(config["output_dir"], model, source_tokenizer, target_tokenizer, config, scores)
+    runs.save_run(config["output_dir"], model, source_tokenizer, target_tokenizer,
+                  recipe="translation", config=config, scores=scores)
     _, sample = translate(model, sources[:1], source_tokenizer, target_tokenizer,
                           dict(config, strategy="greedy"), return_attention=True)
     target_ids = [int(t) for t in sample.token_ids[0] if t != 0]
