@@ -456,9 +456,52 @@ class PointerGenerator(keras.layers.Layer):
                 tuple(memory.shape),
                 tuple(source_token_ids.shape),
             )
-        source = self._prepare_source(memory, source_token_ids, memory_mask)
+        source_cache = self.compute_source_cache(
+            memory, source_token_ids, memory_mask
+        )
+        return self.call_with_cache(decoder_state_t, source_cache, coverage)
+
+    # ----------------------------------------------------------------- cache
+    def compute_source_cache(self, memory, source_token_ids, memory_mask=None):
+        """What every generation step reuses, computed once per source.
+
+        Args:
+            memory: `(B, S, Dm)`.
+            source_token_ids: `(B, S)` integer ids.
+            memory_mask: optional boolean `(B, S)`, True on real tokens.
+
+        Returns:
+            A dict of tensors, all with batch first (so a beam search can
+            tile it): the zeroed `memory` `(B, S, Dm)`, its projection
+            `W_h h_i + b` `(B, S, units)` (float32), the `token_ids` `(B, S)`
+            (0 on masked positions) and the boolean `memory_mask` `(B, S)`.
+        """
+        memory = ops.convert_to_tensor(memory)
+        if memory_mask is None:
+            memory_mask = ops.ones(ops.shape(memory)[:2], "bool")
+        memory, projected, ids, key_mask = self._prepare_source(
+            memory, source_token_ids, memory_mask
+        )
+        return {
+            "memory": memory,
+            "projected_memory": projected,
+            "token_ids": ids,
+            "memory_mask": key_mask,
+        }
+
+    def call_with_cache(self, decoder_state_t, source_cache, coverage):
+        """One generation step on a `compute_source_cache` result.
+
+        Returns:
+            `(log_probs_t (B, V), attention_t (B, S), new_coverage (B, S))`,
+            float32.
+        """
+        source = tuple(
+            source_cache[key]
+            for key in ("memory", "projected_memory", "token_ids", "memory_mask")
+        )
         log_probs, attention, new_coverage, _, _ = self._step(
-            decoder_state_t, source, coverage
+            ops.convert_to_tensor(decoder_state_t), source, coverage
         )
         return log_probs, attention, new_coverage
 

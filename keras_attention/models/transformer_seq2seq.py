@@ -4,12 +4,13 @@ import keras
 from keras import ops
 
 from keras_attention.layers import (
+    PointerGenerator,
     TokenAndPositionEmbedding,
     TransformerDecoderBlock,
     TransformerEncoderBlock,
 )
 from keras_attention.models.seq2seq_model import Seq2SeqModel, token_inputs
-from keras_attention.validation import check_choice, check_positive_int
+from keras_attention.validation import check_bool, check_choice, check_positive_int
 
 POSITIONS = ("sinusoidal", "learned", "rotary")
 
@@ -23,6 +24,13 @@ class TransformerSeq2Seq(Seq2SeqModel):
     h      = DecoderBlock^N(Embed(decoder_token_ids), memory) (B, T, D)
     logits = h W_out + b                                      (B, T, V)
     ```
+
+    With `pointer_generator=True` the output layer is a `PointerGenerator`
+    (See et al. 2017): each step mixes generating from the vocabulary with
+    copying source tokens through an additive attention with coverage, and
+    the model outputs log-probabilities `(B, T, V)` (a valid input for
+    `SparseCategoricalCrossentropy(from_logits=True)`, which leaves them
+    unchanged); the coverage loss is added to the model's losses.
 
     With `norm_first=True` (pre-norm) a final layer norm follows each stack.
     `position="rotary"` encodes positions inside self-attention (RoPE);
@@ -46,6 +54,8 @@ class TransformerSeq2Seq(Seq2SeqModel):
         position="sinusoidal",
         norm_first=True,
         num_key_value_heads=None,
+        pointer_generator=False,
+        coverage_loss_weight=1.0,
         pad_token_id=0,
         start_token_id=1,
         end_token_id=2,
@@ -58,6 +68,14 @@ class TransformerSeq2Seq(Seq2SeqModel):
         )
         num_layers = check_positive_int("num_layers", num_layers)
         position = check_choice("position", position, POSITIONS)
+        pointer_generator = check_bool("pointer_generator", pointer_generator)
+        if pointer_generator and target_vocabulary_size != vocabulary_size:
+            raise ValueError(
+                "`pointer_generator=True` copies source tokens by id, so the "
+                "source and target vocabularies must be the same. Received: "
+                f"vocabulary_size={vocabulary_size}, "
+                f"target_vocabulary_size={target_vocabulary_size}"
+            )
         rotary = position == "rotary"
         embedding_position = "none" if rotary else position
         block_args = dict(
@@ -94,6 +112,14 @@ class TransformerSeq2Seq(Seq2SeqModel):
         output_projection = keras.layers.Dense(
             target_vocabulary_size, dtype=dtype, name="logits"
         )
+        copy_head = None
+        if pointer_generator:
+            output_projection = None
+            copy_head = PointerGenerator(
+                target_vocabulary_size, hidden_dim,
+                coverage_loss_weight=coverage_loss_weight, dtype=dtype,
+                name="pointer_generator",
+            )
 
         # Functional graph.
         inputs = token_inputs()
@@ -109,9 +135,15 @@ class TransformerSeq2Seq(Seq2SeqModel):
             hidden = block(hidden, memory)
         if decoder_norm is not None:
             hidden = decoder_norm(hidden)
-        logits = keras.layers.Activation("linear", dtype="float32", name="float32_logits")(
-            output_projection(hidden)
-        )
+        if copy_head is not None:
+            logits = copy_head(
+                hidden, memory, encoder_token_ids,
+                memory_mask=ops.not_equal(encoder_token_ids, pad_token_id),
+            )
+        else:
+            logits = keras.layers.Activation(
+                "linear", dtype="float32", name="float32_logits"
+            )(output_projection(hidden))
         super().__init__(
             inputs=inputs,
             outputs=logits,
@@ -127,6 +159,7 @@ class TransformerSeq2Seq(Seq2SeqModel):
         self.encoder_norm = encoder_norm
         self.decoder_norm = decoder_norm
         self.output_projection = output_projection
+        self.copy_head = copy_head
         self._arguments = dict(
             vocabulary_size=vocabulary_size,
             target_vocabulary_size=target_vocabulary_size,
@@ -139,6 +172,8 @@ class TransformerSeq2Seq(Seq2SeqModel):
             position=position,
             norm_first=norm_first,
             num_key_value_heads=num_key_value_heads,
+            pointer_generator=pointer_generator,
+            coverage_loss_weight=coverage_loss_weight,
             dtype=dtype,
         )
 
@@ -154,15 +189,26 @@ class TransformerSeq2Seq(Seq2SeqModel):
             memory = block(memory, x_mask=memory_mask)
         if self.encoder_norm is not None:
             memory = self.encoder_norm(memory)
+        if self.copy_head is not None:
+            return {"memory": memory, "token_ids": encoder_token_ids}, memory_mask
         return memory, memory_mask
 
     def init_decoder_state(self, memory, memory_mask, max_length):
+        source_token_ids = None
+        if self.copy_head is not None:
+            memory, source_token_ids = memory["memory"], memory["token_ids"]
         batch_size = ops.shape(memory)[0]
-        return {
+        state = {
             "memory_mask": memory_mask,
             "self_caches": [b.init_cache(batch_size, max_length) for b in self.decoder_blocks],
             "cross_caches": [b.compute_cache(memory) for b in self.decoder_blocks],
         }
+        if self.copy_head is not None:
+            state["source_cache"] = self.copy_head.compute_source_cache(
+                memory, source_token_ids, memory_mask
+            )
+            state["coverage"] = ops.zeros(ops.shape(source_token_ids), "float32")
+        return state
 
     def decode_step(self, token_ids, index, state):
         hidden = self.target_embedding(token_ids[:, None], start_index=index)
@@ -176,9 +222,14 @@ class TransformerSeq2Seq(Seq2SeqModel):
             self_caches.append(self_cache)
         if self.decoder_norm is not None:
             hidden = self.decoder_norm(hidden)
+        state = dict(state, self_caches=self_caches)
+        if self.copy_head is not None:
+            log_probs, attention, coverage = self.copy_head.call_with_cache(
+                hidden[:, 0], state["source_cache"], state["coverage"]
+            )
+            return log_probs, dict(state, coverage=coverage), attention
         logits = ops.cast(self.output_projection(hidden)[:, 0], "float32")
         attention = ops.mean(cross_scores[:, :, 0, :], axis=1)  # (N, S), last layer
-        state = dict(state, self_caches=self_caches)
         return logits, state, attention
 
     def get_config(self):
@@ -201,6 +252,11 @@ def transformer_seq2seq(vocabulary_size, **kwargs):
         position: `"sinusoidal"`, `"learned"` or `"rotary"`.
         norm_first: pre-norm (default) or post-norm blocks.
         num_key_value_heads: grouped-query attention in every block.
+        pointer_generator: bool; a `PointerGenerator` output layer (copy
+            attention with coverage) in place of the output projection: the
+            model outputs log-probabilities. Needs one shared vocabulary.
+        coverage_loss_weight: float >= 0, the weight of the coverage loss
+            (with `pointer_generator=True`).
         pad_token_id, start_token_id, end_token_id: special tokens, kept in
             the config so that `generate` needs none.
         **kwargs: `name`, `dtype`.

@@ -160,3 +160,63 @@ def test_fits_on_a_tf_data_dataset_of_inputs_and_labels():
     dataset = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(64).batch(16)
     history = model.fit(dataset, epochs=2, shuffle=False, verbose=0)
     assert history.history["loss"][1] < history.history["loss"][0]
+
+
+# Pointer-generator output (See et al. 2017) ---------------------------------
+
+
+def pointer_model(**kwargs):
+    return small_model(pointer_generator=True, **kwargs)
+
+
+@pytest.mark.parametrize("jit_compile", [False, True], ids=["eager", "xla"])
+def test_pointer_generator_cached_generation_equals_full_recomputation(jit_compile):
+    assert_cached_generation_equals_recomputation(pointer_model(), jit_compile)
+
+
+def test_pointer_generator_outputs_log_probabilities_and_a_coverage_loss():
+    model = pointer_model(coverage_loss_weight=2.0)
+    log_probs = model({"encoder_token_ids": SOURCE, "decoder_token_ids": SOURCE[:, :3]})
+    np.testing.assert_allclose(np.exp(np.asarray(log_probs)).sum(-1), 1.0, atol=1e-5)
+    assert len(model.losses) == 1 and float(model.losses[0]) > 0.0
+    assert model.get_config()["pointer_generator"] is True
+    assert model.get_config()["coverage_loss_weight"] == 2.0
+
+
+def test_pointer_generator_greedy_equivalences_and_beam_attention():
+    model = pointer_model()
+    assert_greedy_equivalences(model)
+    result = model.generate(SOURCE, 6, "beam", num_beams=3, return_attention=True)
+    assert result.attention.shape == (2, 6, 5)
+    assert (result.attention[1, :, 2:] == 0).all()  # copy attention skips padding
+
+
+def test_pointer_generator_save_and_reload(tmp_path):
+    model = pointer_model()
+    inputs = {"encoder_token_ids": SOURCE, "decoder_token_ids": SOURCE}
+    model.save(tmp_path / "model.keras")
+    reloaded = keras.saving.load_model(tmp_path / "model.keras")
+    np.testing.assert_array_equal(reloaded(inputs), model(inputs))
+    np.testing.assert_array_equal(reloaded.generate(SOURCE, 6), model.generate(SOURCE, 6))
+
+
+def test_pointer_generator_learns_to_copy_under_xla():
+    keras.utils.set_random_seed(0)
+    x, y = make_task("copy", 1500, vocab_size=40, max_length=8, seed=0)
+    test_x, test_y = make_task("copy", 100, vocab_size=40, max_length=8, seed=1)
+    model = transformer_seq2seq(40, num_layers=1, hidden_dim=32, num_heads=2,
+                                intermediate_dim=64, dropout=0.0, max_length=16,
+                                pointer_generator=True)
+    model.compile(optimizer=keras.optimizers.Adam(3e-3), jit_compile=True,
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0))
+    model.fit(x, y, batch_size=64, epochs=4, verbose=0)
+    predicted = model.generate(test_x["encoder_token_ids"], max_length=10)
+    assert exact_match(predicted, test_y) >= 0.9
+
+
+def test_pointer_generator_needs_one_vocabulary():
+    with pytest.raises(ValueError, match=r"same.*Received: vocabulary_size=10, "
+                                         r"target_vocabulary_size=12"):
+        transformer_seq2seq(10, target_vocabulary_size=12, pointer_generator=True)
+    with pytest.raises(TypeError, match=r"pointer_generator.*Received: pointer_generator=1"):
+        transformer_seq2seq(10, pointer_generator=1)
