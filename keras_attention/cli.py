@@ -1,9 +1,9 @@
 """The `keras-attention` command line: train a recipe, evaluate and use a saved run.
 
 ```
-keras-attention train translation | question_answering [--key=value ...]
+keras-attention train translation | summarization | question_answering [--key=value ...]
 keras-attention generate RUN_DIR [--input FILE] [--output FILE] [--strategy beam]
-keras-attention evaluate RUN_DIR --data PAIRS.tsv     # BLEU and chrF on a file of pairs
+keras-attention evaluate RUN_DIR --data FILE   # BLEU/chrF, ROUGE or EM/F1, by recipe
 ```
 
 A run directory is what a recipe saves: `model.keras`, `source.spm`,
@@ -17,7 +17,7 @@ import pathlib
 import runpy
 import sys
 
-RECIPES = ("translation", "question_answering")
+RECIPES = ("translation", "summarization", "question_answering")
 
 
 def _examples_dir():
@@ -40,8 +40,27 @@ def train(recipe, overrides):
         sys.argv = saved_argv
 
 
-class Translator:
-    """A saved translation run: tokenizers, model and its decoding settings."""
+# How each recipe's saved config names its decoding settings.
+_DECODING = {
+    "translation": lambda c: dict(
+        source_length=c["max_length"], target_length=c["max_length"],
+        strategy=c["strategy"], num_beams=c["num_beams"],
+        length_penalty=c["length_penalty"],
+    ),
+    "summarization": lambda c: dict(
+        source_length=c["max_source_length"], target_length=c["max_target_length"],
+        strategy="beam", num_beams=c["num_beams"], length_penalty=c["length_penalty"],
+        coverage_penalty=c["coverage_penalty"],
+    ),
+    "question_answering": lambda c: dict(
+        source_length=c["max_length"], target_length=c["max_answer_length"],
+        strategy="greedy", num_beams=1,
+    ),
+}
+
+
+class SavedRun:
+    """A saved recipe run: tokenizers, model and the recipe's decoding settings."""
 
     def __init__(self, run_dir):
         os.environ.setdefault("KERAS_BACKEND", "tensorflow")
@@ -52,50 +71,79 @@ class Translator:
         except FileNotFoundError as error:
             raise SystemExit(f"keras-attention: {error}") from None
         self.model, self.source_tokenizer, self.target_tokenizer, metadata = loaded
-        self.config = metadata["config"]
+        self.recipe = metadata.get("recipe", "translation")
+        if self.recipe not in _DECODING:
+            raise SystemExit(
+                f"keras-attention: {run_dir} was saved by an unknown recipe "
+                f"{self.recipe!r} (known: {', '.join(_DECODING)})."
+            )
+        self.decoding = _DECODING[self.recipe](metadata["config"])
 
-    def translate(self, sentences, strategy=None, num_beams=None, verbose=1):
+    def generate(self, texts, strategy=None, num_beams=None, verbose=1):
+        """Outputs (translations, summaries or answers) for a list of strings."""
         from keras_attention import data
 
-        config = self.config
-        token_ids = data.encode_sources(sentences, self.source_tokenizer, config["max_length"])
+        settings = dict(self.decoding)
+        source_length = settings.pop("source_length")
+        target_length = settings.pop("target_length")
+        settings["strategy"] = strategy or settings["strategy"]
+        settings["num_beams"] = num_beams or settings["num_beams"]
+        token_ids = data.encode_sources(texts, self.source_tokenizer, source_length)
         generated = self.model.generate(
-            token_ids,
-            max_length=config["max_length"],
-            strategy=strategy or config["strategy"],
-            num_beams=num_beams or config["num_beams"],
-            length_penalty=config["length_penalty"],
-            batch_size=64,
-            verbose=verbose,
+            token_ids, max_length=target_length, batch_size=64, verbose=verbose, **settings
         )
         return data.detokenize(self.target_tokenizer, generated)
 
 
 def generate(args):
-    """Translates the lines of `--input` (or stdin) into `--output` (or stdout)."""
-    translator = Translator(args.run_dir)
+    """Writes one output line per line of `--input` (or stdin) to `--output` (or stdout)."""
+    run = SavedRun(args.run_dir)
     source = open(args.input, encoding="utf-8") if args.input else sys.stdin
     with source:
         lines = [line.rstrip("\n") for line in source]
-    outputs = translator.translate(lines, args.strategy, args.num_beams,
-                                   verbose=1 if args.output else 0)
-    text = "".join(line + "\n" for line in outputs)
+    outputs = run.generate(lines, args.strategy, args.num_beams,
+                           verbose=1 if args.output else 0)
+    text = "".join(line.replace("\n", " ") + "\n" for line in outputs)
     if args.output:
         pathlib.Path(args.output).write_text(text, encoding="utf-8")
     else:
         sys.stdout.write(text)
 
 
-def evaluate(args):
-    """Prints BLEU and chrF of a saved run on a file of sentence pairs."""
-    from keras_attention import data, metrics
+def _evaluation_examples(recipe, path, max_examples):
+    """`(sources, references)` from a file in the recipe's format."""
+    from keras_attention import data
 
-    translator = Translator(args.run_dir)
-    pairs = data.load_sentence_pairs(args.data, max_pairs=args.max_pairs or None)
-    hypotheses = translator.translate([s for s, _ in pairs], args.strategy, args.num_beams)
-    references = [t for _, t in pairs]
-    scores = {"bleu": metrics.bleu(hypotheses, references),
-              "chrf": metrics.chrf(hypotheses, references), "examples": len(pairs)}
+    limit = max_examples or None
+    if recipe == "translation":
+        pairs = data.load_sentence_pairs(path, max_pairs=limit)
+        return [s for s, _ in pairs], [t for _, t in pairs]
+    if recipe == "summarization":
+        records = data.load_summaries(path, max_examples=limit)
+        return [r["document"] for r in records], [r["summaries"] for r in records]
+    records = data.load_squad(path)[:limit]
+    return ([f"{r['context']} | {r['question']}" for r in records],
+            [r["answers"] for r in records])
+
+
+def evaluate(args):
+    """Prints the recipe's scores of a saved run on a file: BLEU and chrF
+    (translation, TSV pairs), ROUGE (summarization, JSONL), exact match and
+    F1 (question answering, SQuAD-style JSON/JSONL)."""
+    from keras_attention import metrics
+
+    run = SavedRun(args.run_dir)
+    sources, references = _evaluation_examples(run.recipe, args.data, args.max_examples)
+    hypotheses = run.generate(sources, args.strategy, args.num_beams)
+    if run.recipe == "translation":
+        scores = {"bleu": metrics.bleu(hypotheses, references),
+                  "chrf": metrics.chrf(hypotheses, references)}
+    elif run.recipe == "summarization":
+        scores = metrics.rouge(hypotheses, references)
+    else:
+        scores = {"exact_match": metrics.exact_match(hypotheses, references),
+                  "f1": metrics.f1_score(hypotheses, references)}
+    scores["examples"] = len(sources)
     print(json.dumps(scores))
     return scores
 
@@ -115,8 +163,10 @@ def main(argv=None):
             sub.add_argument("--input", help="a file of source lines (default: stdin)")
             sub.add_argument("--output", help="where to write the outputs (default: stdout)")
         else:
-            sub.add_argument("--data", required=True, help="a TSV file of source<TAB>target")
-            sub.add_argument("--max_pairs", type=int, default=0)
+            sub.add_argument("--data", required=True, help=(
+                "translation: a TSV file of source<TAB>target; summarization: a JSONL "
+                "file of document/summary; question_answering: SQuAD-style JSON/JSONL"))
+            sub.add_argument("--max_examples", type=int, default=0)
     args, rest = parser.parse_known_args(argv)
     if args.command == "train":
         return train(args.recipe, rest)

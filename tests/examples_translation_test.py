@@ -48,7 +48,11 @@ def test_cli_generate_matches_the_reloaded_model_and_evaluate_scores(run_dir, tm
     cli.main(["generate", str(output), "--input", str(tmp_path / "in.txt"),
               "--output", str(tmp_path / "out.txt"), "--strategy", "greedy"])
     lines = (tmp_path / "out.txt").read_text(encoding="utf-8").splitlines()
-    expected = cli.Translator(output).translate(sources, "greedy", verbose=0)
+    recipe = load_recipe()
+    config = json.loads((output / "config.json").read_text())["config"]
+    model, source_tokenizer, target_tokenizer, _ = recipe.runs.load_run(output)
+    expected, _ = recipe.translate(model, sources, source_tokenizer, target_tokenizer,
+                                   dict(config, strategy="greedy"))
     assert lines == expected
     (tmp_path / "pairs.tsv").write_text("March 3, 2021\t2021-03-03\n", encoding="utf-8")
     scores = cli.main(["evaluate", str(output), "--data", str(tmp_path / "pairs.tsv")])
@@ -72,4 +76,4 @@ def test_cli_train_runs_a_recipe_script_with_overrides(tmp_path, monkeypatch):
     assert ran["path"].endswith("examples/question_answering/train.py")
     assert ran["argv"][1:] == ["--epochs=1"]
     with pytest.raises(SystemExit):
-        cli.main(["train", "summarization"])
+        cli.main(["train", "poetry"])

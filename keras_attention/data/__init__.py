@@ -11,6 +11,7 @@ from keras_attention.data.loaders import (
 from keras_attention.data.pipeline import encode_sources, make_dataset, tokenize_pairs
 from keras_attention.data.synthetic import (
     exact_match,
+    make_abstracts,
     make_date_pairs,
     make_stories,
     make_task,
@@ -34,6 +35,7 @@ __all__ = [
     "load_squad",
     "load_summaries",
     "load_tokenizer",
+    "make_abstracts",
     "make_dataset",
     "make_date_pairs",
     "make_stories",

@@ -325,88 +325,102 @@ class PointerGenerator(keras.layers.Layer):
         return memory, projected, ids, key_mask
 
     def _copy_distribution(self, attention, ids):
-        """`sum_{i: ids_i = w} a_i`: scatter-add `(B, S)` onto `(B, V)`."""
-        shape = ops.shape(ids)
-        batch_size, source_length = shape[0], shape[1]
-        rows = ops.repeat(
-            ops.arange(batch_size, dtype="int32")[:, None], source_length, axis=1
+        """`sum_{i: ids_i = w} a_ti`: scatter-add `(B, T, S)` onto `(B, T, V)`."""
+        shape = ops.shape(attention)
+        rows = shape[0] * shape[1]
+        source_length = shape[2]
+        ids = ops.reshape(
+            ops.repeat(ids[:, None, :], shape[1], axis=1), (rows, source_length)
         )
-        indices = ops.reshape(ops.stack([rows, ids], axis=-1), (-1, 2))
-        return ops.scatter(
-            indices,
-            ops.reshape(attention, (-1,)),
-            (batch_size, self.vocabulary_size),
+        row_ids = ops.repeat(
+            ops.arange(rows, dtype="int32")[:, None], source_length, axis=1
         )
+        indices = ops.reshape(ops.stack([row_ids, ids], axis=-1), (-1, 2))
+        copy = ops.scatter(
+            indices, ops.reshape(attention, (-1,)), (rows, self.vocabulary_size)
+        )
+        return ops.reshape(copy, (shape[0], shape[1], self.vocabulary_size))
 
-    def _step(self, state, source, coverage, state_mask=None):
-        """One step on prepared source data.
+    def _project_states(self, states):
+        """`W_s s_t` for every step at once: `(B, T, D)` -> `(B, T, units)`."""
+        return ops.matmul(states, ops.cast(self.state_kernel, states.dtype))
 
-        Returns `(log_probs (B, V), attention (B, S), new_coverage (B, S),
-        p_gen (B,), covloss (B,))`, all float32.
+    def _attend(self, projected_state, source, coverage, step_mask=None):
+        """One step of the coverage attention, the only sequential part.
+
+        `e_ti = v . tanh(W_h h_i + b + w_c c_ti + W_s s_t)` over the
+        `(B, units)` `projected_state`; returns `attention (B, S)`,
+        `covloss (B,)` and the new coverage `(B, S)`, float32.
         """
-        memory, projected_memory, ids, key_mask = source
-        state = ops.cast(state, self.compute_dtype)
-        coverage = ops.cast(coverage, "float32")
+        memory, projected_memory, _, key_mask = source
         mask = masks.padding_mask(
-            None if state_mask is None else state_mask[:, None],
+            None if step_mask is None else step_mask[:, None],
             key_mask,
             query_length=1,
             key_length=ops.shape(memory)[1],
         )  # (B, 1, S) or None
-        if state_mask is not None:
-            state = attention_core.zero_unused_positions(
-                state[:, None], state_mask[:, None]
-            )[:, 0]
-        # e_ti = v . tanh(W_h h_i + b + w_c c_ti + W_s s_t)
         keys = projected_memory
         if self.use_coverage:
             keys = keys + coverage[:, :, None] * ops.cast(
                 self.coverage_kernel, "float32"
             )
-        projected_state = ops.matmul(
-            state, ops.cast(self.state_kernel, state.dtype)
-        )
         logits = attention_core.additive_logits(
             projected_state[:, None, :], keys, self.score_vector
         )  # (B, 1, S)
-        attention = attention_core.masked_softmax(logits, mask)
-        context = attention_core.weighted_sum(attention, memory)[:, 0]  # (B, Dm)
-        attention = attention[:, 0]  # (B, S)
+        attention = attention_core.masked_softmax(logits, mask)[:, 0]
         covloss = ops.sum(ops.minimum(attention, coverage), axis=-1)
-        new_coverage = coverage + attention
+        return attention, covloss, coverage + attention
 
+    def _mix(self, states, attention, source):
+        """Generate-or-copy for every step at once.
+
+        `states (B, T, D)` (zero on masked steps) and `attention (B, T, S)`
+        -> `log_probs (B, T, V)` and `p_gen (B, T)`, float32.
+        """
+        memory, _, ids, _ = source
+        context = attention_core.weighted_sum(attention, memory)  # (B, T, Dm)
         # P_vocab, in log space.
-        features = ops.concatenate([state, ops.cast(context, state.dtype)], -1)
+        features = ops.concatenate([states, ops.cast(context, states.dtype)], -1)
         hidden = ops.matmul(
-            features, ops.cast(self.hidden_kernel, state.dtype)
-        ) + ops.cast(self.hidden_bias, state.dtype)
+            features, ops.cast(self.hidden_kernel, states.dtype)
+        ) + ops.cast(self.hidden_bias, states.dtype)
         vocab_logits = ops.matmul(
-            hidden, ops.cast(self.output_kernel, state.dtype)
-        ) + ops.cast(self.output_bias, state.dtype)
+            hidden, ops.cast(self.output_kernel, states.dtype)
+        ) + ops.cast(self.output_bias, states.dtype)
         log_vocab = ops.log_softmax(ops.cast(vocab_logits, "float32"), axis=-1)
 
         # The switch; with nothing to copy from, everything is generated.
         switch = ops.cast(
             ops.matmul(context, ops.cast(self.pointer_context_kernel, context.dtype))
-            + ops.matmul(state, ops.cast(self.pointer_state_kernel, state.dtype)),
+            + ops.matmul(states, ops.cast(self.pointer_state_kernel, states.dtype)),
             "float32",
-        )[:, 0] + ops.cast(self.pointer_bias, "float32")  # (B,)
+        )[..., 0] + ops.cast(self.pointer_bias, "float32")  # (B, T)
         has_source = ops.greater(ops.sum(attention, axis=-1), 0.5)
         p_gen = ops.where(has_source, ops.sigmoid(switch), 1.0)
         log_p_gen = ops.where(has_source, ops.log_sigmoid(switch), 0.0)
         log_p_copy = ops.where(has_source, ops.log_sigmoid(-switch), _NEG_INF)
 
         # P(w) = p_gen P_vocab(w) + (1 - p_gen) copy(w), as a log-sum-exp.
-        copy = self._copy_distribution(attention, ids)  # (B, V)
+        copy = self._copy_distribution(attention, ids)  # (B, T, V)
         present = ops.greater(copy, 0.0)
         log_copy = ops.where(
             present, ops.log(ops.where(present, copy, 1.0)), _NEG_INF
         )
-        generate = log_p_gen[:, None] + log_vocab  # finite
-        point = log_p_copy[:, None] + log_copy  # -inf where nothing to copy
+        generate = log_p_gen[..., None] + log_vocab  # finite
+        point = log_p_copy[..., None] + log_copy  # -inf where nothing to copy
         top = ops.stop_gradient(ops.maximum(generate, point))
         log_probs = top + ops.log(ops.exp(generate - top) + ops.exp(point - top))
-        return log_probs, attention, new_coverage, p_gen, covloss
+        return log_probs, p_gen
+
+    def _step(self, state, source, coverage):
+        """One generation step on prepared source data: `state (B, D)` ->
+        `(log_probs (B, V), attention (B, S), new_coverage (B, S))`."""
+        states = ops.cast(state, self.compute_dtype)[:, None]  # (B, 1, D)
+        attention, _, new_coverage = self._attend(
+            self._project_states(states)[:, 0], source, ops.cast(coverage, "float32")
+        )
+        log_probs, _ = self._mix(states, attention[:, None], source)
+        return log_probs[:, 0], attention, new_coverage
 
     # ------------------------------------------------------------------ step
     def step(
@@ -500,10 +514,7 @@ class PointerGenerator(keras.layers.Layer):
             source_cache[key]
             for key in ("memory", "projected_memory", "token_ids", "memory_mask")
         )
-        log_probs, attention, new_coverage, _, _ = self._step(
-            ops.convert_to_tensor(decoder_state_t), source, coverage
-        )
-        return log_probs, attention, new_coverage
+        return self._step(ops.convert_to_tensor(decoder_state_t), source, coverage)
 
     # ------------------------------------------------------------------ call
     def call(
@@ -553,7 +564,8 @@ class PointerGenerator(keras.layers.Layer):
         return ops.zeros((shape[0], shape[1]), "float32")
 
     def _decode(self, decoder_states, source, state_mask):
-        """Runs `_step` over time.
+        """All target steps: a loop over the coverage attention only, then
+        the generate-or-copy mixture for every step at once.
 
         Returns `log_probs (B, T, V)`, `attention (B, T, S)`, `p_gen (B, T)`
         and `covloss (B, T)`. A static `T` is unrolled (see
@@ -561,28 +573,37 @@ class PointerGenerator(keras.layers.Layer):
         size cannot be differentiated under XLA); a dynamic `T` uses
         `ops.while_loop`.
         """
+        if state_mask is not None:
+            decoder_states = attention_core.zero_unused_positions(
+                decoder_states, state_mask
+            )
+        projected_states = self._project_states(decoder_states)  # (B, T, U)
         length = decoder_states.shape[1]
         if length is None or length == 0:
-            return self._decode_in_loop(decoder_states, source, state_mask)
-        coverage = self._initial_coverage(source)
-        results = []
-        for t in range(length):
-            step_mask = None if state_mask is None else state_mask[:, t]
-            log_probs, attention, coverage, p_gen, covloss = self._step(
-                decoder_states[:, t], source, coverage, step_mask
+            attention, covloss = self._attend_in_loop(
+                projected_states, source, state_mask
             )
-            results.append((log_probs, attention, p_gen, covloss))
-        return tuple(ops.stack(parts, axis=1) for parts in zip(*results))
+        else:
+            coverage = self._initial_coverage(source)
+            steps = []
+            for t in range(length):
+                step_mask = None if state_mask is None else state_mask[:, t]
+                attention_t, covloss_t, coverage = self._attend(
+                    projected_states[:, t], source, coverage, step_mask
+                )
+                steps.append((attention_t, covloss_t))
+            attention, covloss = (ops.stack(parts, axis=1) for parts in zip(*steps))
+        log_probs, p_gen = self._mix(decoder_states, attention, source)
+        return log_probs, attention, p_gen, covloss
 
-    def _decode_in_loop(self, decoder_states, source, state_mask):
-        """`_decode` with an `ops.while_loop` and `(T, B, ...)` buffers."""
-        batch_size = ops.shape(decoder_states)[0]
-        length = ops.shape(decoder_states)[1]
+    def _attend_in_loop(self, projected_states, source, state_mask):
+        """The attention steps of `_decode` in an `ops.while_loop`, written
+        into `(T, B, S)` and `(T, B)` buffers."""
+        batch_size = ops.shape(projected_states)[0]
+        length = ops.shape(projected_states)[1]
         source_length = ops.shape(source[0])[1]
         buffers = (
-            ops.zeros((length, batch_size, self.vocabulary_size), "float32"),
             ops.zeros((length, batch_size, source_length), "float32"),
-            ops.zeros((length, batch_size), "float32"),
             ops.zeros((length, batch_size), "float32"),
         )
 
@@ -590,19 +611,17 @@ class PointerGenerator(keras.layers.Layer):
             step_mask = None
             if state_mask is not None:
                 step_mask = ops.take(state_mask, t, axis=1)
-            log_probs, attention, coverage, p_gen, covloss = self._step(
-                ops.take(decoder_states, t, axis=1), source, coverage, step_mask
+            attention, covloss, coverage = self._attend(
+                ops.take(projected_states, t, axis=1), source, coverage, step_mask
             )
             row = ops.reshape(t, (1, 1))
             buffers = tuple(
                 ops.scatter_update(buffer, row, value[None])
-                for buffer, value in zip(
-                    buffers, (log_probs, attention, p_gen, covloss)
-                )
+                for buffer, value in zip(buffers, (attention, covloss))
             )
             return t + 1, coverage, buffers
 
-        _, _, buffers = ops.while_loop(
+        _, _, (attention, covloss) = ops.while_loop(
             lambda t, *_: t < length,
             body,
             (
@@ -612,13 +631,7 @@ class PointerGenerator(keras.layers.Layer):
             ),
             maximum_iterations=length,
         )
-        log_probs, attention, p_gen, covloss = buffers
-        return (
-            ops.transpose(log_probs, (1, 0, 2)),
-            ops.transpose(attention, (1, 0, 2)),
-            ops.transpose(p_gen, (1, 0)),
-            ops.transpose(covloss, (1, 0)),
-        )
+        return ops.transpose(attention, (1, 0, 2)), ops.transpose(covloss, (1, 0))
 
     def compute_mask(self, decoder_states, previous_mask=None):
         # One output row per target step: it keeps the mask of the states.

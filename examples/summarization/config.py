@@ -1,0 +1,55 @@
+"""Configurations of the summarization recipe. Override any field with
+`--key=value` on the command line."""
+
+
+def get_config():
+    """The default: built-in synthetic abstracts, no file needed (minutes on 2 CPU cores)."""
+    return {
+        # A folder with SciTLDR-style train.jsonl / dev.jsonl / test.jsonl
+        # ("document", "summary", "references"); "" = built-in abstracts.
+        "data": "",
+        "num_examples": 6000,  # built-in data: number of abstracts
+        "all_references": True,  # train on every reference summary of a document
+        "vocabulary_size": 1000,  # one SentencePiece vocabulary (copying works by id)
+        "max_source_length": 96,  # document tokens (longer ones are cut)
+        "max_target_length": 40,  # summary tokens
+        "num_layers": 2,
+        "hidden_dim": 128,
+        "num_heads": 4,
+        "intermediate_dim": 256,
+        "dropout": 0.1,
+        "pointer_generator": True,  # copy attention with coverage (See et al. 2017)
+        "coverage_loss_weight": 1.0,
+        "epochs": 6,
+        "batch_size": 32,
+        "learning_rate": 1e-3,
+        "num_beams": 4,
+        "length_penalty": 1.0,
+        "coverage_penalty": 0.0,
+        "validation_fraction": 0.05,  # built-in data only (SciTLDR has its splits)
+        "test_fraction": 0.05,
+        "max_test_examples": 500,
+        "output_dir": "runs/summarization",
+        "seed": 0,
+    }
+
+
+def get_quick_config():
+    """A tiny configuration for tests: seconds, not minutes."""
+    config = get_config()
+    config.update(
+        num_examples=400, vocabulary_size=200, num_layers=1, hidden_dim=32,
+        num_heads=2, intermediate_dim=64, epochs=1, max_test_examples=16,
+        max_source_length=64, max_target_length=24, num_beams=2,
+    )
+    return config
+
+
+def get_scitldr_config():
+    """SciTLDR abstracts (../shared/data/summarization/scitldr), as in examples/RESULTS.md."""
+    config = get_config()
+    config.update(
+        data="../shared/data/summarization/scitldr", vocabulary_size=4000,
+        max_source_length=320, max_target_length=48, epochs=10,
+    )
+    return config

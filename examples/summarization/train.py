@@ -1,0 +1,211 @@
+"""
+Title: Abstractive summarization with a pointer-generator Transformer
+Description: Summarize paper abstracts into one-sentence TLDRs (SciTLDR, or
+built-in synthetic abstracts) with a Transformer encoder-decoder whose output
+layer is keras_attention's `PointerGenerator` (copy attention with coverage,
+See et al. 2017); ROUGE-1/2/L against every reference, next to the lead-1
+baseline on the same split.
+Accelerator: none needed (2 CPU cores).
+
+## Introduction
+
+Summaries reuse the document's rare words (method names, numbers) that a
+small vocabulary model cannot generate well. A pointer-generator mixes, at
+each step, generating a token from the vocabulary with copying a source
+token through an attention distribution; coverage (the sum of past
+attention) discourages attending to, and so repeating, the same words. One
+SentencePiece vocabulary serves documents and summaries, so a copied token
+is the same id.
+
+Run: `python examples/summarization/train.py [--preset scitldr]`
+"""
+
+import argparse
+import importlib.util
+import os
+import re
+import time
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import keras  # noqa: E402
+
+from keras_attention import data, metrics, runs, visualize  # noqa: E402
+from keras_attention.models import transformer_seq2seq  # noqa: E402
+
+
+def _load_config_module():
+    """This recipe's `config.py`, loaded by path (recipes do not share names)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "config.py")
+    spec = importlib.util.spec_from_file_location("summarization_config", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+recipe_config = _load_config_module()
+
+
+## Data: {"document", "summaries"} records
+
+
+def load_splits(config):
+    """Train, validation and test records (SciTLDR's own splits, or built-in)."""
+    if config["data"]:
+        return [
+            data.load_summaries(os.path.join(config["data"], f"{split}.jsonl"))
+            for split in ("train", "dev", "test")
+        ]
+    return data.split_examples(
+        data.make_abstracts(config["num_examples"], seed=config["seed"]),
+        validation_fraction=config["validation_fraction"],
+        test_fraction=config["test_fraction"],
+        seed=config["seed"],
+    )
+
+
+def training_pairs(records, all_references):
+    """`(document, summary)` pairs: one per reference, or the first only."""
+    return [
+        (record["document"], summary)
+        for record in records
+        for summary in (record["summaries"] if all_references else record["summaries"][:1])
+    ]
+
+
+def lead(document, num_sentences=1):
+    """The first `num_sentences` sentences: the lead baseline."""
+    sentences = re.split(r"(?<=[.!?])\s+", document.strip())
+    return " ".join(sentences[:num_sentences])
+
+
+## Model
+
+
+def build_model(config, tokenizer):
+    return transformer_seq2seq(
+        tokenizer.vocabulary_size(),
+        num_layers=config["num_layers"], hidden_dim=config["hidden_dim"],
+        num_heads=config["num_heads"], intermediate_dim=config["intermediate_dim"],
+        dropout=config["dropout"], max_length=config["max_source_length"] + 2,
+        pointer_generator=config["pointer_generator"],
+        coverage_loss_weight=config["coverage_loss_weight"],
+        **data.special_token_ids(tokenizer),
+    )
+
+
+## Evaluation
+
+
+def summarize(model, documents, tokenizer, config, **kwargs):
+    """Detokenized summaries of `documents`, and the generation result."""
+    token_ids = data.encode_sources(documents, tokenizer, config["max_source_length"])
+    result = model.generate(
+        token_ids, max_length=config["max_target_length"], strategy="beam",
+        num_beams=config["num_beams"], length_penalty=config["length_penalty"],
+        coverage_penalty=config["coverage_penalty"], batch_size=32, verbose=1,
+        return_scores=True, **kwargs,
+    )
+    return data.detokenize(tokenizer, result.token_ids), result
+
+
+def main(config):
+    keras.utils.set_random_seed(config["seed"])
+    train, validation, test = load_splits(config)
+    test = test[: config["max_test_examples"]]
+    print(f"{len(train)} training, {len(validation)} validation, {len(test)} test documents.")
+
+    train_pairs = training_pairs(train, config["all_references"])
+    tokenizer = data.train_tokenizer(
+        [text for pair in train_pairs for text in pair], config["vocabulary_size"]
+    )
+    buckets = tuple(range(32, config["max_source_length"], 32))
+    datasets = [
+        data.make_dataset(
+            pairs, tokenizer, tokenizer, batch_size=config["batch_size"],
+            max_source_length=config["max_source_length"],
+            max_target_length=config["max_target_length"],
+            shuffle=shuffle, seed=config["seed"], bucket_boundaries=buckets,
+        )
+        for pairs, shuffle in ((train_pairs, True), (training_pairs(validation, False), False))
+    ]
+
+    model = build_model(config, tokenizer)
+    model.compile(
+        optimizer=keras.optimizers.Adam(config["learning_rate"]),
+        # The pointer-generator outputs log-probabilities, which
+        # `from_logits=True` leaves unchanged; the coverage loss is added.
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
+        metrics=["accuracy"],
+        jit_compile=False,  # bucketed shapes; generation is compiled
+    )
+    print(f"Training a pointer-generator Transformer with {model.count_params():,} parameters.")
+    start = time.time()
+    history = model.fit(datasets[0], validation_data=datasets[1], epochs=config["epochs"],
+                        shuffle=False, verbose=2)
+    train_seconds = time.time() - start
+
+    documents = [record["document"] for record in test]
+    references = [record["summaries"] for record in test]
+    summaries, _ = summarize(model, documents, tokenizer, config)
+    scores = {
+        "model": metrics.rouge(summaries, references),
+        "lead_1": metrics.rouge([lead(d) for d in documents], references),
+        "train_seconds": round(train_seconds, 1),
+        "parameters": model.count_params(),
+        "test_examples": len(test),
+    }
+    for name, rouge in (("model", scores["model"]), ("lead-1", scores["lead_1"])):
+        print(f"{name:>7}: ROUGE-1 {rouge['rouge1']:.1f}  ROUGE-2 {rouge['rouge2']:.1f}  "
+              f"ROUGE-L {rouge['rougeL']:.1f}")
+    print(f"(rouge-score F1, best reference of {sum(map(len, references))} for "
+          f"{len(test)} documents); trained in {train_seconds:.0f} s.")
+    for document, summary, refs in list(zip(documents, summaries, references))[:3]:
+        print(f"\n  document: {document[:200]!r}...\n  summary:  {summary!r}\n"
+              f"  reference: {refs[0]!r}")
+
+    runs.save_run(config["output_dir"], model, tokenizer, tokenizer,
+                  recipe="summarization", config=config, scores=scores)
+    plot_sample_attention(model, documents[0], tokenizer, config)
+    visualize.plot_history(history, path=os.path.join(config["output_dir"], "training.png"))
+    print(f"Saved the model, tokenizer, attention plot and training curves in "
+          f"{config['output_dir']}/")
+    return scores
+
+
+def plot_sample_attention(model, document, tokenizer, config):
+    """The copy attention of a greedy summary of `document`, as a PNG."""
+    source_ids = [int(t) for t in data.encode_sources(
+        [document], tokenizer, config["max_source_length"])[0] if t != 0]
+    _, sample = summarize(model, [document], tokenizer, dict(config, num_beams=1),
+                          return_attention=True)
+    target_ids = [int(t) for t in sample.token_ids[0] if t != 0]
+    visualize.plot_attention(
+        sample.attention[0, : len(target_ids), : len(source_ids)],
+        [tokenizer.id_to_token(i) for i in source_ids],
+        [tokenizer.id_to_token(i) for i in target_ids],
+        path=os.path.join(config["output_dir"], "attention.png"),
+        title="copy attention",
+    )
+
+
+def parse_overrides(config):
+    parser = argparse.ArgumentParser(description="Train a summarization model.")
+    parser.add_argument("--preset", choices=["default", "quick", "scitldr"], default="default")
+    for key, value in config.items():
+        kind = (lambda text: text.lower() in ("1", "true", "yes")) if isinstance(value, bool) \
+            else type(value)
+        parser.add_argument(f"--{key}", type=kind, default=None)
+    args = vars(parser.parse_args())
+    preset = {
+        "default": recipe_config.get_config,
+        "quick": recipe_config.get_quick_config,
+        "scitldr": recipe_config.get_scitldr_config,
+    }[args.pop("preset")]()
+    preset.update({k: v for k, v in args.items() if v is not None})
+    return preset
+
+
+if __name__ == "__main__":
+    main(parse_overrides(recipe_config.get_config()))

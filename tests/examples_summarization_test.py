@@ -1,0 +1,78 @@
+"""The summarization recipe end to end on its quick config, its lead
+baseline, and the CLI on the saved run."""
+
+import importlib.util
+import json
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SCITLDR = ROOT.parent / "shared" / "data" / "summarization" / "scitldr"
+
+
+def load_recipe():
+    folder = ROOT / "examples" / "summarization"
+    spec = importlib.util.spec_from_file_location("summarization_train", folder / "train.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    recipe = load_recipe()
+    output = tmp_path_factory.mktemp("runs") / "summarization"
+    config = dict(recipe.recipe_config.get_quick_config(), output_dir=str(output))
+    return output, recipe.main(config), recipe
+
+
+def test_lead_and_training_pairs():
+    recipe = load_recipe()
+    assert recipe.lead("One here. Two? Three!") == "One here."
+    assert recipe.lead("One here. Two? Three!", 2) == "One here. Two?"
+    records = [{"document": "d", "summaries": ["a", "b"]}]
+    assert recipe.training_pairs(records, True) == [("d", "a"), ("d", "b")]
+    assert recipe.training_pairs(records, False) == [("d", "a")]
+
+
+def test_quick_config_saves_a_run_with_rouge_and_the_lead_baseline(run_dir):
+    output, scores, _ = run_dir
+    for name in ("model.keras", "source.spm", "target.spm", "config.json", "attention.png",
+                 "training.png"):
+        assert (output / name).exists(), name
+    for key in ("model", "lead_1"):
+        assert set(scores[key]) == {"rouge1", "rouge2", "rougeL"}
+        assert all(0.0 <= value <= 100.0 for value in scores[key].values())
+    # Built-in abstracts open with background: lead-1 shares little with the TLDR.
+    assert scores["lead_1"]["rouge2"] < 20.0
+    saved = json.loads((output / "config.json").read_text())
+    assert saved["recipe"] == "summarization" and saved["config"]["pointer_generator"]
+
+
+def test_cli_generate_equals_the_recipe_and_evaluate_reports_rouge(run_dir, tmp_path):
+    from keras_attention import cli, data
+
+    output, _, recipe = run_dir
+    documents = [r["document"] for r in data.make_abstracts(2, seed=5)]
+    (tmp_path / "in.txt").write_text("\n".join(documents) + "\n", encoding="utf-8")
+    cli.main(["generate", str(output), "--input", str(tmp_path / "in.txt"),
+              "--output", str(tmp_path / "out.txt")])
+    lines = (tmp_path / "out.txt").read_text(encoding="utf-8").split("\n")[:-1]
+    model, tokenizer, _, metadata = recipe.runs.load_run(output)
+    expected, _ = recipe.summarize(model, documents, tokenizer, metadata["config"])
+    assert lines == expected
+    records = [json.dumps({"document": d, "summary": "a summary"}) for d in documents]
+    (tmp_path / "test.jsonl").write_text("\n".join(records) + "\n", encoding="utf-8")
+    scores = cli.main(["evaluate", str(output), "--data", str(tmp_path / "test.jsonl")])
+    assert set(scores) == {"rouge1", "rouge2", "rougeL", "examples"}
+    assert scores["examples"] == 2
+
+
+@pytest.mark.skipif(not SCITLDR.exists(), reason="../shared/data is not beside the repository")
+def test_scitldr_splits_load_with_every_reference():
+    recipe = load_recipe()
+    config = dict(recipe.recipe_config.get_scitldr_config(), data=str(SCITLDR))
+    train, validation, test = recipe.load_splits(config)
+    assert len(train) > 1000 and len(validation) > 100 and len(test) > 100
+    assert max(len(record["summaries"]) for record in test) > 1
