@@ -34,5 +34,5 @@ def get_quick_config():
 
 def get_babi_config():
     config = get_config()
-    config.update(data="../shared/data/qa/babi/en", vocabulary_size=300, epochs=15)
+    config.update(data="../shared/data/qa/babi/en", vocabulary_size=300, epochs=8)
     return config

@@ -8,11 +8,11 @@ def get_config():
         # A folder with SciTLDR-style train.jsonl / dev.jsonl / test.jsonl
         # ("document", "summary", "references"); "" = built-in abstracts.
         "data": "",
-        "num_examples": 6000,  # built-in data: number of abstracts
+        "num_examples": 4000,  # built-in data: number of abstracts
         "all_references": True,  # train on every reference summary of a document
-        "vocabulary_size": 1000,  # one SentencePiece vocabulary (copying works by id)
-        "max_source_length": 96,  # document tokens (longer ones are cut)
-        "max_target_length": 40,  # summary tokens
+        "vocabulary_size": 2000,  # one SentencePiece vocabulary (copying works by id)
+        "max_source_length": 160,  # document tokens (longer ones are cut)
+        "max_target_length": 56,  # summary tokens
         "num_layers": 2,
         "hidden_dim": 128,
         "num_heads": 4,
@@ -20,7 +20,7 @@ def get_config():
         "dropout": 0.1,
         "pointer_generator": True,  # copy attention with coverage (See et al. 2017)
         "coverage_loss_weight": 1.0,
-        "epochs": 6,
+        "epochs": 3,
         "batch_size": 32,
         "learning_rate": 1e-3,
         "num_beams": 4,

@@ -10,7 +10,28 @@ from keras import ops
 
 from keras_attention import masks
 from keras_attention.layers import attention_core
-from keras_attention.validation import check_non_negative_int, check_rate
+from keras_attention.validation import (
+    check_non_negative_int,
+    check_positive_int,
+    check_rate,
+)
+
+# `query_block_size="auto"` blocks the queries when one (batch, head) score
+# matrix would hold at least this many entries (e.g. T = S = 2048).
+AUTO_BLOCK_MIN_SCORES = 2048 * 2048
+AUTO_BLOCK_SIZE = 512
+
+
+def check_query_block_size(value):
+    """`"auto"`, None or a positive int."""
+    if value is None or value == "auto":
+        return value
+    if isinstance(value, str):
+        raise ValueError(
+            "Argument `query_block_size` must be 'auto', None or a positive "
+            f"int. Received: query_block_size={value!r}"
+        )
+    return check_positive_int("query_block_size", value)
 
 
 def _rank_error(name, shape, layout):
@@ -58,10 +79,21 @@ class BaseAttention(keras.layers.Layer):
     value)`; they may override `build_attention(query_shape, value_shape,
     key_shape)` to create weights.
 
+    Memory-efficient attention: with a query block size `b`, queries are
+    processed `b` at a time and each block's scores are recomputed in the
+    backward pass (`keras.remat`), so no `(B, H, T, S)` tensor is ever held:
+    peak memory grows as `b * S` instead of `T * S`. The results equal the
+    exact path (same float32 softmax, same masks, same fully-masked-row
+    rule). Blocking needs a static query length and is skipped when the
+    weights are returned or dropped out (training with `dropout > 0`).
+
     Args:
         dropout: float in [0, 1), dropout rate on the attention weights
             (training only).
         seed: optional int, the dropout seed.
+        query_block_size: `"auto"` (default: blocks of 512 queries once a
+            score matrix would reach 2048 x 2048 entries), None (never
+            block) or a positive int (block whenever `T` exceeds it).
         **kwargs: standard `keras.layers.Layer` arguments (`name`, `dtype`,
             ...).
     """
@@ -71,10 +103,11 @@ class BaseAttention(keras.layers.Layer):
     _value_layout = "(batch, source_len, value_dim)"
     _key_layout = "(batch, source_len, key_dim)"
 
-    def __init__(self, dropout=0.0, seed=None, **kwargs):
+    def __init__(self, dropout=0.0, seed=None, query_block_size="auto", **kwargs):
         super().__init__(**kwargs)
         self.dropout = check_rate("dropout", dropout)
         self.seed = check_non_negative_int("seed", seed, allow_none=True)
+        self.query_block_size = check_query_block_size(query_block_size)
         self.supports_masking = True
         self._seed_generator = (
             keras.random.SeedGenerator(seed) if self.dropout > 0 else None
@@ -155,7 +188,7 @@ class BaseAttention(keras.layers.Layer):
         ):
             check_rank3(name, x.shape, layout)
         self._check_shapes(query.shape, value.shape, key.shape)
-        mask = self._build_mask(
+        mask_parts = self._mask_parts(
             query,
             key,
             query_mask=query_mask,
@@ -163,6 +196,14 @@ class BaseAttention(keras.layers.Layer):
             attention_mask=attention_mask,
             use_causal_mask=use_causal_mask,
         )
+        block_size = self._block_size(
+            query, key, return_attention_scores, training
+        )
+        if block_size is not None:
+            return self._blocked_attention(
+                query, value, key, mask_parts, block_size
+            )
+        mask = self._block_mask(mask_parts, 0, ops.shape(query)[1])
         if mask is not None:
             query = attention_core.zero_unused_positions(
                 query, ops.any(mask, axis=2)
@@ -181,7 +222,7 @@ class BaseAttention(keras.layers.Layer):
             return output, self._public_scores(weights)
         return output
 
-    def _build_mask(
+    def _mask_parts(
         self,
         query,
         key,
@@ -191,7 +232,8 @@ class BaseAttention(keras.layers.Layer):
         attention_mask,
         use_causal_mask,
     ):
-        """The one `(B, T, S)` boolean mask of a call, or None."""
+        """What the `(B, T, S)` mask of a call is made of, checked once;
+        `_block_mask` builds it for any range of queries."""
         batch_size = _static(query.shape[0])
         query_length, key_length = query.shape[1], key.shape[1]
         dynamic_query_length = ops.shape(query)[1]
@@ -221,14 +263,125 @@ class BaseAttention(keras.layers.Layer):
                     f"{tuple(query.shape)}, key.shape={tuple(key.shape)}, "
                     "offset=None"
                 )
-            causal = masks.causal_mask(dynamic_query_length, dynamic_key_length)
+        return {
+            "query_mask": query_mask,
+            "key_mask": key_mask,
+            "explicit": explicit,
+            "causal": bool(use_causal_mask),
+            "key_length": dynamic_key_length,
+        }
+
+    @staticmethod
+    def _block_mask(parts, start, size):
+        """The boolean mask `(B, size, S)` of queries `start .. start+size-1`
+        (all of them for `start=0, size=T`), or None: the AND of padding, the
+        explicit mask and the causal mask at those positions."""
+        query_mask, explicit = parts["query_mask"], parts["explicit"]
+        if query_mask is not None:
+            query_mask = query_mask[:, start : start + size]
+        if explicit is not None:
+            explicit = explicit[:, start : start + size]
+        causal = None
+        if parts["causal"]:
+            causal = masks.causal_mask(size, parts["key_length"], offset=start)
         padding = masks.padding_mask(
             query_mask,
-            key_mask,
-            query_length=dynamic_query_length,
-            key_length=dynamic_key_length,
+            parts["key_mask"],
+            query_length=size,
+            key_length=parts["key_length"],
         )
         return masks.merge_masks(padding, explicit, causal)
+
+    # ------------------------------------------------------ blocked path
+    def _block_size(self, query, key, return_attention_scores, training):
+        """The query block size of this call, or None for the exact path."""
+        if self.query_block_size is None or return_attention_scores:
+            return None
+        if training and self._seed_generator is not None:
+            return None  # dropout masks cannot be replayed by remat
+        query_length, key_length = query.shape[1], key.shape[1]
+        if not isinstance(query_length, int):
+            return None
+        if self.query_block_size == "auto":
+            if not isinstance(key_length, int):
+                return None
+            if query_length * key_length < AUTO_BLOCK_MIN_SCORES:
+                return None
+            block = AUTO_BLOCK_SIZE
+        else:
+            block = self.query_block_size
+        return block if query_length > block else None
+
+    def _blocked_attention(self, query, value, key, parts, block_size):
+        """The output of `call`, `block_size` queries at a time."""
+        length = query.shape[1]
+        starts = list(range(0, length, block_size))
+        sizes = [min(block_size, length - start) for start in starts]
+        # Keys and values no query may use are zeroed, as on the exact path.
+        used_keys = None
+        for start, size in zip(starts, sizes):
+            block_mask = self._block_mask(parts, start, size)
+            if block_mask is None:
+                break
+            block_used = ops.any(block_mask, axis=1)
+            used_keys = (
+                block_used
+                if used_keys is None
+                else ops.logical_or(used_keys, block_used)
+            )
+        if used_keys is not None:
+            key = attention_core.zero_unused_positions(key, used_keys)
+            value = attention_core.zero_unused_positions(value, used_keys)
+        prepared_key = self._prepare_key(key)
+        prepared_value = self._prepare_value(value)
+
+        def attend(query_block, prepared_key, prepared_value, start, size):
+            mask = self._block_mask(parts, start, size)
+            if mask is not None:
+                query_block = attention_core.zero_unused_positions(
+                    query_block, ops.any(mask, axis=2)
+                )
+            logits = self._prepared_logits(
+                self._prepare_query(query_block, start), prepared_key
+            )
+            weights = attention_core.masked_softmax(
+                logits, self._broadcast_mask(mask, logits)
+            )
+            return self._prepared_context(weights, prepared_value)
+
+        contexts = []
+        for start, size in zip(starts, sizes):
+            block = keras.remat(
+                lambda q, k, v, start=start, size=size: attend(q, k, v, start, size)
+            )
+            contexts.append(
+                block(query[:, start : start + size], prepared_key, prepared_value)
+            )
+        context = ops.concatenate(contexts, axis=self._context_query_axis)
+        return self._finish_output(context)
+
+    # Hooks of the blocked path; the defaults reuse `_compute_logits` and
+    # `_compute_output` (correct for every layer, but projections inside
+    # them are then repeated per block: override to compute them once).
+    _context_query_axis = 1
+
+    def _prepare_query(self, query, start):
+        return query
+
+    def _prepare_key(self, key):
+        return key
+
+    def _prepare_value(self, value):
+        return value
+
+    def _prepared_logits(self, prepared_query, prepared_key):
+        return self._compute_logits(prepared_query, prepared_key)
+
+    def _prepared_context(self, weights, prepared_value):
+        return self._compute_output(weights, prepared_value)
+
+    def _finish_output(self, context):
+        return context
 
     def _broadcast_mask(self, mask, logits):
         """Adds axes to a `(B, T, S)` mask to match rank-4 logits."""
@@ -261,5 +414,11 @@ class BaseAttention(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update({"dropout": self.dropout, "seed": self.seed})
+        config.update(
+            {
+                "dropout": self.dropout,
+                "seed": self.seed,
+                "query_block_size": self.query_block_size,
+            }
+        )
         return config

@@ -252,11 +252,31 @@ class MultiHeadAttention(BaseAttention):
         return self._output_from_heads(weights, self._value_heads(value))
 
     def _output_from_heads(self, weights, value_heads):
+        return self._finish_output(self._prepared_context(weights, value_heads))
+
+    # Blocked path: heads are projected once, outside the query blocks.
+    _context_query_axis = 3  # contexts are (B, K, G, T, value_dim)
+
+    def _prepare_query(self, query, start):
+        return self._query_heads(query, start)
+
+    def _prepare_key(self, key):
+        return self._key_heads(key)
+
+    def _prepare_value(self, value):
+        return self._value_heads(value)
+
+    def _prepared_logits(self, query_heads, key_heads):
+        return self._head_logits(query_heads, key_heads)
+
+    def _prepared_context(self, weights, value_heads):
         weights = ops.cast(weights, value_heads.dtype)
         # (B, K, G, T, S) @ (B, K, 1, S, dv) -> (B, K, G, T, dv)
-        context = ops.matmul(
+        return ops.matmul(
             weights, ops.transpose(value_heads, (0, 2, 1, 3))[:, :, None]
         )
+
+    def _finish_output(self, context):
         output_kernel = ops.reshape(
             self.output_kernel,
             (self._kv_heads, self._group_size, self._value_head_dim, -1),

@@ -1,0 +1,154 @@
+"""Memory-efficient attention (query blocks + recomputation) equals the exact path."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_attention import layers, masks
+from tests.layers.factories import DIM, FACTORIES
+
+EXTRA = {
+    "rotary_self": lambda **kw: layers.MultiHeadAttention(2, 4, rotary=True, **kw),
+    "self_attention_window": lambda **kw: layers.SelfAttention(
+        num_heads=2, window=3, use_causal_mask=True, **kw
+    ),
+}
+ALL = {**FACTORIES, **EXTRA}
+T = S = 11  # blocks of 4: 4 + 4 + 3
+
+
+def twins(name):
+    """The same layer (same weights) with and without query blocks."""
+    keras.utils.set_random_seed(0)
+    exact = ALL[name](query_block_size=None)
+    blocked = ALL[name](query_block_size=4)
+    return exact, blocked
+
+
+def call(layer, query, value, **kwargs):
+    if isinstance(layer, layers.SelfAttention):
+        if "query_mask" in kwargs:
+            kwargs["x_mask"] = kwargs.pop("query_mask")
+        return layer(query, **kwargs)
+    if "query_mask" in kwargs:  # self-attention: the keys share the padding
+        kwargs["value_mask"] = kwargs["query_mask"]
+    return layer(query, value, **kwargs)
+
+
+def inputs(rng):
+    query = rng.normal(size=(2, T, DIM)).astype("float32")
+    value = rng.normal(size=(2, S, DIM)).astype("float32")
+    return query, value
+
+
+def mask_cases(name):
+    attention_mask = np.ones((2, T, S), bool)
+    attention_mask[0, 5] = False  # a fully masked query row
+    attention_mask[1, :, 7:] = False  # keys no query may use
+    cases = {"none": {}, "explicit": {"attention_mask": attention_mask}}
+    if name.endswith("self") or name.startswith("self"):
+        cases["causal_padding"] = {
+            "use_causal_mask": True,
+            "query_mask": np.arange(T)[None] < np.array([[T], [6]]),
+        }
+    else:
+        cases["causal"] = {"use_causal_mask": True}
+    return cases
+
+
+@pytest.mark.parametrize("name", sorted(ALL))
+def test_blocked_outputs_and_gradients_equal_the_exact_path(name):
+    rng = np.random.default_rng(1)
+    query, value = inputs(rng)
+    exact, blocked = twins(name)
+    call(exact, query, value)
+    call(blocked, query, value)
+    blocked.set_weights(exact.get_weights())
+    for case, kwargs in mask_cases(name).items():
+        results = []
+        for layer in (exact, blocked):
+            q, v = tf.constant(query), tf.constant(value)
+            with tf.GradientTape() as tape:
+                tape.watch([q, v])
+                out = call(layer, q, v, **kwargs)
+                loss = tf.reduce_sum(out * tf.sin(out))
+            grads = tape.gradient(loss, [q, v] + layer.trainable_weights)
+            results.append((out, grads))
+        (out_a, grads_a), (out_b, grads_b) = results
+        np.testing.assert_allclose(out_b, out_a, atol=1e-5, err_msg=case)
+        for a, b in zip(grads_a, grads_b):
+            if a is None:
+                assert b is None
+                continue
+            np.testing.assert_allclose(b, a, atol=1e-5, err_msg=case)
+        assert np.isfinite(np.asarray(out_b)).all()
+
+
+def test_blocked_path_runs_under_xla_and_keeps_nan_padding_out():
+    rng = np.random.default_rng(2)
+    query, value = inputs(rng)
+    value[1, 7:] = np.nan
+    key_mask = np.arange(S)[None] < np.array([[S], [7]])
+    exact, blocked = twins("multi_head")
+    call(exact, query, value)
+    call(blocked, query, value)
+    blocked.set_weights(exact.get_weights())
+
+    # Gradients reach the query through the recomputed blocks (a variable:
+    # under tf.function, TF's recompute_grad ignores `tape.watch` on
+    # function arguments, whereas model inputs come from layers anyway).
+    q_var = tf.Variable(query)
+
+    @tf.function(jit_compile=True)
+    def run(layer_index, v):
+        layer = (exact, blocked)[layer_index]
+        with tf.GradientTape() as tape:
+            out = layer(q_var, v, value_mask=key_mask)
+            loss = tf.reduce_sum(out * tf.sin(out))
+        return out, tape.gradient(loss, q_var)
+
+    out_a, grad_a = run(0, tf.constant(value))
+    out_b, grad_b = run(1, tf.constant(value))
+    assert np.isfinite(out_b).all() and np.isfinite(grad_b).all()
+    np.testing.assert_allclose(out_b, out_a, atol=1e-5)
+    np.testing.assert_allclose(grad_b, grad_a, atol=1e-5)
+
+
+def test_auto_blocks_only_long_sequences_and_never_when_scores_are_returned():
+    layer = layers.ScaledDotProductAttention()
+    short, long = np.zeros((1, 8, 4)), np.zeros((1, 2048, 4))
+    assert layer._block_size(short, short, False, False) is None
+    assert layer._block_size(long, long, False, False) == 512
+    assert layer._block_size(long, long, True, False) is None
+    dropped = layers.ScaledDotProductAttention(dropout=0.1)
+    assert dropped._block_size(long, long, False, True) is None  # no replayable dropout
+    assert dropped._block_size(long, long, False, False) == 512
+
+
+def test_query_block_size_is_validated_and_serialized():
+    layer = layers.MultiHeadAttention(2, 4, query_block_size=128)
+    assert layer.get_config()["query_block_size"] == 128
+    assert layers.MultiHeadAttention.from_config(layer.get_config()).query_block_size == 128
+    with pytest.raises(ValueError, match=r"query_block_size.*Received: query_block_size='big'"):
+        layers.MultiHeadAttention(2, 4, query_block_size="big")
+    with pytest.raises(ValueError, match=r"query_block_size.*Received: query_block_size=0"):
+        layers.ScaledDotProductAttention(query_block_size=0)
+
+
+def test_block_masks_tile_the_full_mask():
+    """Every block's mask is the matching rows of the one full mask."""
+    layer = layers.ScaledDotProductAttention()
+    query = np.zeros((2, T, DIM), "float32")
+    explicit = np.random.default_rng(3).random((2, T, S)) > 0.3
+    parts = layer._mask_parts(
+        query, query, query_mask=np.arange(T)[None] < np.array([[T], [6]]),
+        key_mask=None, attention_mask=explicit, use_causal_mask=True,
+    )
+    full = np.asarray(layer._block_mask(parts, 0, T))
+    expected = explicit & np.tril(np.ones((T, S), bool))[None]
+    expected[1, 6:] = False
+    np.testing.assert_array_equal(full, expected)
+    rows = [np.asarray(layer._block_mask(parts, start, min(4, T - start)))
+            for start in range(0, T, 4)]
+    np.testing.assert_array_equal(np.concatenate(rows, axis=1), full)
