@@ -31,17 +31,19 @@ def masked_softmax(logits, mask=None):
         unmasked key sum to 1; fully masked rows are all 0.
     """
     logits = ops.cast(logits, "float32")
-    if mask is not None:
-        logits = ops.where(mask, logits, _LOWEST_FLOAT32)
-    # `initial` keeps an empty key axis (S = 0) legal: every row is then empty.
-    row_max = ops.stop_gradient(
-        ops.max(logits, axis=-1, keepdims=True, initial=_LOWEST_FLOAT32)
-    )
-    exps = ops.exp(logits - row_max)
-    if mask is not None:
-        exps = ops.where(mask, exps, 0.0)
-    total = ops.sum(exps, axis=-1, keepdims=True)
-    return exps / ops.where(total > 0.0, total, 1.0)
+    if logits.shape[-1] == 0:
+        return logits
+    if logits.shape[-1] == 1:  # one key: weight 1 (Keras warns on softmax)
+        weights = ops.ones_like(logits)
+        return weights if mask is None else ops.where(mask, weights, 0.0)
+    if mask is None:
+        return ops.softmax(logits, axis=-1)
+    # One fused softmax over the selected logits (masked ones become the
+    # lowest float32, so their exp underflows to exactly 0 whenever the row
+    # has an unmasked key); the outer `where` zeroes what remains: the
+    # uniform weights of fully masked rows.
+    weights = ops.softmax(ops.where(mask, logits, _LOWEST_FLOAT32), axis=-1)
+    return ops.where(mask, weights, 0.0)
 
 
 def zero_unused_positions(x, used):

@@ -22,11 +22,32 @@ def grouped_dot_products(query_heads, key_heads):
     Args:
         query_heads: `(B, T, K, G, d)`.
         key_heads: `(B, S, K, d)`; each of the `G` query heads of group `k`
-            meets key head `k` (broadcast, not copied).
+            meets key head `k` (the group's rows are stacked, not the key
+            head copied: one `(B, K, G*T, d) @ (B, K, d, S)` matmul).
     """
-    query_heads = ops.transpose(query_heads, (0, 2, 3, 1, 4))  # (B,K,G,T,d)
-    key_heads = ops.transpose(key_heads, (0, 2, 3, 1))[:, :, None]  # (B,K,1,d,S)
-    return ops.matmul(query_heads, key_heads)
+    shape = ops.shape(query_heads)
+    batch, length, kv_heads, group, dim = (shape[i] for i in range(5))
+    query_heads = ops.reshape(
+        ops.transpose(query_heads, (0, 2, 3, 1, 4)),
+        (batch, kv_heads, group * length, dim),
+    )
+    key_heads = ops.transpose(key_heads, (0, 2, 3, 1))  # (B, K, d, S)
+    logits = ops.matmul(query_heads, key_heads)  # (B, K, G*T, S)
+    return ops.reshape(
+        logits, (batch, kv_heads, group, length, ops.shape(key_heads)[-1])
+    )
+
+
+def grouped_context(weights, value_heads):
+    """`(B, K, G, T, S)` weights times value heads `(B, S, K, dv)` ->
+    contexts `(B, K, G, T, dv)`, as one `(B, K, G*T, S) @ (B, K, S, dv)`."""
+    shape = ops.shape(weights)
+    batch, kv_heads, group, length = (shape[i] for i in range(4))
+    weights = ops.reshape(weights, (batch, kv_heads, group * length, shape[4]))
+    context = ops.matmul(weights, ops.transpose(value_heads, (0, 2, 1, 3)))
+    return ops.reshape(
+        context, (batch, kv_heads, group, length, ops.shape(value_heads)[-1])
+    )
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -270,11 +291,7 @@ class MultiHeadAttention(BaseAttention):
         return self._head_logits(query_heads, key_heads)
 
     def _prepared_context(self, weights, value_heads):
-        weights = ops.cast(weights, value_heads.dtype)
-        # (B, K, G, T, S) @ (B, K, 1, S, dv) -> (B, K, G, T, dv)
-        return ops.matmul(
-            weights, ops.transpose(value_heads, (0, 2, 1, 3))[:, :, None]
-        )
+        return grouped_context(ops.cast(weights, value_heads.dtype), value_heads)
 
     def _finish_output(self, context):
         output_kernel = ops.reshape(
