@@ -11,6 +11,7 @@ Public modules:
 - `keras_attention.metrics`: BLEU, chrF, ROUGE, exact match and F1.
 - `keras_attention.visualize`: attention heatmaps and training curves.
 - `keras_attention.runs`: the run folders recipes save and the CLI loads.
+- `keras_attention.runtime`: fast execution defaults for the machine at hand.
 """
 
 from keras_attention import (
@@ -21,6 +22,7 @@ from keras_attention import (
     metrics,
     models,
     runs,
+    runtime,
     visualize,
 )
 from keras_attention.version import __version__
@@ -34,5 +36,6 @@ __all__ = [
     "metrics",
     "models",
     "runs",
+    "runtime",
     "visualize",
 ]

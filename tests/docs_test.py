@@ -22,6 +22,10 @@ MODULES = [
     "keras_attention.layers.transformer_decoder_block",
     "keras_attention.layers.attention_rnn_decoder",
     "keras_attention.layers.pointer_generator",
+    "keras_attention.runtime",
+    "keras_attention.data.synthetic",
+    "keras_attention.models.transformer_seq2seq",
+    "keras_attention.models.rnn_seq2seq",
 ]
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -43,7 +47,8 @@ def test_every_public_layer_documents_equations_shapes_and_example(name):
 
 def test_public_api_has_one_path_per_name():
     assert keras_attention.__all__ == [
-        "__version__", "data", "decoding", "layers", "masks", "metrics", "models", "runs", "visualize",
+        "__version__", "data", "decoding", "layers", "masks", "metrics", "models", "runs", "runtime",
+        "visualize",
     ]
     assert re.fullmatch(r"\d+\.\d+\.\d+", keras_attention.__version__)
     for name in keras_attention.layers.__all__:

@@ -50,3 +50,17 @@ def test_stories_answer_the_last_move_of_the_asked_person():
     assert len({e["answer"] for e in examples}) > 3
     with pytest.raises(ValueError, match=r"min_sentences <= max_sentences.*Received"):
         make_stories(2, min_sentences=5, max_sentences=3)
+
+
+def test_abstracts_put_the_contribution_after_the_lead_and_copy_name_and_number():
+    from keras_attention.data import make_abstracts
+
+    examples = make_abstracts(50, seed=4)
+    assert make_abstracts(50, seed=4) == examples
+    for example in examples:
+        document, (tldr, restated) = example["document"], example["summaries"]
+        name = tldr.split()[0]
+        assert not document.startswith("We propose")  # lead-1 is background
+        assert f"We propose {name}," in document and name in restated
+        gain = tldr.rsplit(" by ", 1)[1].split()[0]
+        assert f"by {gain} points." in document
