@@ -77,7 +77,8 @@ class SavedRun:
                 f"keras-attention: {run_dir} was saved by an unknown recipe "
                 f"{self.recipe!r} (known: {', '.join(_DECODING)})."
             )
-        self.decoding = _DECODING[self.recipe](metadata["config"])
+        self.config = metadata["config"]
+        self.decoding = _DECODING[self.recipe](self.config)
 
     def generate(self, texts, strategy=None, num_beams=None, verbose=1):
         """Outputs (translations, summaries or answers) for a list of strings."""
@@ -110,7 +111,7 @@ def generate(args):
         sys.stdout.write(text)
 
 
-def _evaluation_examples(recipe, path, max_examples):
+def _evaluation_examples(recipe, config, path, max_examples):
     """`(sources, references)` from a file in the recipe's format."""
     from keras_attention import data
 
@@ -122,8 +123,11 @@ def _evaluation_examples(recipe, path, max_examples):
         records = data.load_summaries(path, max_examples=limit)
         return [r["document"] for r in records], [r["summaries"] for r in records]
     records = data.load_squad(path)[:limit]
-    return ([f"{r['context']} | {r['question']}" for r in records],
-            [r["answers"] for r in records])
+    if config.get("question_first", False):  # as the question-answering recipe built them
+        sources = [f"{r['question']} | {r['context']}" for r in records]
+    else:
+        sources = [f"{r['context']} | {r['question']}" for r in records]
+    return sources, [r["answers"] for r in records]
 
 
 def evaluate(args):
@@ -133,7 +137,8 @@ def evaluate(args):
     from keras_attention import metrics
 
     run = SavedRun(args.run_dir)
-    sources, references = _evaluation_examples(run.recipe, args.data, args.max_examples)
+    sources, references = _evaluation_examples(run.recipe, run.config, args.data,
+                                               args.max_examples)
     hypotheses = run.generate(sources, args.strategy, args.num_beams)
     if run.recipe == "translation":
         scores = {"bleu": metrics.bleu(hypotheses, references),

@@ -8,6 +8,7 @@ def get_config():
         "tasks": "1-20",  # bAbI tasks to train and test on, e.g. "1,2,3" or "1-20"
         "num_examples": 6000,  # built-in data: number of questions
         "max_sentences": 20,  # keep the last sentences of long stories
+        "question_first": False,  # encoder text: "question | story" (True) or "story | question"
         "vocabulary_size": 400,
         "max_length": 160,  # source tokens
         "max_answer_length": 12,  # answer tokens (with the end token)

@@ -57,8 +57,13 @@ def parse_tasks(spec):
     return tasks
 
 
-def as_source(example, max_sentences):
+def as_source(example, max_sentences, question_first=False):
+    """The encoder's text: the story, then the question, or the question
+    first with `question_first=True` (measured: no better, see
+    examples/RESULTS.md)."""
     story = " ".join(example["story"][-max_sentences:])
+    if question_first:
+        return f"{example['question']} | {story}"
     return f"{story} | {example['question']}"
 
 
@@ -66,7 +71,8 @@ def load_examples(config):
     """Train and test triples `(source, answer, task)`."""
     if not config["data"]:
         stories = data.make_stories(config["num_examples"], seed=config["seed"])
-        triples = [(as_source(e, config["max_sentences"]), e["answer"], 1) for e in stories]
+        triples = [(as_source(e, config["max_sentences"], config["question_first"]), e["answer"], 1)
+                   for e in stories]
         train, _, test = data.split_examples(
             triples, validation_fraction=0.0, test_fraction=config["test_fraction"],
             seed=config["seed"],
@@ -77,7 +83,8 @@ def load_examples(config):
         for split in splits:
             for example in data.load_babi_task(config["data"], task, split):
                 splits[split].append(
-                    (as_source(example, config["max_sentences"]), example["answer"], task)
+                    (as_source(example, config["max_sentences"], config["question_first"]),
+                     example["answer"], task)
                 )
     return splits["train"], splits["test"]
 
@@ -147,7 +154,7 @@ def main(config):
     for task, accuracy in scores["per_task_accuracy"].items():
         print(f"  task {task:2d}: {accuracy:5.1f}%")
     for (source, gold, _), prediction in list(zip(test, predictions))[:3]:
-        print(f"  {source[-60:]!r} -> {prediction!r} (gold {gold!r})")
+        print(f"  {source[:70]!r}... -> {prediction!r} (gold {gold!r})")
     runs.save_run(config["output_dir"], model, source_tokenizer, target_tokenizer,
                   recipe="question_answering", config=config, scores=scores)
     return scores
