@@ -354,9 +354,18 @@ class BaseAttention(keras.layers.Layer):
             block = keras.remat(
                 lambda q, k, v, start=start, size=size: attend(q, k, v, start, size)
             )
-            contexts.append(
-                block(query[:, start : start + size], prepared_key, prepared_value)
-            )
+            query_block = query[:, start : start + size]
+            if contexts:
+                # A zero that depends on the previous block chains the blocks:
+                # graph executors would otherwise run several blocks (and, in
+                # the backward pass, their recomputations) at once, holding
+                # several blocks' scores in memory.
+                # (Finite by construction, even when the previous context
+                # holds NaN or inf: those would otherwise leak across blocks.)
+                previous = ops.sum(ops.cast(contexts[-1], "float32"))
+                zero = ops.where(ops.isfinite(previous), 0.0 * previous, 0.0)
+                query_block = query_block + ops.cast(zero, query_block.dtype)
+            contexts.append(block(query_block, prepared_key, prepared_value))
         context = ops.concatenate(contexts, axis=self._context_query_axis)
         return self._finish_output(context)
 

@@ -152,3 +152,18 @@ def test_block_masks_tile_the_full_mask():
     rows = [np.asarray(layer._block_mask(parts, start, min(4, T - start)))
             for start in range(0, T, 4)]
     np.testing.assert_array_equal(np.concatenate(rows, axis=1), full)
+
+
+def test_nan_in_one_query_block_stays_in_its_rows():
+    """Blocks are chained for memory; a NaN query row must not leak into later blocks."""
+    rng = np.random.default_rng(4)
+    query, value = inputs(rng)
+    query[0, 1] = np.nan  # first block
+    exact, blocked = twins("multi_head")
+    call(exact, query, value)
+    call(blocked, query, value)
+    blocked.set_weights(exact.get_weights())
+    out_a, out_b = np.asarray(call(exact, query, value)), np.asarray(call(blocked, query, value))
+    assert np.isnan(out_b[0, 1]).all()
+    np.testing.assert_allclose(out_b[0, 4:], out_a[0, 4:], atol=1e-5)  # later blocks: finite, equal
+    assert np.isfinite(out_b[0, 4:]).all()
