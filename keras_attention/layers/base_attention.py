@@ -318,6 +318,8 @@ class BaseAttention(keras.layers.Layer):
         starts = list(range(0, length, block_size))
         sizes = [min(block_size, length - start) for start in starts]
         # Keys and values no query may use are zeroed, as on the exact path.
+        # Block masks are rebuilt here and in `attend` rather than kept: all
+        # of them together would be a full (B, T, S) tensor again.
         used_keys = None
         for start, size in zip(starts, sizes):
             block_mask = self._block_mask(parts, start, size)

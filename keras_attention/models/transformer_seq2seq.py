@@ -109,16 +109,17 @@ class TransformerSeq2Seq(Seq2SeqModel):
         if norm_first:
             encoder_norm = keras.layers.LayerNormalization(dtype=dtype, name="encoder_norm")
             decoder_norm = keras.layers.LayerNormalization(dtype=dtype, name="decoder_norm")
-        output_projection = keras.layers.Dense(
-            target_vocabulary_size, dtype=dtype, name="logits"
-        )
-        copy_head = None
+        # The output layer: a projection, or the copy-or-generate head.
+        output_projection = copy_head = None
         if pointer_generator:
-            output_projection = None
             copy_head = PointerGenerator(
                 target_vocabulary_size, hidden_dim,
                 coverage_loss_weight=coverage_loss_weight, dtype=dtype,
                 name="pointer_generator",
+            )
+        else:
+            output_projection = keras.layers.Dense(
+                target_vocabulary_size, dtype=dtype, name="logits"
             )
 
         # Functional graph.
