@@ -1,18 +1,12 @@
 """The question-answering recipe on its quick config, and its scoring."""
 
-import importlib.util
 import json
-import pathlib
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from tests import recipes
 
 
 def load_recipe():
-    path = ROOT / "examples" / "question_answering" / "train.py"
-    spec = importlib.util.spec_from_file_location("qa_train", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return recipes.load_recipe("question_answering")
 
 
 def test_parse_tasks_and_scoring():

@@ -1,22 +1,19 @@
 """The summarization recipe end to end on its quick config, its lead
 baseline, and the CLI on the saved run."""
 
-import importlib.util
 import json
 import pathlib
 
 import pytest
+
+from tests import recipes
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SCITLDR = ROOT.parent / "shared" / "data" / "summarization" / "scitldr"
 
 
 def load_recipe():
-    folder = ROOT / "examples" / "summarization"
-    spec = importlib.util.spec_from_file_location("summarization_train", folder / "train.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return recipes.load_recipe("summarization")
 
 
 @pytest.fixture(scope="module")

@@ -1,22 +1,16 @@
 """The translation recipe end to end on its quick config, and the CLI on the
 saved run: train, save, reload, generate, score."""
 
-import importlib.util
 import json
-import pathlib
 
 import numpy as np
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from tests import recipes
 
 
 def load_recipe():
-    folder = ROOT / "examples" / "translation"
-    spec = importlib.util.spec_from_file_location("translation_train", folder / "train.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return recipes.load_recipe("translation")
 
 
 @pytest.fixture(scope="module")
