@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 export KERAS_BACKEND := tensorflow
 export TF_CPP_MIN_LOG_LEVEL := 3
 
-.PHONY: demo test install
+.PHONY: demo test install docs
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,3 +21,6 @@ demo: install
 
 test: install
 	$(BIN)/python -m pytest -n 2 --dist loadfile -q
+
+docs: install
+	$(BIN)/mkdocs build --strict --site-dir build/site

@@ -1,4 +1,4 @@
-"""Executable documentation: docstring examples and the README quickstart."""
+"""Executable documentation: docstring examples, the README quickstart and the docs pages."""
 
 import doctest
 import importlib
@@ -68,3 +68,63 @@ def test_readme_opens_with_two_commands_and_its_quickstart_runs():
 
 def test_ci_runs_the_readme_test_command():
     assert "make test" in (ROOT / ".ci" / "run").read_text()
+
+
+DOCS = ROOT / "docs"
+SKIP = re.compile(r"^<!--\s*skip\b(.*?)-->\s*$")
+
+
+def page_python_blocks(text):
+    """`(index, code, skip_reason)` for each top-level ```python block of a Markdown page,
+    `index` being the 0-based number of the block's first code line.
+
+    A block is skipped when the line right above its fence is `<!-- skip: reason -->`; fences
+    nested in a longer fence (````markdown ... ````) are text, not blocks.
+    """
+    blocks, lines, i = [], text.splitlines(), 0
+    while i < len(lines):
+        fence = re.match(r"^(`{3,})\s*([\w-]*)", lines[i])
+        if not fence:
+            i += 1
+            continue
+        ticks, info, start = fence.group(1), fence.group(2), i
+        i += 1
+        while i < len(lines) and not re.match(rf"^{ticks}`*\s*$", lines[i]):
+            i += 1
+        if info == "python":
+            above = lines[start - 1].strip() if start else ""
+            skip = SKIP.match(above)
+            reason = skip and skip.group(1).strip(" :")
+            if skip and not reason:
+                raise ValueError(f"line {start}: `<!-- skip -->` needs a reason: "
+                                 "`<!-- skip: why this block does not run -->`")
+            blocks.append((start + 1, "\n".join(lines[start + 1:i]), reason or None))
+        i += 1
+    return blocks
+
+
+def test_page_python_blocks_are_found_and_skips_need_a_reason():
+    page = "<!-- skip: slow -->\n```python\nslow()\n```\n````markdown\n```python\nx\n```\n````\n"
+    page += "```python\ny = 1\n```\n```bash\nls\n```\n"
+    assert page_python_blocks(page) == [(2, "slow()", "slow"), (10, "y = 1", None)]
+    with pytest.raises(ValueError, match="needs a reason"):
+        page_python_blocks("<!-- skip -->\n```python\nx\n```\n")
+
+
+DOC_PAGES = sorted(
+    p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md")
+    if page_python_blocks(p.read_text(encoding="utf-8"))
+)
+
+
+@pytest.mark.parametrize("page", DOC_PAGES)
+def test_docs_page_python_blocks_run(page, monkeypatch):
+    blocks = page_python_blocks((DOCS / page).read_text(encoding="utf-8"))
+    runnable = [(line, code) for line, code, skip in blocks if skip is None]
+    if not runnable:
+        pytest.skip(f"every Python block of docs/{page} is marked <!-- skip: ... -->")
+    monkeypatch.chdir(ROOT)
+    namespace = {"__name__": f"docs_{page}"}
+    for line, code in runnable:
+        # Pad with newlines so tracebacks point at the page's own line numbers.
+        exec(compile("\n" * line + code, f"docs/{page}", "exec"), namespace)
