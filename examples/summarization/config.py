@@ -21,8 +21,10 @@ def get_config():
         "pointer_generator": True,  # copy attention with coverage (See et al. 2017)
         "coverage_loss_weight": 1.0,
         "epochs": 3,
-        "batch_size": 32,
+        "batch_size": 32,  # global: split between the replicas of a distribution
         "learning_rate": 1e-3,
+        "distribution": "default",  # tf.distribute: default, mirrored, multi_worker or tpu
+        "backup_dir": "",  # resume an interrupted fit from here (BackupAndRestore; "" = off)
         "num_beams": 4,
         "length_penalty": 1.0,
         "coverage_penalty": 0.0,

@@ -18,6 +18,7 @@ SentencePiece vocabulary serves documents and summaries, so a copied token
 is the same id.
 
 Run: `python examples/summarization/train.py [--preset scitldr]`
+(`--distribution=mirrored` for several GPUs: docs/guides/distributed.md)
 """
 
 import argparse
@@ -31,7 +32,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import keras  # noqa: E402
 
-from keras_attention import data, metrics, runs, visualize  # noqa: E402
+from keras_attention import data, distribute, metrics, runs, visualize  # noqa: E402
 from keras_attention.models import transformer_seq2seq  # noqa: E402
 
 
@@ -111,6 +112,8 @@ def summarize(model, documents, tokenizer, config, **kwargs):
 
 
 def main(config):
+    # First, before any TensorFlow op: multi_worker connects to the other workers.
+    strategy = distribute.get_strategy(config["distribution"])
     keras.utils.set_random_seed(config["seed"])
     train, validation, test = load_splits(config)
     test = test[: config["max_test_examples"]]
@@ -131,19 +134,26 @@ def main(config):
         for pairs, shuffle in ((train_pairs, True), (training_pairs(validation, False), False))
     ]
 
-    model = build_model(config, tokenizer)
-    model.compile(
-        optimizer=keras.optimizers.Adam(config["learning_rate"]),
-        # The pointer-generator outputs log-probabilities, which
-        # `from_logits=True` leaves unchanged; the coverage loss is added.
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
-        metrics=["accuracy"],
-        jit_compile=False,  # bucketed shapes; generation is compiled
-    )
-    print(f"Training a pointer-generator Transformer with {model.count_params():,} parameters.")
+    # Under a strategy, the variables live on every replica and `fit` splits
+    # each (global) batch between them.
+    with strategy.scope():
+        model = build_model(config, tokenizer)
+        model.compile(
+            optimizer=keras.optimizers.Adam(config["learning_rate"]),
+            # The pointer-generator outputs log-probabilities, which
+            # `from_logits=True` leaves unchanged; the coverage loss is added.
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
+            metrics=["accuracy"],
+            jit_compile=False,  # bucketed shapes; generation is compiled
+        )
+    callbacks = []
+    if config["backup_dir"]:  # an interrupted run resumes from its last epoch
+        callbacks.append(distribute.backup_and_restore(config["backup_dir"], strategy))
+    print(f"Training a pointer-generator Transformer with {model.count_params():,} parameters "
+          f"on {strategy.num_replicas_in_sync} replica(s).")
     start = time.time()
     history = model.fit(datasets[0], validation_data=datasets[1], epochs=config["epochs"],
-                        shuffle=False, verbose=2)
+                        shuffle=False, verbose=2, callbacks=callbacks)
     train_seconds = time.time() - start
 
     documents = [record["document"] for record in test]
@@ -165,6 +175,8 @@ def main(config):
         print(f"\n  document: {document[:200]!r}...\n  summary:  {summary!r}\n"
               f"  reference: {refs[0]!r}")
 
+    if not distribute.is_chief(strategy):
+        return scores  # one worker of several: the chief writes the run
     runs.save_run(config["output_dir"], model, tokenizer, tokenizer,
                   recipe="summarization", config=config, scores=scores)
     plot_sample_attention(model, documents[0], tokenizer, config)

@@ -17,8 +17,10 @@ def get_config():
         "intermediate_dim": 256,
         "dropout": 0.1,
         "epochs": 6,
-        "batch_size": 64,
+        "batch_size": 64,  # global: split between the replicas of a distribution
         "learning_rate": 2e-3,
+        "distribution": "default",  # tf.distribute: default, mirrored, multi_worker or tpu
+        "backup_dir": "",  # resume an interrupted fit from here (BackupAndRestore; "" = off)
         "strategy": "beam",  # decoding for the evaluation: greedy or beam
         "num_beams": 4,
         "length_penalty": 0.6,

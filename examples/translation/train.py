@@ -16,6 +16,7 @@ cached, XLA-compiled beam search of `Seq2SeqModel.generate` and score the
 detokenized output with sacrebleu.
 
 Run: `python examples/translation/train.py [--data=PATH.tsv] [--architecture=rnn] [--key=value ...]`
+(`--distribution=mirrored` for several GPUs: docs/guides/distributed.md)
 """
 
 import argparse
@@ -28,7 +29,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import keras  # noqa: E402
 
-from keras_attention import data, metrics, runs, visualize  # noqa: E402
+from keras_attention import data, distribute, metrics, runs, visualize  # noqa: E402
 from keras_attention.models import rnn_seq2seq, transformer_seq2seq  # noqa: E402
 
 
@@ -102,6 +103,8 @@ def translate(model, sources, source_tokenizer, target_tokenizer, config, **kwar
 
 
 def main(config):
+    # First, before any TensorFlow op: multi_worker connects to the other workers.
+    strategy = distribute.get_strategy(config["distribution"])
     keras.utils.set_random_seed(config["seed"])
     pairs = load_pairs(config)
     train, validation, test = split_pairs(pairs, config)
@@ -119,19 +122,26 @@ def main(config):
         for split, shuffle in ((train, True), (validation, False))
     ]
 
-    model = build_model(config, source_tokenizer, target_tokenizer)
-    model.compile(
-        optimizer=keras.optimizers.Adam(config["learning_rate"]),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
-        metrics=["accuracy"],
-        # Length-bucketed batches have many shapes: XLA would recompile for
-        # each, and on CPU graph mode is as fast. Generation is compiled.
-        jit_compile=False,
-    )
-    print(f"Training a {config['architecture']} model with {model.count_params():,} parameters.")
+    # Under a strategy, the variables live on every replica and `fit` splits
+    # each (global) batch between them.
+    with strategy.scope():
+        model = build_model(config, source_tokenizer, target_tokenizer)
+        model.compile(
+            optimizer=keras.optimizers.Adam(config["learning_rate"]),
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
+            metrics=["accuracy"],
+            # Length-bucketed batches have many shapes: XLA would recompile for
+            # each, and on CPU graph mode is as fast. Generation is compiled.
+            jit_compile=False,
+        )
+    callbacks = []
+    if config["backup_dir"]:  # an interrupted run resumes from its last epoch
+        callbacks.append(distribute.backup_and_restore(config["backup_dir"], strategy))
+    print(f"Training a {config['architecture']} model with {model.count_params():,} parameters "
+          f"on {strategy.num_replicas_in_sync} replica(s).")
     start = time.time()
     history = model.fit(datasets[0], validation_data=datasets[1], epochs=config["epochs"],
-                        shuffle=False, verbose=2)  # the dataset shuffles itself
+                        callbacks=callbacks, shuffle=False, verbose=2)  # shuffled by the dataset
     train_seconds = time.time() - start
 
     sources = [s for s, _ in test]
@@ -150,6 +160,8 @@ def main(config):
     for source, hypothesis, reference in list(zip(sources, hypotheses, references))[:5]:
         print(f"  {source!r} -> {hypothesis!r} (reference {reference!r})")
 
+    if not distribute.is_chief(strategy):
+        return scores  # one worker of several: the chief writes the run
     runs.save_run(config["output_dir"], model, source_tokenizer, target_tokenizer,
                   recipe="translation", config=config, scores=scores)
     _, sample = translate(model, sources[:1], source_tokenizer, target_tokenizer,

@@ -1,0 +1,342 @@
+"""Training under `tf.distribute`: two replicas give the one-device loss
+curve, two worker processes train together, and a killed worker resumes from
+`BackupAndRestore` without losing an epoch; the recipes build their models
+under the strategy their config names.
+
+Device layouts and clusters are set before TensorFlow starts, so each
+distributed run is a subprocess (`python -m tests.distribute_test SPEC`) with
+a timeout: a hung worker fails the test instead of hanging pytest.
+"""
+
+import doctest
+import json
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+import time
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_attention import distribute
+from tests import recipes
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+TIMEOUT = 150  # seconds for one distributed run (about 25 s on 2 busy cores)
+
+
+# What the subprocesses run -------------------------------------------------
+
+
+def tiny_model(optimizer="adam"):
+    from keras_attention.models import transformer_seq2seq
+
+    model = transformer_seq2seq(
+        16, num_layers=1, hidden_dim=16, num_heads=2, intermediate_dim=32, dropout=0.0
+    )
+    model.compile(
+        optimizer=optimizer,
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
+        jit_compile=False,
+    )
+    return model
+
+
+def tiny_dataset():
+    """4 global batches of 16 ragged reverse-task examples whose two halves
+    (the two replicas' shares) have the same lengths: each replica's mean
+    over its unpadded tokens then averages to the global batch's mean, so
+    two replicas and one device minimise the same loss."""
+    from keras_attention.data import make_task
+
+    inputs, labels = make_task("reverse", 32, seed=1)
+    halves = [(inputs, labels), keras.tree.map_structure(_relabel, (inputs, labels))]
+    batches = [
+        keras.tree.map_structure(
+            lambda *parts: np.concatenate(parts), *(half_of(h, k) for h in halves)
+        )
+        for k in range(4)
+    ]
+    data = keras.tree.map_structure(lambda *parts: np.concatenate(parts), *batches)
+    return distribute.shard_by_data(tf.data.Dataset.from_tensor_slices(data).batch(16))
+
+
+def half_of(data, k):
+    return keras.tree.map_structure(lambda a: a[8 * k: 8 * (k + 1)], data)
+
+
+def _relabel(tokens):
+    """Other tokens (3..15 shifted by 5), the same lengths and padding."""
+    return np.where(tokens >= 3, 3 + (tokens - 3 + 5) % 13, tokens).astype(tokens.dtype)
+
+
+class Recorder(keras.callbacks.Callback):
+    """Appends `{"epoch", "batch", "loss"}` per step and `{"epoch_end"}` per
+    epoch to a JSON-lines file; optionally exits the process (as a crash
+    would: no cleanup) when batch `exit_at[1]` of epoch `exit_at[0]` begins."""
+
+    def __init__(self, path, exit_at=None):
+        super().__init__()
+        self.path, self.exit_at, self.epoch = path, exit_at, None
+
+    def write(self, record):
+        with open(self.path, "a") as f:
+            f.write(json.dumps(record) + "\n")
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epoch = epoch
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if self.exit_at == [self.epoch, batch]:
+            os._exit(17)
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.write({"epoch": self.epoch, "batch": batch, "loss": float(logs["loss"])})
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.write({"epoch_end": epoch})
+
+
+def run_spec(spec):
+    """Runs one subprocess job described by the dict `spec`."""
+    if spec["job"] == "parity":
+        # Two logical CPUs: must be set before TensorFlow initialises devices.
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration()] * 2
+        )
+        strategies = {
+            "one_device": distribute.get_strategy("default"),
+            "two_replicas": distribute.get_strategy("mirrored", devices=["/cpu:0", "/cpu:1"]),
+        }
+        initial_weights = None
+        for name, strategy in strategies.items():
+            keras.utils.set_random_seed(0)
+            with strategy.scope():
+                # Plain SGD: a wrongly scaled gradient would show in the loss.
+                model = tiny_model(keras.optimizers.SGD(0.5))
+            if initial_weights is None:
+                initial_weights = model.get_weights()
+            model.set_weights(initial_weights)  # the same start on both
+            log = os.path.join(spec["dir"], f"{name}.jsonl")
+            model.fit(tiny_dataset(), epochs=3, verbose=0, callbacks=[Recorder(log)])
+            with open(os.path.join(spec["dir"], f"{name}.replicas"), "w") as f:
+                f.write(str(strategy.num_replicas_in_sync))
+        return
+    # A worker of a multi-worker cluster (TF_CONFIG is set by the test).
+    strategy = distribute.get_strategy("multi_worker")
+    keras.utils.set_random_seed(0)
+    with strategy.scope():
+        model = tiny_model()
+    callbacks = [Recorder(spec["log"], spec.get("exit_at"))]
+    if spec.get("backup_dir"):
+        callbacks.append(distribute.backup_and_restore(spec["backup_dir"], strategy))
+    model.fit(tiny_dataset(), epochs=spec["epochs"], verbose=0, callbacks=callbacks)
+    np.save(spec["log"] + ".weights.npy", model.get_weights()[0])
+    with open(spec["log"] + ".done", "w") as f:
+        f.write(json.dumps({"replicas": strategy.num_replicas_in_sync,
+                            "chief": distribute.is_chief(strategy)}))
+
+
+# Helpers of the tests ------------------------------------------------------
+
+
+def free_ports(count):
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def start(spec, tmp_path, name, tf_config=None):
+    env = dict(os.environ, KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="3",
+               CUDA_VISIBLE_DEVICES="", PYTHONPATH=str(ROOT))
+    env.pop("TF_CONFIG", None)
+    if tf_config:
+        env["TF_CONFIG"] = tf_config
+    output = open(tmp_path / f"{name}.out", "w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.distribute_test", json.dumps(spec)],
+        cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT,
+    )
+    process.output_path = tmp_path / f"{name}.out"
+    return process
+
+
+def tail(process, lines=25):
+    text = process.output_path.read_text(errors="replace").splitlines()
+    kept = [line for line in text if not line.startswith(("I0000", "W0000"))]
+    return "\n".join(kept[-lines:])
+
+
+def wait_all(processes, timeout=TIMEOUT):
+    """Waits for every process; kills them all on timeout or when one fails
+    (its peers would wait for it forever). Returns the exit codes."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        codes = [p.poll() for p in processes]
+        if all(c is not None for c in codes) or any(c not in (None, 0) for c in codes):
+            break
+        time.sleep(0.2)
+    codes = [p.poll() for p in processes]
+    for p in processes:
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+    return codes
+
+
+def start_cluster(spec_of, tmp_path, attempt):
+    workers = [f"127.0.0.1:{port}" for port in free_ports(2)]
+    return [
+        start(spec_of(i), tmp_path, f"attempt{attempt}_worker{i}",
+              tf_config=distribute.tf_config(workers, i))
+        for i in range(2)
+    ]
+
+
+def read_log(path):
+    return [json.loads(line) for line in pathlib.Path(path).read_text().splitlines()]
+
+
+def step_losses(records):
+    return [r["loss"] for r in records if "loss" in r]
+
+
+def finished_epochs(records):
+    return [r["epoch_end"] for r in records if "epoch_end" in r]
+
+
+# Tests ---------------------------------------------------------------------
+
+
+def test_two_mirrored_replicas_follow_the_one_device_loss_curve(tmp_path):
+    process = start({"job": "parity", "dir": str(tmp_path)}, tmp_path, "parity")
+    assert wait_all([process]) == [0], tail(process)
+    assert (tmp_path / "two_replicas.replicas").read_text() == "2"
+    one = step_losses(read_log(tmp_path / "one_device.jsonl"))
+    two = step_losses(read_log(tmp_path / "two_replicas.jsonl"))
+    assert len(one) == len(two) == 12  # 3 epochs of 4 global batches of 16
+    assert one[-1] < 0.9 * one[0]  # it learns
+    # The same updates up to float rounding (the gradients are summed in
+    # another order).
+    np.testing.assert_allclose(two, one, rtol=1e-5)
+
+
+def test_two_worker_processes_train_one_model_together(tmp_path):
+    def spec(i):
+        return {"job": "worker", "log": str(tmp_path / f"worker{i}.jsonl"), "epochs": 3}
+
+    processes = start_cluster(spec, tmp_path, attempt=1)
+    codes = wait_all(processes)
+    assert codes == [0, 0], "\n---\n".join(tail(p) for p in processes)
+    done = [json.loads((tmp_path / f"worker{i}.jsonl.done").read_text()) for i in range(2)]
+    assert [d["replicas"] for d in done] == [2, 2]
+    assert [d["chief"] for d in done] == [True, False]
+    losses = [step_losses(read_log(tmp_path / f"worker{i}.jsonl")) for i in range(2)]
+    assert len(losses[0]) == 12 and losses[0] == losses[1]  # one synchronous model
+    assert losses[0][-1] < 0.9 * losses[0][0]
+    weights = [np.load(tmp_path / f"worker{i}.jsonl.weights.npy") for i in range(2)]
+    np.testing.assert_array_equal(weights[0], weights[1])
+
+
+def test_a_killed_worker_resumes_from_backup_and_restore_without_losing_an_epoch(tmp_path):
+    backup_dir = str(tmp_path / "backup")
+
+    def spec_of(attempt):
+        def spec(i):
+            return {
+                "job": "worker", "log": str(tmp_path / f"attempt{attempt}_worker{i}.jsonl"),
+                "epochs": 4, "backup_dir": backup_dir,
+                # First attempt: worker 1 dies as the second step of epoch 2
+                # begins (epochs 0 and 1 are backed up on both workers).
+                "exit_at": [2, 1] if attempt == 1 and i == 1 else None,
+            }
+
+        return spec
+
+    first = start_cluster(spec_of(1), tmp_path, attempt=1)
+    codes = wait_all(first)  # worker 0 is left waiting for worker 1: killed
+    assert codes[1] == 17, "\n---\n".join(tail(p) for p in first)
+    assert codes[0] != 0 and not (tmp_path / "attempt1_worker0.jsonl.done").exists()
+    assert sorted(os.listdir(backup_dir)) == ["worker_0", "worker_1"]
+
+    second = start_cluster(spec_of(2), tmp_path, attempt=2)
+    codes = wait_all(second)
+    assert codes == [0, 0], "\n---\n".join(tail(p) for p in second)
+    for i in range(2):
+        before = finished_epochs(read_log(tmp_path / f"attempt1_worker{i}.jsonl"))
+        after_records = read_log(tmp_path / f"attempt2_worker{i}.jsonl")
+        after = finished_epochs(after_records)
+        assert before == [0, 1] and after == [2, 3], (i, before, after)
+        assert after_records[0]["epoch"] == 2  # the restart begins after the last backup
+    # Training completed: each worker removed its backup.
+    assert os.listdir(backup_dir) == []
+
+
+def test_get_strategy_names_and_errors():
+    assert distribute.get_strategy().num_replicas_in_sync == 1
+    mirrored = distribute.get_strategy("mirrored")
+    assert isinstance(mirrored, tf.distribute.MirroredStrategy)
+    assert distribute.is_chief(mirrored)
+    assert distribute.global_batch_size(8, mirrored) == 8 * mirrored.num_replicas_in_sync
+    with pytest.raises(ValueError, match=r"Argument `name` .*Received: name='gpu'"):
+        distribute.get_strategy("gpu")
+    with pytest.raises(RuntimeError, match="No TPU is reachable"):
+        distribute.get_strategy("tpu")
+    with pytest.raises(ValueError, match="Received: index=2"):
+        distribute.tf_config(["a:1", "b:2"], 2)
+    result = doctest.testmod(distribute, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0
+
+
+@pytest.mark.parametrize("name", ["translation", "summarization"])
+def test_recipes_build_and_compile_under_the_strategy_of_their_config(
+    name, monkeypatch, tmp_path
+):
+    recipe = recipes.load_recipe(name)
+    assert recipe.recipe_config.get_config()["distribution"] == "default"
+    monkeypatch.setattr(sys, "argv", ["train.py", "--preset=quick", "--distribution=mirrored",
+                                      f"--backup_dir={tmp_path}"])
+    config = recipe.parse_overrides(recipe.recipe_config.get_config())
+    assert config["distribution"] == "mirrored" and config["backup_dir"] == str(tmp_path)
+
+    class Stop(Exception):
+        pass
+
+    seen = {}
+    build_model = recipe.build_model
+
+    def build_and_stop_at_fit(*args):
+        model = build_model(*args)
+        seen.update(model=model, strategy=tf.distribute.get_strategy())
+
+        def fit(*args, **kwargs):  # the subprocess tests train
+            seen["callbacks"] = kwargs["callbacks"]
+            raise Stop
+
+        model.fit = fit
+        return model
+
+    monkeypatch.setattr(recipe, "build_model", build_and_stop_at_fit)
+    config.update(num_examples=200, max_test_examples=4)
+    with pytest.raises(Stop):
+        recipe.main(config)
+    assert isinstance(seen["strategy"], tf.distribute.MirroredStrategy)
+    model = seen["model"]
+    # Model weights and the optimizer's (made by compile) live on the replicas.
+    for variable in (model.trainable_variables[0], model.optimizer.iterations):
+        assert isinstance(variable.value, tf.distribute.DistributedValues), variable.path
+    [callback] = seen["callbacks"]
+    assert isinstance(callback, keras.callbacks.BackupAndRestore)
+
+
+if __name__ == "__main__":
+    run_spec(json.loads(sys.argv[1]))
