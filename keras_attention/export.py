@@ -1,0 +1,318 @@
+"""Exports a saved run as a TensorFlow SavedModel that maps strings to strings.
+
+The SavedModel holds the whole pipeline as one graph: SentencePiece
+tokenization (TensorFlow Text ops), the model's cached generation loop
+(greedy or beam search, compiled with XLA) and detokenization. Serving it
+needs `tensorflow` and `tensorflow_text`, and none of our Python:
+
+```python
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the SentencePiece ops)
+
+translator = tf.saved_model.load("exported/translation")
+translator.serve(tf.constant(["March 3, 2021"]))  # tf.string (B,)
+```
+
+This module uses TensorFlow directly: it is serving code, like the data
+pipelines, not a layer.
+"""
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+
+SIGNATURE_INPUT = "inputs"  # the serving signature's input name
+SIGNATURE_OUTPUT = "outputs"  # ... and its output name
+_STRATEGIES = ("greedy", "beam")  # sampling strategies are not exported
+
+
+def export_run(run_dir, export_dir, *, strategy=None, num_beams=None):
+    """Writes a SavedModel that turns a batch of strings into generated strings.
+
+    The graph does what `keras-attention generate RUN_DIR` does: SentencePiece
+    tokenization with the run's `source.spm`, sources cut to the recipe's
+    source length, the model's cached generation with the recipe's decoding
+    settings (strategy, beams, length and coverage penalties, target length),
+    then the tokens up to the end token detokenized with `target.spm`. The
+    generation loop is a nested `tf.function(jit_compile=True)`: tokenization
+    runs outside XLA, generation inside.
+
+    The export folder is written atomically (a temporary sibling folder
+    renamed at the end), so a failure leaves nothing behind.
+
+    Args:
+        run_dir: a run folder saved by the translation, summarization or
+            question-answering recipe (a `Seq2SeqModel`: transformer, RNN or
+            pointer-generator).
+        export_dir: where to write the SavedModel; must not exist or be an
+            empty folder.
+        strategy: `"greedy"` or `"beam"`; default: the recipe's.
+        num_beams: positive int, the beam width; default: the recipe's.
+
+    Returns:
+        The export folder, as a `str`. The SavedModel's `serve` function and
+        its `serving_default` signature take `inputs`: tf.string `(B,)` and
+        return tf.string `(B,)` (the signature names its output `outputs`).
+
+    Raises:
+        ValueError: naming the argument, for a missing run folder or file,
+            an unknown recipe, a model without cached generation, an export
+            folder that exists and is not empty, or a bad `strategy` or
+            `num_beams`.
+
+    Example:
+
+    ```
+    export_run("runs/translation", "exported/translation", strategy="beam")
+
+    # Then, in any process with TensorFlow and TensorFlow Text:
+    import tensorflow as tf
+    import tensorflow_text  # registers the SentencePiece ops
+    translator = tf.saved_model.load("exported/translation")
+    translator.serve(tf.constant(["March 3, 2021"]))  # tf.string (1,)
+    ```
+    """
+    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    from keras_attention import decoding, runs
+    from keras_attention.validation import check_positive_int
+
+    run_dir, export_dir = os.fspath(run_dir), os.fspath(export_dir)
+    if not os.path.isdir(run_dir):
+        raise ValueError(
+            "Argument `run_dir` must be a run folder saved by a recipe. "
+            f"Received: run_dir={run_dir!r} (no such folder)"
+        )
+    if os.path.exists(export_dir) and (not os.path.isdir(export_dir) or os.listdir(export_dir)):
+        raise ValueError(
+            "Argument `export_dir` must not exist or be an empty folder. "
+            f"Received: export_dir={export_dir!r} (exists and is not empty)"
+        )
+    if strategy is not None and strategy not in _STRATEGIES:
+        raise ValueError(
+            f"Argument `strategy` must be one of {', '.join(map(repr, _STRATEGIES))} "
+            f"or None (the recipe's). Received: strategy={strategy!r}"
+        )
+    num_beams = check_positive_int("num_beams", num_beams, allow_none=True)
+    recipe, config = _read_run_config(run_dir)
+    try:
+        model, source_tokenizer, target_tokenizer, _ = runs.load_run(run_dir)
+    except FileNotFoundError as error:
+        raise ValueError(
+            f"Argument `run_dir` must be a run folder saved by a recipe ({error}). "
+            f"Received: run_dir={run_dir!r}"
+        ) from None
+    _check_model(model, run_dir)
+    settings = _decoding_settings(run_dir, recipe, config, strategy, num_beams)
+    decoding.validate_generation_args(
+        strategy=settings["strategy"], max_length=settings["target_length"],
+        prompt_length=0, num_beams=settings["num_beams"], num_return_sequences=1, k=1,
+        p=1.0, temperature=1.0, length_penalty=settings["length_penalty"],
+        coverage_penalty=settings["coverage_penalty"],
+        vocab_size=model.target_vocabulary_size,
+    )
+    archive = _build_archive(model, source_tokenizer, target_tokenizer, settings)
+    _write_atomically(archive, export_dir)
+    return export_dir
+
+
+def _read_run_config(run_dir):
+    """`(recipe, config)` from the run's `config.json`."""
+    from keras_attention.cli import _DECODING
+
+    path = os.path.join(run_dir, "config.json")
+    if not os.path.exists(path):
+        raise ValueError(
+            f"Argument `run_dir` must be a run folder saved by a recipe ({path} is "
+            f"missing). Received: run_dir={run_dir!r}"
+        )
+    with open(path) as f:
+        metadata = json.load(f)
+    recipe = metadata.get("recipe", "translation")
+    if recipe not in _DECODING:
+        raise ValueError(
+            f"Argument `run_dir` must be a run of a known recipe ({', '.join(_DECODING)}). "
+            f"Received: run_dir={run_dir!r}, saved by recipe {recipe!r}"
+        )
+    return recipe, metadata.get("config", {})
+
+
+def _decoding_settings(run_dir, recipe, config, strategy, num_beams):
+    """The recipe's decoding settings, as `keras-attention generate` uses them
+    (`keras_attention.cli.SavedRun`), with `strategy` and `num_beams` overrides."""
+    from keras_attention.cli import _DECODING
+
+    try:
+        settings = dict(_DECODING[recipe](config))
+    except KeyError as error:
+        raise ValueError(
+            f"Argument `run_dir` must hold the {recipe} recipe's decoding settings; "
+            f"its config.json has no {error}. Received: run_dir={run_dir!r}"
+        ) from None
+    settings["strategy"] = strategy or settings["strategy"]
+    settings["num_beams"] = num_beams or settings["num_beams"]
+    settings.setdefault("length_penalty", 0.0)
+    settings.setdefault("coverage_penalty", 0.0)
+    return settings
+
+
+def _check_model(model, run_dir):
+    from keras_attention.models import Seq2SeqModel
+
+    if not isinstance(model, Seq2SeqModel):
+        raise ValueError(
+            "Argument `run_dir` must hold a `Seq2SeqModel` (transformer, RNN or "
+            "pointer-generator) to export; other architectures have no cached "
+            f"generation. Received: run_dir={run_dir!r} with a "
+            f"{type(model).__name__}"
+        )
+
+
+def _search(model, source, settings, length_penalty, coverage_penalty):
+    """The model's cached greedy or beam search on int32 `source (B, S)`, as
+    `Seq2SeqModel._search` runs it for `generate`, with `B` and `S` known
+    only at run time (`_search` reads them from static shapes, which a
+    serving signature over a `(None,)` batch of strings does not have).
+
+    Returns int32 token ids `(B, L)`: the best hypothesis of each row,
+    padded after its end token.
+    """
+    import keras
+    from keras import ops
+
+    from keras_attention import decoding
+
+    batch_size, source_length = ops.shape(source)  # dynamic in the serving graph
+    max_length = settings["target_length"]
+    ids = dict(start_id=model.start_token_id, end_id=model.end_token_id,
+               pad_id=model.pad_token_id)
+    memory, memory_mask = model.encode(source)
+    if settings["strategy"] == "beam":
+        beams = settings["num_beams"]
+        tile = lambda x: ops.repeat(x, beams, axis=0)  # noqa: E731
+        memory = keras.tree.map_structure(tile, memory)
+        memory_mask = tile(memory_mask)
+        state = model.init_decoder_state(memory, memory_mask, max_length)
+        output = decoding.beam_search(
+            model.decode_step, state, batch_size=batch_size, num_beams=beams,
+            max_length=max_length, vocab_size=model.target_vocabulary_size,
+            length_penalty=length_penalty, coverage_penalty=coverage_penalty,
+            source_mask=memory_mask, source_length=source_length, **ids,
+        )
+        return output.token_ids[:, 0]  # (B, L): the best hypothesis
+    state = model.init_decoder_state(memory, memory_mask, max_length)
+
+    def select(logits, index):
+        return decoding.select_tokens(logits, strategy="greedy", k=0, p=1.0,
+                                      temperature=1.0, seed=0, step=index)
+
+    output = decoding.sampling_search(
+        model.decode_step, state, batch_size=batch_size, max_length=max_length,
+        select=select, vocab_size=model.target_vocabulary_size,
+        source_length=source_length, **ids,
+    )
+    return output.token_ids
+
+
+def _build_archive(model, source_tokenizer, target_tokenizer, settings):
+    import keras
+    import tensorflow as tf
+
+    from keras_attention import data
+    from keras_attention.models.seq2seq_model import SOURCE_BUCKET
+
+    source_proto, target_proto = _proto(source_tokenizer), _proto(target_tokenizer)
+    source_pieces = _sentencepiece(source_proto)
+    target_pieces = (
+        source_pieces if target_proto == source_proto  # one shared vocabulary
+        else _sentencepiece(target_proto)
+    )
+    special = data.special_token_ids(target_tokenizer)
+    source_length = settings["source_length"]
+    pad_id = model.pad_token_id
+
+    @tf.function(jit_compile=True, autograph=False)
+    def generate(source, length_penalty, coverage_penalty):
+        return _search(model, source, settings, length_penalty, coverage_penalty)
+
+    @tf.function(input_signature=[tf.TensorSpec((None,), tf.string, name=SIGNATURE_INPUT)],
+                 autograph=False)
+    def serve(inputs):
+        # Sources as `data.encode_sources` and `Seq2SeqModel.generate` build
+        # them: cut to `source_length` tokens, padded to the longest row (at
+        # least 1), then to a multiple of SOURCE_BUCKET.
+        pieces = source_pieces.tokenize(inputs)[:, :source_length]  # ragged (B, <=S)
+        width = tf.cast(tf.maximum(tf.reduce_max(pieces.row_lengths()), 1), tf.int32)
+        source = pieces.to_tensor(default_value=0, shape=tf.stack([tf.shape(inputs)[0], width]))
+        bucketed = (width + SOURCE_BUCKET - 1) // SOURCE_BUCKET * SOURCE_BUCKET
+        source = tf.pad(source, [[0, 0], [0, bucketed - width]], constant_values=pad_id)
+        tokens = generate(
+            source,
+            tf.constant(settings["length_penalty"], tf.float32),
+            tf.constant(settings["coverage_penalty"], tf.float32),
+        )  # (B, L)
+        # Keep the tokens before the first end token, without pad or start.
+        ended = tf.cumsum(tf.cast(tokens == special["end_token_id"], tf.int32), axis=1)
+        keep = (ended == 0) & (tokens != special["pad_token_id"]) & (
+            tokens != special["start_token_id"])
+        return target_pieces.detokenize(tf.ragged.boolean_mask(tokens, keep))
+
+    @tf.function(input_signature=serve.input_signature, autograph=False)
+    def serving_default(inputs):
+        return {SIGNATURE_OUTPUT: serve(inputs)}
+
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    archive.track(source_pieces)
+    archive.track(target_pieces)
+    archive.add_endpoint("serve", serve)
+    archive.add_endpoint("serving_default", serving_default)
+    return archive
+
+
+def _proto(tokenizer):
+    """The serialized SentencePiece model of a keras-hub tokenizer (what
+    `data.save_tokenizer` writes to `source.spm` / `target.spm`)."""
+    proto = tokenizer.proto
+    if isinstance(proto, str):  # loaded from a path
+        with open(proto, "rb") as f:
+            proto = f.read()
+    return bytes(proto)
+
+
+def _sentencepiece(proto):
+    """A TensorFlow Text tokenizer over a serialized SentencePiece model.
+
+    Its op is named after the model's hash: within one reloaded SavedModel,
+    SentencePiece model resources created under the same op name are one
+    resource, so the source and target models would silently share the first
+    one loaded (TensorFlow Text 2.21).
+    """
+    import tensorflow as tf
+    import tensorflow_text as tf_text
+
+    name = f"sentencepiece_{hashlib.sha256(proto).hexdigest()[:16]}"
+    return tf_text.SentencepieceTokenizer(model=proto, out_type=tf.int32, name=name)
+
+
+def _write_atomically(archive, export_dir):
+    """Writes the SavedModel to a temporary sibling folder, then renames it."""
+    export_dir = os.path.abspath(export_dir)
+    parent = os.path.dirname(export_dir)
+    os.makedirs(parent, exist_ok=True)
+    staging = tempfile.mkdtemp(dir=parent, prefix=".partial-export-")
+    try:
+        archive.write_out(staging, verbose=False)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(staging, 0o777 & ~umask)  # mkdtemp makes it private (0o700)
+        if os.path.isdir(export_dir):
+            os.rmdir(export_dir)  # empty, checked before
+        os.replace(staging, export_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+__all__ = ["export_run"]
