@@ -4,6 +4,7 @@
 keras-attention train translation | summarization | question_answering [--key=value ...]
 keras-attention generate RUN_DIR [--input FILE] [--output FILE] [--strategy beam]
 keras-attention evaluate RUN_DIR --data FILE   # BLEU/chrF, ROUGE or EM/F1, by recipe
+keras-attention export RUN_DIR EXPORT_DIR [--strategy beam] [--num_beams N]  # a SavedModel
 ```
 
 A run directory is what a recipe saves: `model.keras`, `source.spm`,
@@ -79,11 +80,15 @@ class SavedRun:
             )
         self.config = metadata["config"]
         self.decoding = _DECODING[self.recipe](self.config)
+        # A memory-network QA run picks one of these answers (see the recipe).
+        self.answer_classes = metadata.get("answer_classes")
 
     def generate(self, texts, strategy=None, num_beams=None, verbose=1):
         """Outputs (translations, summaries or answers) for a list of strings."""
         from keras_attention import data
 
+        if self.answer_classes is not None:
+            return self._answer_from_memory(texts, verbose)
         settings = dict(self.decoding)
         source_length = settings.pop("source_length")
         target_length = settings.pop("target_length")
@@ -94,6 +99,19 @@ class SavedRun:
             token_ids, max_length=target_length, batch_size=64, verbose=verbose, **settings
         )
         return data.detokenize(self.target_tokenizer, generated)
+
+
+    def _answer_from_memory(self, texts, verbose):
+        """Answers of a memory network to `"story | question"` lines."""
+        import numpy as np
+
+        from keras_attention import data
+
+        records = [data.story_from_source(text) for text in texts]
+        inputs = data.encode_stories(records, self.source_tokenizer,
+                                     max_memories=self.config["max_memories"])
+        logits = self.model.predict(inputs, batch_size=256, verbose=verbose)
+        return [self.answer_classes[i] for i in np.argmax(logits, axis=-1)]
 
 
 def generate(args):
@@ -153,6 +171,20 @@ def evaluate(args):
     return scores
 
 
+def export(args):
+    """Writes a SavedModel serving strings -> generated strings
+    (`keras_attention.export.export_run`)."""
+    from keras_attention.export import export_run
+
+    try:
+        path = export_run(args.run_dir, args.export_dir, strategy=args.strategy,
+                          num_beams=args.num_beams)
+    except ValueError as error:
+        raise SystemExit(f"keras-attention: {error}") from None
+    print(f"Exported {args.run_dir} to {path} (serving signature: strings -> strings).")
+    return path
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="keras-attention", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -172,6 +204,12 @@ def main(argv=None):
                 "translation: a TSV file of source<TAB>target; summarization: a JSONL "
                 "file of document/summary; question_answering: SQuAD-style JSON/JSONL"))
             sub.add_argument("--max_examples", type=int, default=0)
+    export_parser = commands.add_parser("export", help="a SavedModel: strings in, strings out")
+    export_parser.add_argument("run_dir")
+    export_parser.add_argument("export_dir", help="a new or empty folder")
+    export_parser.add_argument("--strategy", choices=["greedy", "beam"], default=None)
+    export_parser.add_argument("--num_beams", type=int, default=None)
+    export_parser.set_defaults(function=export)
     args, rest = parser.parse_known_args(argv)
     if args.command == "train":
         return train(args.recipe, rest)

@@ -14,8 +14,13 @@ import tempfile
 RUN_FILES = ("model.keras", "source.spm", "target.spm", "config.json")
 
 
-def save_run(output_dir, model, source_tokenizer, target_tokenizer, *, recipe, config, scores):
-    """Writes a run folder atomically (replacing an existing one)."""
+def save_run(output_dir, model, source_tokenizer, target_tokenizer, *, recipe, config, scores,
+             extra=None):
+    """Writes a run folder atomically (replacing an existing one).
+
+    `extra` (a JSON-able dict) is merged into `config.json`, e.g. the
+    answer classes of a memory-network run.
+    """
     from keras_attention import data
 
     parent = os.path.dirname(os.path.abspath(output_dir))
@@ -26,7 +31,8 @@ def save_run(output_dir, model, source_tokenizer, target_tokenizer, *, recipe, c
         data.save_tokenizer(source_tokenizer, os.path.join(staging, "source.spm"))
         data.save_tokenizer(target_tokenizer, os.path.join(staging, "target.spm"))
         with open(os.path.join(staging, "config.json"), "w") as f:
-            json.dump({"recipe": recipe, "config": config, "scores": scores}, f, indent=2)
+            metadata = {"recipe": recipe, "config": config, "scores": scores, **(extra or {})}
+            json.dump(metadata, f, indent=2)
         if os.path.exists(output_dir):
             shutil.rmtree(output_dir)
         os.replace(staging, output_dir)

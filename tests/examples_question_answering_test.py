@@ -1,6 +1,8 @@
-"""The question-answering recipe on its quick config, and its scoring."""
+"""The question-answering recipe on its quick configs, and its scoring."""
 
 import json
+
+import pytest
 
 from tests import recipes
 
@@ -26,27 +28,88 @@ def test_sources_keep_the_last_sentences_and_place_the_question():
     assert recipe.as_source(example, 2) == "A went to the x. B went to the y. | Where is A?"
 
 
-def test_quick_config_trains_saves_scores_and_the_cli_answers_the_same(tmp_path):
-    from keras_attention import cli
-
+def test_learning_rate_halves_every_decay_epochs():
     recipe = load_recipe()
-    output = tmp_path / "qa"
-    config = dict(recipe.recipe_config.get_quick_config(), output_dir=str(output))
-    scores = recipe.main(config)
-    assert 0.0 <= scores["mean_accuracy"] <= 100.0
-    for name in ("model.keras", "source.spm", "target.spm", "config.json"):
-        assert (output / name).exists()
-    assert json.loads((output / "config.json").read_text())["recipe"] == "question_answering"
+    schedule = recipe.learning_rate_schedule(
+        {"decay_epochs": 15, "epochs": 40, "learning_rate": 0.01}, steps_per_epoch=10)
+    assert [round(float(schedule(step)), 6) for step in (0, 149, 150, 299, 300, 399)] == [
+        0.01, 0.01, 0.005, 0.005, 0.0025, 0.0025]
 
-    sources = ["Mary went to the kitchen. | Where is Mary?", "John moved to the office. | Where is John?"]
+
+def test_boolean_overrides_parse_false(monkeypatch):
+    recipe = load_recipe()
+    monkeypatch.setattr("sys.argv", ["train.py", "--question_first=false", "--epochs=3"])
+    config = recipe.parse_overrides()
+    assert config["question_first"] is False and config["epochs"] == 3
+    monkeypatch.setattr("sys.argv", ["train.py", "--preset=transformer", "--question_first=true"])
+    config = recipe.parse_overrides()
+    assert config["question_first"] is True and config["architecture"] == "transformer"
+
+
+def _cli_answers(cli, output, sources, tmp_path):
     (tmp_path / "in.txt").write_text("\n".join(sources) + "\n", encoding="utf-8")
     cli.main(["generate", str(output), "--input", str(tmp_path / "in.txt"),
               "--output", str(tmp_path / "out.txt")])
-    lines = (tmp_path / "out.txt").read_text(encoding="utf-8").split("\n")[:-1]
-    model, source_tokenizer, target_tokenizer, _ = recipe.runs.load_run(output)
-    assert lines == recipe.answer(model, sources, source_tokenizer, target_tokenizer, config)
+    return (tmp_path / "out.txt").read_text(encoding="utf-8").split("\n")[:-1]
+
+
+def _check_cli_evaluate(cli, output, tmp_path):
     record = {"id": "q1", "title": "t", "context": "Mary went to the kitchen.",
               "question": "Where is Mary?", "answer": "kitchen", "answer_start": 17}
     (tmp_path / "qa.jsonl").write_text(json.dumps(record) + "\n", encoding="utf-8")
     scores = cli.main(["evaluate", str(output), "--data", str(tmp_path / "qa.jsonl")])
     assert set(scores) == {"exact_match", "f1", "examples"} and scores["examples"] == 1
+
+
+SOURCES = ["Mary went to the kitchen. John moved to the office. | Where is Mary?",
+           "John moved to the office. | Where is John?"]
+
+
+def test_memory_network_quick_config_trains_saves_plots_and_the_cli_answers_the_same(tmp_path):
+    from keras_attention import cli, data
+
+    recipe = load_recipe()
+    output = tmp_path / "qa"
+    config = dict(recipe.recipe_config.get_quick_config(), output_dir=str(output))
+    assert config["architecture"] == "memory_network"
+    scores = recipe.main(config)
+    assert 0.0 <= scores["mean_accuracy"] <= 100.0
+    for name in ("model.keras", "source.spm", "target.spm", "config.json", "attention.png",
+                 "training.png"):
+        assert (output / name).exists(), name
+    metadata = json.loads((output / "config.json").read_text())
+    assert metadata["recipe"] == "question_answering" and metadata["answer_classes"]
+
+    lines = _cli_answers(cli, output, SOURCES, tmp_path)
+    model, tokenizer, _, _ = recipe.runs.load_run(output)
+    records = [data.story_from_source(s) for s in SOURCES]
+    assert lines == recipe.answer_with_memory(model, records, tokenizer,
+                                              metadata["answer_classes"], config)
+    assert all(line in metadata["answer_classes"] for line in lines)
+    _check_cli_evaluate(cli, output, tmp_path)
+
+
+def test_transformer_quick_config_and_the_cli_answers_the_same(tmp_path):
+    from keras_attention import cli
+
+    recipe = load_recipe()
+    output = tmp_path / "qa"
+    config = dict(recipe.recipe_config.get_transformer_config(), output_dir=str(output),
+                  num_examples=300, num_layers=1, hidden_dim=32, num_heads=2,
+                  intermediate_dim=64, epochs=1, vocabulary_size=80)
+    scores = recipe.main(config)
+    assert 0.0 <= scores["mean_accuracy"] <= 100.0
+    assert (output / "training.png").exists()
+    lines = _cli_answers(cli, output, SOURCES, tmp_path)
+    model, source_tokenizer, target_tokenizer, _ = recipe.runs.load_run(output)
+    assert lines == recipe.answer(model, SOURCES, source_tokenizer, target_tokenizer, config)
+    _check_cli_evaluate(cli, output, tmp_path)
+
+
+def test_unknown_architecture_is_refused(tmp_path):
+    recipe = load_recipe()
+    config = dict(recipe.recipe_config.get_quick_config(), architecture="lstm",
+                  output_dir=str(tmp_path / "qa"), num_examples=20)
+    with pytest.raises(ValueError, match=r"architecture.*Received: architecture='lstm'"):
+        recipe.main(config)
+    assert not (tmp_path / "qa").exists()

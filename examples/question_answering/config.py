@@ -2,38 +2,61 @@
 
 
 def get_config():
-    """Default: built-in bAbI-like stories, no file needed."""
+    """Default: an End-To-End Memory Network on built-in bAbI-like stories."""
     return {
         "data": "",  # a bAbI folder (e.g. ../shared/data/qa/babi/en); "" = built-in stories
         "tasks": "1-20",  # bAbI tasks to train and test on, e.g. "1,2,3" or "1-20"
         "num_examples": 6000,  # built-in data: number of questions
-        "max_sentences": 20,  # keep the last sentences of long stories
-        "question_first": False,  # encoder text: "question | story" (True) or "story | question"
-        "vocabulary_size": 400,
-        "max_length": 160,  # source tokens
-        "max_answer_length": 12,  # answer tokens (with the end token)
-        "num_layers": 2,
-        "hidden_dim": 128,
-        "num_heads": 4,
-        "intermediate_dim": 256,
-        "dropout": 0.1,
-        "epochs": 8,
-        "batch_size": 64,
-        "learning_rate": 2e-3,
+        "architecture": "memory_network",  # or "transformer" (seq2seq, generates the answer)
+        "vocabulary_size": 400,  # words (memory network) or SentencePiece pieces (transformer)
+        "hidden_dim": 50,
+        "epochs": 20,
+        "batch_size": 32,
+        "learning_rate": 0.01,
+        "validation_fraction": 0.1,  # of the training questions; picks the best epoch
         "test_fraction": 0.1,  # built-in data only (bAbI has its own test files)
         "output_dir": "runs/question_answering",
         "seed": 0,
+        # Memory network (Sukhbaatar et al. 2015): PE, TE, RN, adjacent tying.
+        "num_hops": 3,
+        "max_memories": 50,  # the most recent sentences kept as memories
+        "temporal_noise": 0.1,  # the paper's random noise (RN)
+        "linear_start": False,  # the paper's linear start (LS): hops start without softmax
+        "decay_epochs": 15,  # halve the learning rate every this many epochs
+        # Transformer seq2seq: the story (last `max_sentences`) and question as one text.
+        "max_sentences": 20,
+        "question_first": False,  # encoder text: "question | story" (True) or "story | question"
+        "max_length": 160,  # source tokens
+        "max_answer_length": 12,  # answer tokens (with the end token)
+        "num_layers": 2,
+        "num_heads": 4,
+        "intermediate_dim": 256,
+        "dropout": 0.1,
     }
 
 
 def get_quick_config():
     config = get_config()
-    config.update(num_examples=600, num_layers=1, hidden_dim=32, num_heads=2,
-                  intermediate_dim=64, epochs=2, vocabulary_size=80)
+    config.update(num_examples=600, hidden_dim=16, num_hops=2, epochs=2, vocabulary_size=80)
     return config
 
 
 def get_babi_config():
+    """bAbI 1k, 20 tasks trained jointly, as the paper's joint models."""
     config = get_config()
-    config.update(data="../shared/data/qa/babi/en", vocabulary_size=300, epochs=8)
+    config.update(data="../shared/data/qa/babi/en", epochs=60)
+    return config
+
+
+def get_transformer_config():
+    """The seq2seq alternative on the built-in stories (see examples/RESULTS.md)."""
+    config = get_config()
+    config.update(architecture="transformer", hidden_dim=128, epochs=8, batch_size=64,
+                  learning_rate=2e-3, validation_fraction=0.0)
+    return config
+
+
+def get_babi_transformer_config():
+    config = get_transformer_config()
+    config.update(data="../shared/data/qa/babi/en", vocabulary_size=300)
     return config

@@ -8,7 +8,15 @@ from keras_attention.data.loaders import (
     load_summaries,
     split_examples,
 )
-from keras_attention.data.pipeline import encode_sources, make_dataset, tokenize_pairs
+from keras_attention.data.pipeline import (
+    encode_sources,
+    encode_stories,
+    make_dataset,
+    story_from_source,
+    story_source,
+    story_texts,
+    tokenize_pairs,
+)
 from keras_attention.data.synthetic import (
     exact_match,
     make_abstracts,
@@ -28,6 +36,7 @@ from keras_attention.data.tokenizers import (
 __all__ = [
     "detokenize",
     "encode_sources",
+    "encode_stories",
     "exact_match",
     "load_babi",
     "load_babi_task",
@@ -43,6 +52,9 @@ __all__ = [
     "save_tokenizer",
     "special_token_ids",
     "split_examples",
+    "story_from_source",
+    "story_source",
+    "story_texts",
     "strip_special",
     "tokenize_pairs",
     "train_tokenizer",

@@ -1,5 +1,7 @@
 """tf.data pipelines from text pairs to `(inputs, labels)` batches."""
 
+import re
+
 import tensorflow as tf
 
 from keras_attention.data.tokenizers import special_token_ids
@@ -96,3 +98,100 @@ def encode_sources(texts, tokenizer, max_length):
     for i, row in enumerate(rows):
         out[i, : len(row)] = row
     return out
+
+
+def encode_stories(examples, tokenizer, *, max_memories=50, max_words=None):
+    """Stories and questions -> padded int32 arrays for `memory_network`.
+
+    Each sentence is tokenized on its own, after `story_texts`' spacing of
+    punctuation; only the last `max_memories` sentences of a story are kept
+    (in reading order, padded at the end).
+
+    Args:
+        examples: list of dicts with `"story"` (list of sentences) and
+            `"question"` (str), as `load_babi` returns them.
+        tokenizer: a tokenizer called on a list of strings.
+        max_memories: positive int.
+        max_words: optional positive int, the longest sentence kept (words
+            beyond it are dropped); default: the longest one.
+
+    Returns:
+        `{"story": (N, M, J), "question": (N, J')}` NumPy int32 arrays,
+        `M <= max_memories`.
+    """
+    import numpy as np
+
+    max_memories = check_positive_int("max_memories", max_memories)
+    max_words = check_positive_int("max_words", max_words, allow_none=True)
+    stories = [list(e["story"])[-max_memories:] or [""] for e in examples]
+    sentences = [_spaced(s) for story in stories for s in story]
+    ids = [list(map(int, row))[:max_words] for row in _token_rows(tokenizer, sentences)]
+    questions = [list(map(int, row))[:max_words]
+                 for row in _token_rows(tokenizer, [_spaced(e["question"]) for e in examples])]
+    width = max(1, max(len(r) for r in ids + questions))
+    story_ids = np.zeros((len(stories), max(len(s) for s in stories), width), "int32")
+    position = 0
+    for i, story in enumerate(stories):
+        for j in range(len(story)):
+            row = ids[position]
+            story_ids[i, j, : len(row)] = row
+            position += 1
+    question_ids = np.zeros((len(questions), width), "int32")
+    for i, row in enumerate(questions):
+        question_ids[i, : len(row)] = row
+    return {"story": story_ids, "question": question_ids}
+
+
+def story_source(example):
+    """A story record as one line of text: `"sentence sentence | question"`,
+    the input format of `keras-attention generate` for question answering."""
+    return f"{' '.join(example['story'])} | {example['question']}"
+
+
+def story_from_source(text):
+    """Inverse of `story_source`: `"Mary went home. | Where is Mary?"` ->
+    `{"story": ["Mary went home."], "question": "Where is Mary?"}`.
+
+    The text after the last `|` is the question; the text before it is cut
+    into sentences after `.`, `!` or `?`. Without `|`, the last sentence is
+    the question.
+
+    Example:
+
+    >>> from keras_attention.data import story_from_source
+    >>> story_from_source("Mary went home. John left. | Where is Mary?")
+    {'story': ['Mary went home.', 'John left.'], 'question': 'Where is Mary?'}
+    """
+    story, bar, question = text.rpartition("|")
+    sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+", story.strip()) if s.strip()]
+    if not bar:
+        sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+", text.strip()) if s.strip()]
+        sentences, question = sentences[:-1], (sentences[-1] if sentences else "")
+    return {"story": sentences, "question": question.strip()}
+
+
+def story_texts(examples):
+    """Every sentence and question of `examples`, punctuation spaced off:
+    the texts to train a word-level tokenizer for `encode_stories` on.
+
+    Example:
+
+    >>> from keras_attention.data import story_texts
+    >>> story_texts([{"story": ["Mary went home."], "question": "Where is Mary?"}])
+    ['Mary went home .', 'Where is Mary ?']
+    """
+    return [_spaced(s) for e in examples for s in list(e["story"]) + [e["question"]]]
+
+
+def _spaced(text):
+    """`"Mary went home."` -> `"Mary went home ."`."""
+    return re.sub(r"\s+", " ", re.sub(r"([.,!?;:])", r" \1 ", text)).strip()
+
+
+def _token_rows(tokenizer, texts, batch_size=4096):
+    """Token id lists of `texts`, tokenized in batches."""
+    rows = []
+    for start in range(0, len(texts), batch_size):
+        batch = tokenizer(texts[start:start + batch_size])
+        rows.extend(row.numpy().tolist() if hasattr(row, "numpy") else list(row) for row in batch)
+    return rows

@@ -27,7 +27,8 @@ def train_tokenizer(texts, vocabulary_size, *, lowercase=False, model_type="unig
         texts: list of str, the training split only.
         vocabulary_size: positive int, the wanted vocabulary size.
         lowercase: bool, case-fold while normalising.
-        model_type: `"unigram"` or `"bpe"`.
+        model_type: `"unigram"`, `"bpe"` or `"word"` (whitespace-separated
+            words, for small closed vocabularies such as bAbI's).
 
     Returns:
         A `keras_hub.tokenizers.SentencePieceTokenizer`.

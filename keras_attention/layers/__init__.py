@@ -5,6 +5,8 @@ from keras_attention.layers.bahdanau_attention import BahdanauAttention
 from keras_attention.layers.feed_forward import FeedForward
 from keras_attention.layers.base_attention import BaseAttention
 from keras_attention.layers.luong_attention import LuongAttention
+from keras_attention.layers.memory_encoding import MemoryEncoding
+from keras_attention.layers.memory_hop import MemoryHop
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
 from keras_attention.layers.pointer_generator import PointerGenerator
 from keras_attention.layers.scaled_dot_product_attention import (
@@ -27,6 +29,8 @@ __all__ = [
     "BaseAttention",
     "FeedForward",
     "LuongAttention",
+    "MemoryEncoding",
+    "MemoryHop",
     "MultiHeadAttention",
     "PointerGenerator",
     "ScaledDotProductAttention",

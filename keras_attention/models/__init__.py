@@ -1,5 +1,10 @@
 """Sequence-to-sequence model builders (functional API) with generation."""
 
+from keras_attention.models.memory_network import (
+    LinearStart,
+    hop_attention,
+    memory_network,
+)
 from keras_attention.models.rnn_seq2seq import RNNSeq2Seq, rnn_seq2seq
 from keras_attention.models.seq2seq_model import GenerationResult, Seq2SeqModel
 from keras_attention.models.transformer_seq2seq import (
@@ -9,9 +14,12 @@ from keras_attention.models.transformer_seq2seq import (
 
 __all__ = [
     "GenerationResult",
+    "LinearStart",
     "RNNSeq2Seq",
     "Seq2SeqModel",
     "TransformerSeq2Seq",
+    "hop_attention",
+    "memory_network",
     "rnn_seq2seq",
     "transformer_seq2seq",
 ]

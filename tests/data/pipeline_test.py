@@ -1,0 +1,45 @@
+import numpy as np
+
+from keras_attention import data
+
+RECORDS = [
+    {"story": ["Mary went home.", "John moved to the garden.", "Mary left."],
+     "question": "Where is Mary?"},
+    {"story": ["Sandra went to the kitchen!"], "question": "Where is Sandra?"},
+]
+
+
+def word_tokenizer():
+    return data.train_tokenizer(data.story_texts(RECORDS) * 3, 40, lowercase=True,
+                                model_type="word")
+
+
+def test_story_texts_space_punctuation_for_a_word_tokenizer():
+    assert data.story_texts(RECORDS)[:2] == ["Mary went home .", "John moved to the garden ."]
+    tokenizer = word_tokenizer()
+    pieces = [tokenizer.id_to_token(int(i)) for i in tokenizer("mary went home .")]
+    assert pieces == ["▁mary", "▁went", "▁home", "▁."]
+
+
+def test_encode_stories_keeps_the_last_sentences_in_order_padded_at_the_end():
+    tokenizer = word_tokenizer()
+    arrays = data.encode_stories(RECORDS, tokenizer, max_memories=2)
+    story, question = arrays["story"], arrays["question"]
+    assert story.dtype == question.dtype == np.int32
+    assert story.shape[:2] == (2, 2) and question.shape[0] == 2
+    first = [int(i) for i in tokenizer("John moved to the garden .")]
+    np.testing.assert_array_equal(story[0, 0, : len(first)], first)
+    assert not story[0, 0, len(first):].any()
+    assert story[1, 0].any() and not story[1, 1].any()  # one sentence, one padding slot
+    words = [int(i) for i in tokenizer("Where is Sandra ?")]
+    np.testing.assert_array_equal(question[1, : len(words)], words)
+    cut = data.encode_stories(RECORDS, tokenizer, max_memories=5, max_words=2)
+    assert cut["story"].shape[2] == 2 and cut["story"].shape[1] == 3
+
+
+def test_story_source_round_trip():
+    for record in RECORDS:
+        assert data.story_from_source(data.story_source(record)) == record
+    assert data.story_from_source("Mary went home. Where is Mary?") == {
+        "story": ["Mary went home."], "question": "Where is Mary?"}
+    assert data.story_from_source("| Where?") == {"story": [], "question": "Where?"}
