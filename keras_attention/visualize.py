@@ -56,7 +56,8 @@ def _tokens(name, tokens):
     return tokens
 
 
-def plot_attention(weights, source_tokens, target_tokens, path=None, title=None):
+def plot_attention(weights, source_tokens, target_tokens, path=None, title=None,
+                   xlabel="source", ylabel="target"):
     """Plots an attention matrix as a heatmap of target over source tokens.
 
     Rows are the target tokens (y axis, first token at the top), columns
@@ -76,9 +77,11 @@ def plot_attention(weights, source_tokens, target_tokens, path=None, title=None)
         path: optional PNG path; parent folders are created and the file is
             written atomically.
         title: optional figure title.
+        xlabel, ylabel: the axis titles.
 
     Returns:
-        the `matplotlib.figure.Figure`.
+        the `matplotlib.figure.Figure`, sized for its labels (long tokens or
+        sentences widen it).
 
     Example:
 
@@ -110,13 +113,17 @@ def plot_attention(weights, source_tokens, target_tokens, path=None, title=None)
         )
     values = values[:rows, :columns]
 
-    figure = _new_figure((max(3.0, 0.5 * columns + 1.5), max(2.5, 0.4 * rows + 1.2)))
+    # Room for the labels: about 0.08 inch per character of the longest one.
+    row_labels = 0.08 * max(len(token) for token in target_tokens)
+    column_labels = 0.08 * max(len(token) for token in source_tokens)
+    figure = _new_figure((max(3.0, 0.5 * columns + 1.5 + row_labels),
+                          max(2.5, 0.4 * rows + 1.2 + column_labels)))
     axes = figure.add_subplot()
     image = axes.imshow(values, cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
     axes.set_xticks(range(columns), labels=source_tokens, rotation=90)
     axes.set_yticks(range(rows), labels=target_tokens)
-    axes.set_xlabel("source")
-    axes.set_ylabel("target")
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel(ylabel)
     if title is not None:
         axes.set_title(str(title))
     figure.colorbar(image, ax=axes)

@@ -113,3 +113,37 @@ def test_unknown_architecture_is_refused(tmp_path):
     with pytest.raises(ValueError, match=r"architecture.*Received: architecture='lstm'"):
         recipe.main(config)
     assert not (tmp_path / "qa").exists()
+
+
+def test_memory_network_trains_under_the_distribution_of_its_config(monkeypatch, tmp_path):
+    import keras
+    import tensorflow as tf
+
+    recipe = load_recipe()
+    monkeypatch.setattr("sys.argv", ["train.py", "--preset=quick", "--distribution=mirrored",
+                                     f"--backup_dir={tmp_path / 'backup'}"])
+    config = recipe.parse_overrides()
+    config.update(num_examples=200, epochs=1, output_dir=str(tmp_path / "qa"))
+    seen = {}
+    build = recipe.memory_network
+
+    def build_and_record(*args, **kwargs):
+        seen["model"] = build(*args, **kwargs)
+        seen["strategy"] = tf.distribute.get_strategy()
+        return seen["model"]
+
+    monkeypatch.setattr(recipe, "memory_network", build_and_record)
+    fit = keras.Model.fit
+
+    def fit_and_record(self, *args, **kwargs):
+        seen["callbacks"] = kwargs["callbacks"]
+        return fit(self, *args, **kwargs)
+
+    monkeypatch.setattr(keras.Model, "fit", fit_and_record)
+    scores = recipe.main(config)
+    assert 0.0 <= scores["mean_accuracy"] <= 100.0
+    assert isinstance(seen["strategy"], tf.distribute.MirroredStrategy)
+    for variable in (seen["model"].trainable_variables[0], seen["model"].optimizer.iterations):
+        assert isinstance(variable.value, tf.distribute.DistributedValues), variable.path
+    assert any(isinstance(c, keras.callbacks.BackupAndRestore) for c in seen["callbacks"])
+    assert (tmp_path / "qa" / "model.keras").exists()

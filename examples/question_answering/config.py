@@ -11,17 +11,20 @@ def get_config():
         "vocabulary_size": 400,  # words (memory network) or SentencePiece pieces (transformer)
         "hidden_dim": 50,
         "epochs": 20,
-        "batch_size": 32,
+        "batch_size": 32,  # global: split between the replicas of a distribution
         "learning_rate": 0.01,
         "validation_fraction": 0.1,  # of the training questions; picks the best epoch
         "test_fraction": 0.1,  # built-in data only (bAbI has its own test files)
         "output_dir": "runs/question_answering",
+        "distribution": "default",  # tf.distribute: default, mirrored, multi_worker or tpu
+        "backup_dir": "",  # resume an interrupted fit from here (BackupAndRestore; "" = off)
         "seed": 0,
         # Memory network (Sukhbaatar et al. 2015): PE, TE, RN, adjacent tying.
         "num_hops": 3,
         "max_memories": 50,  # the most recent sentences kept as memories
         "temporal_noise": 0.1,  # the paper's random noise (RN)
         "linear_start": False,  # the paper's linear start (LS): hops start without softmax
+        "linear_start_patience": 1,  # epochs without a lower validation loss that end LS
         "decay_epochs": 15,  # halve the learning rate every this many epochs
         # Transformer seq2seq: the story (last `max_sentences`) and question as one text.
         "max_sentences": 20,

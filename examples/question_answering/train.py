@@ -19,6 +19,7 @@ training answers. The hop attention plot shows which sentences each round
 read.
 
 Run: `python examples/question_answering/train.py [--preset babi] [--tasks=1-20]`
+(`--distribution=mirrored` for several GPUs: docs/guides/distributed.md)
 """
 
 import argparse
@@ -33,7 +34,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
-from keras_attention import data, metrics, runs, visualize  # noqa: E402
+from keras_attention import data, distribute, metrics, runs, visualize  # noqa: E402
 from keras_attention.models import LinearStart, hop_attention, memory_network  # noqa: E402
 from keras_attention.models import transformer_seq2seq  # noqa: E402
 
@@ -104,7 +105,7 @@ def learning_rate_schedule(config, steps_per_epoch):
     )
 
 
-def train_memory_network(train, config):
+def train_memory_network(train, config, strategy):
     """Returns `(model, tokenizer, answer_classes, history)`."""
     tokenizer = data.train_tokenizer(data.story_texts(train), config["vocabulary_size"],
                                      lowercase=True, model_type="word")
@@ -118,23 +119,27 @@ def train_memory_network(train, config):
         x = data.encode_stories(records, tokenizer, max_memories=config["max_memories"])
         return x, np.array([answer_classes.index(e["answer"]) for e in records])
 
-    model = memory_network(
-        tokenizer.vocabulary_size(), len(answer_classes), hidden_dim=config["hidden_dim"],
-        num_hops=config["num_hops"], max_memories=config["max_memories"],
-        temporal_noise=config["temporal_noise"], linear_start=config["linear_start"],
-        seed=config["seed"],
-    )
     steps_per_epoch = -(-len(fit_split) // config["batch_size"])
-    model.compile(
-        optimizer=keras.optimizers.Adam(learning_rate_schedule(config, steps_per_epoch),
-                                        clipnorm=40.0),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        metrics=["accuracy"],
-        jit_compile=True,  # 2-3x faster than graph mode for this small model on CPU
-    )
+    with strategy.scope():  # variables on every replica; fit splits each global batch
+        model = memory_network(
+            tokenizer.vocabulary_size(), len(answer_classes), hidden_dim=config["hidden_dim"],
+            num_hops=config["num_hops"], max_memories=config["max_memories"],
+            temporal_noise=config["temporal_noise"], linear_start=config["linear_start"],
+            seed=config["seed"],
+        )
+        model.compile(
+            optimizer=keras.optimizers.Adam(learning_rate_schedule(config, steps_per_epoch),
+                                            clipnorm=40.0),
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            metrics=["accuracy"],
+            jit_compile=True,  # 2-3x faster than graph mode for this small model on CPU
+        )
     callbacks = []
+    if config["backup_dir"]:  # an interrupted run resumes from its last epoch
+        callbacks.append(distribute.backup_and_restore(config["backup_dir"], strategy))
     if config["linear_start"]:
-        callbacks.append(LinearStart(monitor="val_loss" if validation else "loss"))
+        callbacks.append(LinearStart(monitor="val_loss" if validation else "loss",
+                                     patience=config["linear_start_patience"]))
     if validation:
         callbacks.append(keras.callbacks.EarlyStopping(
             monitor="val_accuracy", mode="max", patience=config["epochs"],
@@ -155,22 +160,27 @@ def answer_with_memory(model, records, tokenizer, answer_classes, config):
     return [answer_classes[i] for i in np.argmax(logits, axis=-1)]
 
 
+def sample_story(records):
+    """A story to plot: the first with 4 to 12 sentences (else the first)."""
+    return next((r for r in records if 4 <= len(r["story"]) <= 12), records[0])
+
+
 def plot_hops(model, record, tokenizer, config, path):
-    """What each hop read in one story: a (hops, sentences) heatmap."""
+    """What each hop read in one story: sentences (rows) by hops (columns)."""
     x = data.encode_stories([record], tokenizer, max_memories=config["max_memories"])
-    weights = hop_attention(model).predict(x, verbose=0)[0]
+    weights = hop_attention(model).predict(x, verbose=0)[0]  # (hops, sentences)
     sentences = record["story"][-config["max_memories"]:]
     visualize.plot_attention(
-        weights, [f"{i + 1}: {s}" for i, s in enumerate(sentences)],
-        [f"hop {k + 1}" for k in range(weights.shape[0])], path=path,
-        title=f"{record['question']} -> {record['answer']}",
+        weights.T, [f"hop {k + 1}" for k in range(weights.shape[0])],
+        [f"{i + 1}: {s}" for i, s in enumerate(sentences)], path=path,
+        title=f"{record['question']} -> {record['answer']}", xlabel="hop", ylabel="sentence",
     )
 
 
 ## The transformer alternative
 
 
-def train_transformer(train, config):
+def train_transformer(train, config, strategy):
     """Returns `(model, source_tokenizer, target_tokenizer, history)`."""
     sources = [as_source(e, config["max_sentences"], config["question_first"]) for e in train]
     answers = [e["answer"] for e in train]
@@ -182,20 +192,25 @@ def train_transformer(train, config):
         max_target_length=config["max_answer_length"], seed=config["seed"],
         bucket_boundaries=(32, 64, 96, 128),
     )
-    model = transformer_seq2seq(
-        source_tokenizer.vocabulary_size(),
-        target_vocabulary_size=target_tokenizer.vocabulary_size(),
-        num_layers=config["num_layers"], hidden_dim=config["hidden_dim"],
-        num_heads=config["num_heads"], intermediate_dim=config["intermediate_dim"],
-        dropout=config["dropout"], max_length=config["max_length"] + 2,
-        **data.special_token_ids(target_tokenizer),
-    )
-    model.compile(
-        optimizer=keras.optimizers.Adam(config["learning_rate"]),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
-        metrics=["accuracy"],
-    )
-    history = model.fit(dataset, epochs=config["epochs"], shuffle=False, verbose=2)
+    with strategy.scope():
+        model = transformer_seq2seq(
+            source_tokenizer.vocabulary_size(),
+            target_vocabulary_size=target_tokenizer.vocabulary_size(),
+            num_layers=config["num_layers"], hidden_dim=config["hidden_dim"],
+            num_heads=config["num_heads"], intermediate_dim=config["intermediate_dim"],
+            dropout=config["dropout"], max_length=config["max_length"] + 2,
+            **data.special_token_ids(target_tokenizer),
+        )
+        model.compile(
+            optimizer=keras.optimizers.Adam(config["learning_rate"]),
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
+            metrics=["accuracy"],
+        )
+    callbacks = []
+    if config["backup_dir"]:
+        callbacks.append(distribute.backup_and_restore(config["backup_dir"], strategy))
+    history = model.fit(dataset, epochs=config["epochs"], shuffle=False, callbacks=callbacks,
+                        verbose=2)
     return model, source_tokenizer, target_tokenizer, history
 
 
@@ -227,19 +242,22 @@ def score(predictions, test):
 
 
 def main(config):
+    # First, before any TensorFlow op: multi_worker connects to the other workers.
+    strategy = distribute.get_strategy(config["distribution"])
     keras.utils.set_random_seed(config["seed"])  # before any tokenizer (see data.pipeline)
     train, test = load_examples(config)
     print(f"{len(train)} training and {len(test)} test questions.")
     start = time.time()
     extra = {}
     if config["architecture"] == "memory_network":
-        model, tokenizer, answer_classes, history = train_memory_network(train, config)
+        model, tokenizer, answer_classes, history = train_memory_network(train, config, strategy)
         train_seconds = time.time() - start
         predictions = answer_with_memory(model, test, tokenizer, answer_classes, config)
         source_tokenizer = target_tokenizer = tokenizer
         extra["answer_classes"] = answer_classes
     elif config["architecture"] == "transformer":
-        model, source_tokenizer, target_tokenizer, history = train_transformer(train, config)
+        model, source_tokenizer, target_tokenizer, history = train_transformer(
+            train, config, strategy)
         train_seconds = time.time() - start
         sources = [as_source(e, config["max_sentences"], config["question_first"]) for e in test]
         predictions = answer(model, sources, source_tokenizer, target_tokenizer, config)
@@ -258,10 +276,12 @@ def main(config):
         print(f"  task {task:2d}: {accuracy:5.1f}%")
     for (source, gold, _), prediction in list(zip(test_triples, predictions))[:3]:
         print(f"  {source[-70:]!r} -> {prediction!r} (gold {gold!r})")
+    if not distribute.is_chief(strategy):
+        return scores  # one worker of several: the chief writes the run
     runs.save_run(config["output_dir"], model, source_tokenizer, target_tokenizer,
                   recipe="question_answering", config=config, scores=scores, extra=extra)
     if config["architecture"] == "memory_network":
-        plot_hops(model, test[0], tokenizer, config,
+        plot_hops(model, sample_story(test), tokenizer, config,
                   os.path.join(config["output_dir"], "attention.png"))
     visualize.plot_history(history, os.path.join(config["output_dir"], "training.png"))
     return scores
