@@ -21,6 +21,7 @@ def get_config():
         "pointer_generator": True,  # copy attention with coverage (See et al. 2017)
         "coverage_loss_weight": 1.0,
         "epochs": 3,
+        "keep_best_epoch": True,  # restore the epoch with the lowest validation loss
         "batch_size": 32,  # global: split between the replicas of a distribution
         "learning_rate": 1e-3,
         "distribution": "default",  # tf.distribute: default, mirrored, multi_worker or tpu

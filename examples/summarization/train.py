@@ -149,6 +149,9 @@ def main(config):
     callbacks = []
     if config["backup_dir"]:  # an interrupted run resumes from its last epoch
         callbacks.append(distribute.backup_and_restore(config["backup_dir"], strategy))
+    if config["keep_best_epoch"]:  # the weights of the epoch with the lowest validation loss
+        callbacks.append(keras.callbacks.EarlyStopping(
+            monitor="val_loss", patience=config["epochs"], restore_best_weights=True))
     print(f"Training a pointer-generator Transformer with {model.count_params():,} parameters "
           f"on {strategy.num_replicas_in_sync} replica(s).")
     start = time.time()
