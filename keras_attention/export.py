@@ -170,49 +170,25 @@ def _check_model(model, run_dir):
 
 
 def _search(model, source, settings, length_penalty, coverage_penalty):
-    """The model's cached greedy or beam search on int32 `source (B, S)`, as
-    `Seq2SeqModel._search` runs it for `generate`, with `B` and `S` known
-    only at run time (`_search` reads them from static shapes, which a
-    serving signature over a `(None,)` batch of strings does not have).
+    """The model's own cached greedy or beam search (`Seq2SeqModel._search`,
+    as `generate` runs it) on int32 `source (B, S)`, `B` and `S` known only
+    at run time.
 
     Returns int32 token ids `(B, L)`: the best hypothesis of each row,
     padded after its end token.
     """
-    import keras
     from keras import ops
 
-    from keras_attention import decoding
-
-    batch_size, source_length = ops.shape(source)  # dynamic in the serving graph
-    max_length = settings["target_length"]
-    ids = dict(start_id=model.start_token_id, end_id=model.end_token_id,
-               pad_id=model.pad_token_id)
-    memory, memory_mask = model.encode(source)
-    if settings["strategy"] == "beam":
-        beams = settings["num_beams"]
-        tile = lambda x: ops.repeat(x, beams, axis=0)  # noqa: E731
-        memory = keras.tree.map_structure(tile, memory)
-        memory_mask = tile(memory_mask)
-        state = model.init_decoder_state(memory, memory_mask, max_length)
-        output = decoding.beam_search(
-            model.decode_step, state, batch_size=batch_size, num_beams=beams,
-            max_length=max_length, vocab_size=model.target_vocabulary_size,
-            length_penalty=length_penalty, coverage_penalty=coverage_penalty,
-            source_mask=memory_mask, source_length=source_length, **ids,
-        )
-        return output.token_ids[:, 0]  # (B, L): the best hypothesis
-    state = model.init_decoder_state(memory, memory_mask, max_length)
-
-    def select(logits, index):
-        return decoding.select_tokens(logits, strategy="greedy", k=0, p=1.0,
-                                      temperature=1.0, seed=0, step=index)
-
-    output = decoding.sampling_search(
-        model.decode_step, state, batch_size=batch_size, max_length=max_length,
-        select=select, vocab_size=model.target_vocabulary_size,
-        source_length=source_length, **ids,
-    )
-    return output.token_ids
+    beam = settings["strategy"] == "beam"
+    static = {
+        "strategy": settings["strategy"], "max_length": settings["target_length"],
+        "num_beams": settings["num_beams"] if beam else 1, "num_return_sequences": 1,
+        "k": 0, "return_logits": False, "return_attention": False, "jit_compile": True,
+    }
+    no_prompt = ops.zeros((ops.shape(source)[0], 0), "int32")
+    output = model._search(source, no_prompt, static, 1.0, 1.0, length_penalty,
+                           coverage_penalty, 0)
+    return output.token_ids[:, 0] if beam else output.token_ids
 
 
 def _build_archive(model, source_tokenizer, target_tokenizer, settings):

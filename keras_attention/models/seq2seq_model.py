@@ -292,8 +292,14 @@ class Seq2SeqModel(keras.Model):
 
     def _search(self, source, prompt, static, temperature, p, length_penalty,
                 coverage_penalty, seed):
-        """Encodes once, then runs the decoding loop; returns a SearchOutput."""
+        """Encodes once, then runs the decoding loop; returns a SearchOutput.
+
+        `B` and `S` come from the static shape of `source`, or at run time
+        where it has none (a serving graph over a `(None,)` batch of strings).
+        """
         batch_size, source_length = source.shape
+        if batch_size is None or source_length is None:
+            batch_size, source_length = ops.shape(source)
         prompt = prompt if prompt.shape[1] > 0 else None
         memory, memory_mask = self.encode(source)
         max_length = static["max_length"]
