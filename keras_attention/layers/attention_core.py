@@ -107,3 +107,135 @@ def weighted_sum(weights, value):
         tensor `(B, T, Dv)`.
     """
     return ops.matmul(ops.cast(weights, value.dtype), value)
+
+
+def _ones_column(x):
+    """`x` `(..., n)` with a column of ones appended: `(..., n + 1)`."""
+    return ops.concatenate([x, ops.ones_like(x[..., :1])], axis=-1)
+
+
+def flash_attention(query, key, value, mask_fn=None):
+    """Exact softmax attention whose gradient keeps no weights.
+
+    The forward pass keeps only the output and the log-sum-exp of each row;
+    the backward pass recomputes the scores once and derives every gradient
+    from them (as in FlashAttention, Dao et al. 2022), without recomputing
+    the output. Memory is that of one `(B, K, G, t, S)` score tensor at a
+    time, and the results equal `masked_softmax` followed by
+    `weighted_sum`: float32 scores and softmax, exact zeros where masked, a
+    fully masked row gets a zero output and zero gradients.
+
+    Row-wise subtractions are folded into the matmuls, by a column of ones
+    appended to keys and values: `[q, -m] . [k, 1] = q . k - m`; with float32
+    values the row sums come from the output matmul in the same way. Each
+    saves a pass over a `(t, S)` tensor, which on a CPU costs about as much
+    as the matmul that writes it.
+
+    Args:
+        query: query heads `(B, K, G, t, d)`, already scaled (the logits are
+            `query . key`).
+        key: key heads `(B, K, S, d)`.
+        value: value heads `(B, K, S, dv)`.
+        mask_fn: None (no mask) or a function of no arguments returning a
+            boolean tensor broadcastable to `(B, K, G, t, S)`, True = may
+            attend; called again in the backward pass, so that no mask is
+            kept between the passes either.
+
+    Returns:
+        `(B, K, G, t, dv)` in the dtype of `value`.
+    """
+    shape = ops.shape(query)
+    batch, kv_heads, group, length = (shape[i] for i in range(4))
+    key_length = ops.shape(key)[2]
+    fold_sums = value.dtype == "float32"
+
+    def grouped(x):  # (B, K, G, t, n) -> (B, K, G*t, n): one matmul per head
+        return ops.reshape(x, (batch, kv_heads, group * length, x.shape[-1]))
+
+    def ungrouped(x):  # (B, K, G*t, n) -> (B, K, G, t, n)
+        return ops.reshape(x, (batch, kv_heads, group, length, ops.shape(x)[-1]))
+
+    def scores(query, key, shift=None):
+        """float32 `(B, K, G, t, S)` scores, minus `shift` `(..., t, 1)`."""
+        query = ops.cast(query, "float32")
+        key = ops.cast(key, "float32")
+        if shift is not None:
+            query = ops.concatenate([query, -shift], axis=-1)
+            key = _ones_column(key)
+        return ungrouped(
+            ops.einsum("bkqd,bksd->bkqs", grouped(query), key)
+        )
+
+    def weights_times(weights, value):
+        """`(B, K, G, t, S) @ (B, K, S, n)` in the dtype of `value`."""
+        weights = ops.reshape(
+            ops.cast(weights, value.dtype),
+            (batch, kv_heads, group * length, key_length),
+        )
+        return ungrouped(ops.matmul(weights, value))
+
+    @ops.custom_gradient
+    def attend(query, key, value):
+        mask = None if mask_fn is None else mask_fn()
+        logits = scores(query, key)
+        if mask is not None:
+            logits = ops.where(mask, logits, _LOWEST_FLOAT32)
+        row_max = ops.max(logits, axis=-1, keepdims=True)
+        if mask is not None:
+            # Fully masked rows: a finite shift; their exps underflow to 0.
+            row_max = ops.where(row_max > _LOWEST_FLOAT32, row_max, 0.0)
+            # Masked scores are the lowest float32: their exp is 0.
+            unnormalized = ops.exp(logits - row_max)
+        else:
+            unnormalized = ops.exp(scores(query, key, shift=row_max))
+        del logits
+        if fold_sums:
+            output = weights_times(unnormalized, _ones_column(value))
+            output, row_sum = output[..., :-1], output[..., -1:]
+        else:
+            output = weights_times(unnormalized, value)
+            row_sum = ops.sum(unnormalized, axis=-1, keepdims=True)
+        safe_sum = ops.where(row_sum > 0.0, row_sum, 1.0)
+        output = ops.cast(ops.cast(output, "float32") / safe_sum, value.dtype)
+        log_sum_exp = row_max + ops.log(safe_sum)
+
+        def grad(*args, upstream=None):
+            if upstream is None:
+                (upstream,) = args
+            d_output = ops.cast(upstream, "float32")
+            weights = ops.exp(scores(query, key, shift=log_sum_exp))
+            if mask_fn is not None:
+                weights = ops.where(mask_fn(), weights, 0.0)
+            d_value = ops.einsum(
+                "bkqs,bkqd->bksd",
+                ops.reshape(
+                    ops.cast(weights, value.dtype),
+                    (batch, kv_heads, group * length, key_length),
+                ),
+                grouped(ops.cast(upstream, value.dtype)),
+            )
+            # dP - D with D = rowsum(dO * O), as one matmul.
+            row_dot = ops.sum(
+                d_output * ops.cast(output, "float32"), axis=-1, keepdims=True
+            )
+            d_scores = weights * scores(
+                d_output, ops.cast(value, "float32"), shift=row_dot
+            )
+            del weights
+            d_query = weights_times(d_scores, ops.cast(key, "float32"))
+            d_key = ops.einsum(
+                "bkqs,bkqd->bksd",
+                ops.reshape(
+                    d_scores, (batch, kv_heads, group * length, key_length)
+                ),
+                grouped(ops.cast(query, "float32")),
+            )
+            return (
+                ops.cast(d_query, query.dtype),
+                ops.cast(d_key, key.dtype),
+                ops.cast(d_value, value.dtype),
+            )
+
+        return output, grad
+
+    return attend(query, key, value)

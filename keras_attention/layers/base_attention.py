@@ -336,6 +336,27 @@ class BaseAttention(keras.layers.Layer):
             value = attention_core.zero_unused_positions(value, used_keys)
         prepared_key = self._prepare_key(key)
         prepared_value = self._prepare_value(value)
+        flash = self._flash_operands(prepared_key, prepared_value)
+
+        def flash_attend(query_block, start, size):
+            mask = self._block_mask(parts, start, size)
+            if mask is not None:
+                query_block = attention_core.zero_unused_positions(
+                    query_block, ops.any(mask, axis=2)
+                )
+            mask_fn = None
+            if mask is not None:
+                # (B, 1, 1, t, S): rebuilt in the backward pass.
+                def mask_fn():
+                    return self._block_mask(parts, start, size)[:, None, None]
+
+            return self._flash_context(
+                attention_core.flash_attention(
+                    self._flash_query(self._prepare_query(query_block, start)),
+                    *flash,
+                    mask_fn=mask_fn,
+                )
+            )
 
         def attend(query_block, prepared_key, prepared_value, start, size):
             mask = self._block_mask(parts, start, size)
@@ -353,9 +374,16 @@ class BaseAttention(keras.layers.Layer):
 
         contexts = []
         for start, size in zip(starts, sizes):
-            block = keras.remat(
-                lambda q, k, v, start=start, size=size: attend(q, k, v, start, size)
-            )
+            if flash is not None:
+                block = lambda q, k, v, start=start, size=size: flash_attend(  # noqa: E731
+                    q, start, size
+                )
+            else:
+                block = keras.remat(
+                    lambda q, k, v, start=start, size=size: attend(
+                        q, k, v, start, size
+                    )
+                )
             query_block = query[:, start : start + size]
             if contexts:
                 # A zero that depends on the previous block chains the blocks:
@@ -393,6 +421,24 @@ class BaseAttention(keras.layers.Layer):
 
     def _finish_output(self, context):
         return context
+
+    # Hooks of the flash path (`attention_core.flash_attention`: no
+    # recomputation of the output in the backward pass). A layer whose
+    # logits are dot products of its prepared query and key returns them in
+    # the core's layout; the default (None) keeps `keras.remat`.
+    def _flash_operands(self, prepared_key, prepared_value):
+        """`(key (B, K, S, d), value (B, K, S, dv))` or None."""
+        return None
+
+    def _flash_query(self, prepared_query):
+        """Query heads `(B, K, G, t, d)` whose dot products with the keys of
+        `_flash_operands` are the logits (the scale applied)."""
+        raise NotImplementedError
+
+    def _flash_context(self, output):
+        """The core's output `(B, K, G, t, dv)` as `_prepared_context`
+        returns it."""
+        raise NotImplementedError
 
     def _broadcast_mask(self, mask, logits):
         """Adds axes to a `(B, T, S)` mask to match rank-4 logits."""

@@ -293,6 +293,24 @@ class MultiHeadAttention(BaseAttention):
     def _prepared_context(self, weights, value_heads):
         return grouped_context(ops.cast(weights, value_heads.dtype), value_heads)
 
+    def _flash_operands(self, key_heads, value_heads):
+        # Only for the scaled dot product: subclasses that score otherwise
+        # keep recomputation.
+        if type(self)._head_logits is not MultiHeadAttention._head_logits:
+            return None
+        return (
+            ops.transpose(key_heads, (0, 2, 1, 3)),
+            ops.transpose(value_heads, (0, 2, 1, 3)),
+        )
+
+    def _flash_query(self, query_heads):
+        scale = 1.0 / math.sqrt(self.key_dim)
+        query_heads = ops.cast(query_heads, "float32") * scale
+        return ops.transpose(query_heads, (0, 2, 3, 1, 4))
+
+    def _flash_context(self, output):
+        return output  # (B, K, G, t, value_dim), as `_prepared_context`
+
     def _finish_output(self, context):
         output_kernel = ops.reshape(
             self.output_kernel,

@@ -167,3 +167,33 @@ def test_nan_in_one_query_block_stays_in_its_rows():
     assert np.isnan(out_b[0, 1]).all()
     np.testing.assert_allclose(out_b[0, 4:], out_a[0, 4:], atol=1e-5)  # later blocks: finite, equal
     assert np.isfinite(out_b[0, 4:]).all()
+
+
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+@pytest.mark.parametrize("name", ["multi_head", "grouped_query", "scaled_dot_product"])
+def test_blocked_path_is_finite_and_close_under_mixed_precision(name, policy):
+    rng = np.random.default_rng(5)
+    query, value = inputs(rng)
+    keras.utils.set_random_seed(0)
+    exact = ALL[name](query_block_size=None, dtype=policy)
+    blocked = ALL[name](query_block_size=4, dtype=policy)
+    call(exact, query, value)
+    call(blocked, query, value)
+    blocked.set_weights(exact.get_weights())
+    for case, kwargs in mask_cases(name).items():
+        results = []
+        for layer in (exact, blocked):
+            q, v = tf.constant(query), tf.constant(value)
+            with tf.GradientTape() as tape:
+                tape.watch([q, v])
+                out = tf.cast(call(layer, q, v, **kwargs), "float32")
+                loss = tf.reduce_sum(out * tf.sin(out))
+            results.append((out, tape.gradient(loss, [q, v] + layer.trainable_weights)))
+        (out_a, grads_a), (out_b, grads_b) = results
+        tolerance = 5e-2 if policy == "mixed_bfloat16" else 5e-3
+        np.testing.assert_allclose(out_b, out_a, atol=tolerance, err_msg=case)
+        for a, b in zip(grads_a, grads_b):
+            b = np.asarray(tf.cast(b, "float32"))
+            assert np.isfinite(b).all(), case
+            np.testing.assert_allclose(b, np.asarray(tf.cast(a, "float32")),
+                                       atol=10 * tolerance, err_msg=case)
