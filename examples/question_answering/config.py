@@ -47,7 +47,7 @@ def get_quick_config():
 def get_babi_config():
     """bAbI 1k, 20 tasks trained jointly, as the paper's joint models."""
     config = get_config()
-    config.update(data="../shared/data/qa/babi/en", epochs=60)
+    config.update(data="../shared/data/qa/babi/en", epochs=60, linear_start=True)
     return config
 
 
