@@ -12,11 +12,15 @@ Public modules:
 - `keras_attention.visualize`: attention heatmaps and training curves.
 - `keras_attention.runs`: the run folders recipes save and the CLI loads.
 - `keras_attention.runtime`: fast execution defaults for the machine at hand.
+- `keras_attention.distribute`: `tf.distribute` strategies by name for training.
+- `keras_attention.export`: a run folder as a strings-to-strings SavedModel.
 """
 
 from keras_attention import (
     data,
     decoding,
+    distribute,
+    export,
     layers,
     masks,
     metrics,
@@ -31,6 +35,8 @@ __all__ = [
     "__version__",
     "data",
     "decoding",
+    "distribute",
+    "export",
     "layers",
     "masks",
     "metrics",
