@@ -117,19 +117,25 @@ def _ones_column(x):
 def flash_attention(query, key, value, mask_fn=None):
     """Exact softmax attention whose gradient keeps no weights.
 
-    The forward pass keeps only the output and the log-sum-exp of each row;
-    the backward pass recomputes the scores once and derives every gradient
-    from them (as in FlashAttention, Dao et al. 2022), without recomputing
-    the output. Memory is that of one `(B, K, G, t, S)` score tensor at a
-    time, and the results equal `masked_softmax` followed by
-    `weighted_sum`: float32 scores and softmax, exact zeros where masked, a
-    fully masked row gets a zero output and zero gradients.
+    The forward pass keeps only the output; the backward pass recomputes
+    the scores and weights once and derives every gradient from them, as in
+    FlashAttention (Dao et al. 2022), without recomputing the output:
 
-    Row-wise subtractions are folded into the matmuls, by a column of ones
-    appended to keys and values: `[q, -m] . [k, 1] = q . k - m`; with float32
-    values the row sums come from the output matmul in the same way. Each
-    saves a pass over a `(t, S)` tensor, which on a CPU costs about as much
-    as the matmul that writes it.
+    ```
+    P = softmax(Q K^T)     dV = P^T dO     D = rowsum(dO * O)
+    dS = P * (dO V^T - D)  dQ = dS K       dK = dS^T Q
+    ```
+
+    Memory is that of one `(B, K, G, t, S)` score tensor at a time, and the
+    results equal `masked_softmax` followed by `weighted_sum` (it is the
+    same float32 softmax): exact zeros where masked, and a fully masked row
+    gets a zero output and zero gradients. The weights are recomputed by
+    the softmax rather than kept as a log-sum-exp per row: on a CPU one
+    fused softmax costs less than the `exp(S - lse)` it would save, and the
+    forward pass is then exactly the exact path's. `- D` is folded into the
+    `dO V^T` matmul by a column of ones appended to the values
+    (`[dO, -D] . [V, 1] = dO . V - D`), which saves a pass over a `(t, S)`
+    tensor.
 
     Args:
         query: query heads `(B, K, G, t, d)`, already scaled (the logits are
@@ -147,65 +153,43 @@ def flash_attention(query, key, value, mask_fn=None):
     shape = ops.shape(query)
     batch, kv_heads, group, length = (shape[i] for i in range(4))
     key_length = ops.shape(key)[2]
-    fold_sums = value.dtype == "float32"
 
     def grouped(x):  # (B, K, G, t, n) -> (B, K, G*t, n): one matmul per head
-        return ops.reshape(x, (batch, kv_heads, group * length, x.shape[-1]))
+        return ops.reshape(x, (batch, kv_heads, group * length, ops.shape(x)[-1]))
 
     def ungrouped(x):  # (B, K, G*t, n) -> (B, K, G, t, n)
         return ops.reshape(x, (batch, kv_heads, group, length, ops.shape(x)[-1]))
 
-    def scores(query, key, shift=None):
-        """float32 `(B, K, G, t, S)` scores, minus `shift` `(..., t, 1)`."""
-        query = ops.cast(query, "float32")
-        key = ops.cast(key, "float32")
-        if shift is not None:
-            query = ops.concatenate([query, -shift], axis=-1)
-            key = _ones_column(key)
+    def products(rows, columns):
+        """`(B, K, G, t, n) . (B, K, S, n)` -> float32 `(B, K, G, t, S)`."""
         return ungrouped(
-            ops.einsum("bkqd,bksd->bkqs", grouped(query), key)
+            ops.einsum(
+                "bkqd,bksd->bkqs",
+                grouped(ops.cast(rows, "float32")),
+                ops.cast(columns, "float32"),
+            )
         )
 
-    def weights_times(weights, value):
-        """`(B, K, G, t, S) @ (B, K, S, n)` in the dtype of `value`."""
+    def weights_times(weights, matrix):
+        """`(B, K, G, t, S) @ (B, K, S, n)` in the dtype of `matrix`."""
         weights = ops.reshape(
-            ops.cast(weights, value.dtype),
+            ops.cast(weights, matrix.dtype),
             (batch, kv_heads, group * length, key_length),
         )
-        return ungrouped(ops.matmul(weights, value))
+        return ungrouped(ops.matmul(weights, matrix))
+
+    def softmax_weights(query, key):
+        mask = None if mask_fn is None else mask_fn()
+        return masked_softmax(products(query, key), mask)
 
     @ops.custom_gradient
     def attend(query, key, value):
-        mask = None if mask_fn is None else mask_fn()
-        logits = scores(query, key)
-        if mask is not None:
-            logits = ops.where(mask, logits, _LOWEST_FLOAT32)
-        row_max = ops.max(logits, axis=-1, keepdims=True)
-        if mask is not None:
-            # Fully masked rows: a finite shift; their exps underflow to 0.
-            row_max = ops.where(row_max > _LOWEST_FLOAT32, row_max, 0.0)
-            # Masked scores are the lowest float32: their exp is 0.
-            unnormalized = ops.exp(logits - row_max)
-        else:
-            unnormalized = ops.exp(scores(query, key, shift=row_max))
-        del logits
-        if fold_sums:
-            output = weights_times(unnormalized, _ones_column(value))
-            output, row_sum = output[..., :-1], output[..., -1:]
-        else:
-            output = weights_times(unnormalized, value)
-            row_sum = ops.sum(unnormalized, axis=-1, keepdims=True)
-        safe_sum = ops.where(row_sum > 0.0, row_sum, 1.0)
-        output = ops.cast(ops.cast(output, "float32") / safe_sum, value.dtype)
-        log_sum_exp = row_max + ops.log(safe_sum)
+        output = weights_times(softmax_weights(query, key), value)
 
         def grad(*args, upstream=None):
             if upstream is None:
                 (upstream,) = args
-            d_output = ops.cast(upstream, "float32")
-            weights = ops.exp(scores(query, key, shift=log_sum_exp))
-            if mask_fn is not None:
-                weights = ops.where(mask_fn(), weights, 0.0)
+            weights = softmax_weights(query, key)
             d_value = ops.einsum(
                 "bkqs,bkqd->bksd",
                 ops.reshape(
@@ -214,14 +198,14 @@ def flash_attention(query, key, value, mask_fn=None):
                 ),
                 grouped(ops.cast(upstream, value.dtype)),
             )
-            # dP - D with D = rowsum(dO * O), as one matmul.
+            d_output = ops.cast(upstream, "float32")
             row_dot = ops.sum(
                 d_output * ops.cast(output, "float32"), axis=-1, keepdims=True
             )
-            d_scores = weights * scores(
-                d_output, ops.cast(value, "float32"), shift=row_dot
+            d_scores = weights * products(
+                ops.concatenate([d_output, -row_dot], axis=-1),
+                _ones_column(ops.cast(value, "float32")),
             )
-            del weights
             d_query = weights_times(d_scores, ops.cast(key, "float32"))
             d_key = ops.einsum(
                 "bkqs,bkqd->bksd",
