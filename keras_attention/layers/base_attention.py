@@ -81,11 +81,15 @@ class BaseAttention(keras.layers.Layer):
 
     Memory-efficient attention: with a query block size `b`, queries are
     processed `b` at a time and each block's scores are recomputed in the
-    backward pass (`keras.remat`), so no `(B, H, T, S)` tensor is ever held:
-    peak memory grows as `b * S` instead of `T * S`. The results equal the
-    exact path (same float32 softmax, same masks, same fully-masked-row
-    rule). Blocking needs a static query length and is skipped when the
-    weights are returned or dropped out (training with `dropout > 0`).
+    backward pass, so no `(B, H, T, S)` tensor is ever held: peak memory
+    grows as `b * S` instead of `T * S`. Layers whose logits are dot
+    products of prepared heads (`_flash_operands`; `MultiHeadAttention`)
+    use `attention_core.flash_attention`, whose backward pass recomputes
+    only the weights; the others wrap each block in `keras.remat`. The
+    results equal the exact path (same float32 softmax, same masks, same
+    fully-masked-row rule). Blocking needs a static query length and is
+    skipped when the weights are returned or dropped out (training with
+    `dropout > 0`).
 
     Args:
         dropout: float in [0, 1), dropout rate on the attention weights

@@ -293,10 +293,15 @@ class MultiHeadAttention(BaseAttention):
     def _prepared_context(self, weights, value_heads):
         return grouped_context(ops.cast(weights, value_heads.dtype), value_heads)
 
+    def _scores_are_scaled_dot_products(self):
+        """Whether the logits are `_head_logits`' scaled dot products, so
+        that blocks may use the flash gradient. A subclass overriding
+        `_head_logits` keeps `keras.remat` unless it overrides this too
+        (returning True where its score is the scaled dot product)."""
+        return type(self)._head_logits is MultiHeadAttention._head_logits
+
     def _flash_operands(self, key_heads, value_heads):
-        # Only for the scaled dot product: subclasses that score otherwise
-        # keep recomputation.
-        if type(self)._head_logits is not MultiHeadAttention._head_logits:
+        if not self._scores_are_scaled_dot_products():
             return None
         return (
             ops.transpose(key_heads, (0, 2, 1, 3)),

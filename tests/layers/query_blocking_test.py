@@ -197,3 +197,20 @@ def test_blocked_path_is_finite_and_close_under_mixed_precision(name, policy):
             assert np.isfinite(b).all(), case
             np.testing.assert_allclose(b, np.asarray(tf.cast(a, "float32")),
                                        atol=10 * tolerance, err_msg=case)
+
+
+def test_dot_product_heads_take_the_flash_path_and_other_scores_remat():
+    """MultiHeadAttention's blocks use the flash gradient; scores that are not
+    dot products of prepared heads (additive, general, concat) keep remat."""
+    x = np.zeros((1, 3, DIM), "float32")
+    flash = [ALL["multi_head"](), ALL["grouped_query"](), ALL["rotary_self"]()]
+    remat = [
+        layers.SelfAttention(num_heads=2, score="additive"),
+        layers.BahdanauAttention(6),
+        layers.LuongAttention("concat", units=5),
+        layers.ScaledDotProductAttention(),
+    ]
+    for layer in flash + remat:
+        call(layer, x, x)
+        operands = layer._flash_operands(layer._prepare_key(x), layer._prepare_value(x))
+        assert (operands is not None) == (layer in flash), layer.name
