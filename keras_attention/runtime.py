@@ -1,14 +1,18 @@
 """Fast, correct execution defaults for the machine at hand.
 
 Measured on CPUs (see `bench/RESULTS.md` and
-`../shared/reference/performance.md`): graph mode with oneDNN is the fastest
-way to train on a CPU (XLA on CPU is 0.5-0.9x of it and does not reach the
-AMX bf16 kernels); `mixed_bfloat16` pays off only where the CPU has native
-bf16 instructions (AMX or AVX512-BF16); on GPUs, XLA and `mixed_bfloat16`
-are the fast path. `fast_defaults()` turns that into two settings a recipe
-passes to Keras, each of which the user can override.
+`../shared/reference/performance.md`): for matmul-bound models, graph mode
+with oneDNN is the fastest way to train on a CPU (XLA on CPU is 0.5-0.9x of
+it and does not reach the AMX bf16 kernels), and `mixed_bfloat16` pays off
+only where the CPU has native bf16 instructions (AMX or AVX512-BF16). Small
+models whose steps are bound by per-op overhead (the recipes' d=128 and
+d=50 models) are the exception: XLA fuses their many small ops, so a caller
+that feeds few input shapes says `xla_on_cpu=True`. On GPUs, XLA and
+`mixed_bfloat16` are the fast path. `fast_defaults()` turns that into two
+settings a recipe passes to Keras, each of which the user can override.
 """
 
+import contextlib
 import os
 
 from keras_attention.validation import check_choice
@@ -56,15 +60,21 @@ def has_gpu():
     return False
 
 
-def fast_defaults(precision="auto", jit_compile="auto", *, gpu=None, native_bf16=None):
+def fast_defaults(precision="auto", jit_compile="auto", *, xla_on_cpu=False, gpu=None,
+                  native_bf16=None):
     """The dtype policy and `jit_compile` flag to train with.
 
     Args:
         precision: `"auto"`, `"float32"`, `"mixed_bfloat16"` or
-            `"mixed_float16"`. `"auto"` picks `mixed_bfloat16` on a GPU or on
-            a CPU with native bf16, else `float32`.
+            `"mixed_float16"`. `"auto"` picks `mixed_bfloat16` on a GPU, or
+            on a CPU with native bf16 in graph mode; `float32` otherwise
+            (XLA on a CPU does not use the bf16 units: 0.5-0.6x).
         jit_compile: `"auto"`, `"true"` or `"false"` (or a bool). `"auto"`
-            compiles with XLA on a GPU only.
+            compiles with XLA on a GPU, and on a CPU when `xla_on_cpu`.
+        xla_on_cpu: bool, the caller's measured choice for its model: True
+            for small, overhead-bound models fed a few fixed input shapes
+            (XLA compiles one program per shape), where XLA's fusion beats
+            graph mode on a CPU too.
         gpu, native_bf16: optional bools overriding the detection (tests,
             or a machine the detection gets wrong).
 
@@ -81,31 +91,74 @@ def fast_defaults(precision="auto", jit_compile="auto", *, gpu=None, native_bf16
     True
     >>> fast_defaults("float32", "true", gpu=False)["jit_compile"]
     True
+    >>> cpu = fast_defaults(xla_on_cpu=True, gpu=False, native_bf16=True)
+    >>> cpu["jit_compile"], cpu["dtype_policy"]
+    (True, 'float32')
     """
-    precision = check_choice("precision", precision, PRECISIONS)
+    precision = check_choice("precision", _lower(precision), PRECISIONS)
     if isinstance(jit_compile, bool):
         jit_compile = "true" if jit_compile else "false"
-    jit_compile = check_choice("jit_compile", jit_compile, JIT_CHOICES)
+    jit_compile = check_choice("jit_compile", _lower(jit_compile), JIT_CHOICES)
     gpu = has_gpu() if gpu is None else bool(gpu)
     if native_bf16 is None:
         native_bf16 = gpu or cpu_has_native_bf16()
-    reasons = []
-    if precision == "auto":
-        precision = "mixed_bfloat16" if native_bf16 else "float32"
-        reasons.append(
-            "bf16 is native here" if native_bf16 else "no native bf16 on this CPU"
-        )
+    jit_reason = precision_reason = None
     if jit_compile == "auto":
-        compile_xla = gpu
-        reasons.append("XLA on GPU" if gpu else "graph mode + oneDNN on CPU")
+        compile_xla = gpu or bool(xla_on_cpu)
+        if gpu:
+            jit_reason = "XLA on GPU"
+        elif compile_xla:
+            jit_reason = "XLA on CPU: small model, few fixed shapes"
+        else:
+            jit_reason = "graph mode + oneDNN on CPU"
     else:
         compile_xla = jit_compile == "true"
+    if precision == "auto":
+        if gpu:
+            precision, precision_reason = "mixed_bfloat16", "bf16 is native here"
+        elif compile_xla:
+            precision = "float32"
+            precision_reason = "float32: XLA on CPU does not use the bf16 units"
+        elif native_bf16:
+            precision, precision_reason = "mixed_bfloat16", "bf16 is native here"
+        else:
+            precision, precision_reason = "float32", "no native bf16 on this CPU"
+    reasons = [r for r in (precision_reason, jit_reason) if r]
     return {
         "dtype_policy": precision,
         "jit_compile": compile_xla,
         "device": "gpu" if gpu else "cpu",
         "reason": "; ".join(reasons) or "set by the caller",
     }
+
+
+def _lower(value):
+    return value.lower() if isinstance(value, str) else value
+
+
+@contextlib.contextmanager
+def dtype_policy_scope(policy):
+    """Sets Keras' global dtype policy inside the block, and restores the
+    previous one after it: layers built inside take `policy`.
+
+    Example:
+
+    >>> import keras
+    >>> from keras_attention.runtime import dtype_policy_scope
+    >>> with dtype_policy_scope("mixed_bfloat16"):
+    ...     keras.layers.Dense(2).dtype_policy.name
+    'mixed_bfloat16'
+    >>> keras.config.dtype_policy().name
+    'float32'
+    """
+    import keras
+
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(policy)
+    try:
+        yield
+    finally:
+        keras.config.set_dtype_policy(previous)
 
 
 def describe(defaults):

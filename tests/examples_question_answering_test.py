@@ -147,3 +147,13 @@ def test_memory_network_trains_under_the_distribution_of_its_config(monkeypatch,
         assert isinstance(variable.value, tf.distribute.DistributedValues), variable.path
     assert any(isinstance(c, keras.callbacks.BackupAndRestore) for c in seen["callbacks"])
     assert (tmp_path / "qa" / "model.keras").exists()
+
+
+def test_memory_network_compiles_with_xla_by_default_and_flags_override(monkeypatch):
+    recipe = load_recipe()
+    auto = recipe.execution_defaults(recipe.recipe_config.get_config())
+    assert auto["jit_compile"] is True and auto["dtype_policy"] == (
+        "mixed_bfloat16" if recipe.runtime.has_gpu() else "float32")
+    monkeypatch.setattr("sys.argv", ["train.py", "--jit_compile=false", "--precision=float32"])
+    chosen = recipe.execution_defaults(recipe.parse_overrides())
+    assert chosen["jit_compile"] is False and chosen["dtype_policy"] == "float32"

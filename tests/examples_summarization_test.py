@@ -73,3 +73,13 @@ def test_scitldr_splits_load_with_every_reference():
     train, validation, test = recipe.load_splits(config)
     assert len(train) > 1000 and len(validation) > 100 and len(test) > 100
     assert max(len(record["summaries"]) for record in test) > 1
+
+
+def test_execution_keys_are_overridable(monkeypatch):
+    recipe = load_recipe()
+    config = recipe.recipe_config.get_config()
+    assert config["precision"] == "auto" and config["jit_compile"] == "auto"
+    monkeypatch.setattr("sys.argv", ["train.py", "--precision=float32", "--jit_compile=true"])
+    config = recipe.parse_overrides(recipe.recipe_config.get_config())
+    chosen = recipe.runtime.fast_defaults(config["precision"], config["jit_compile"])
+    assert chosen["dtype_policy"] == "float32" and chosen["jit_compile"] is True

@@ -71,3 +71,17 @@ def test_cli_train_runs_a_recipe_script_with_overrides(tmp_path, monkeypatch):
     assert ran["argv"][1:] == ["--epochs=1"]
     with pytest.raises(SystemExit):
         cli.main(["train", "poetry"])
+
+
+def test_execution_keys_resolve_through_fast_defaults(monkeypatch):
+    recipe = load_recipe()
+    monkeypatch.setattr("sys.argv", ["train.py", "--precision=mixed_bfloat16",
+                                     "--jit_compile=false"])
+    config = recipe.parse_overrides(recipe.recipe_config.get_config())
+    chosen = recipe.execution_defaults(config)
+    assert chosen["dtype_policy"] == "mixed_bfloat16" and chosen["jit_compile"] is False
+    auto = recipe.execution_defaults(recipe.recipe_config.get_config())
+    assert auto["jit_compile"] is True  # the Transformer: XLA on a CPU too
+    rnn = dict(recipe.recipe_config.get_config(), architecture="rnn")
+    assert recipe.execution_defaults(rnn)["jit_compile"] is recipe.runtime.has_gpu()
+    assert recipe.recipe_config.get_quick_config()["jit_compile"] == "false"

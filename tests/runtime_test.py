@@ -47,3 +47,76 @@ def test_detection_runs_on_this_machine():
     chosen = runtime.fast_defaults()
     assert chosen["device"] in ("cpu", "gpu")
     assert runtime.describe(chosen).startswith("Execution: ")
+
+
+def test_xla_on_cpu_is_the_callers_choice_and_trains_in_float32():
+    small = runtime.fast_defaults(xla_on_cpu=True, gpu=False, native_bf16=True)
+    assert small["jit_compile"] is True and small["dtype_policy"] == "float32"
+    assert "XLA on CPU" in small["reason"]
+    # An explicit precision still wins; settings are case-insensitive strings.
+    chosen = runtime.fast_defaults("Mixed_BFloat16", "TRUE", gpu=False, native_bf16=True)
+    assert chosen["dtype_policy"] == "mixed_bfloat16" and chosen["jit_compile"] is True
+    assert runtime.fast_defaults(jit_compile="False", xla_on_cpu=True,
+                                 gpu=False, native_bf16=True)["dtype_policy"] == "mixed_bfloat16"
+
+
+def test_dtype_policy_scope_sets_and_restores_the_global_policy():
+    import keras
+
+    before = keras.config.dtype_policy().name
+    with pytest.raises(RuntimeError):
+        with runtime.dtype_policy_scope("mixed_bfloat16"):
+            assert keras.layers.Dense(2).dtype_policy.name == "mixed_bfloat16"
+            raise RuntimeError("restored even after an error")
+    assert keras.config.dtype_policy().name == before
+
+
+def test_padded_batches_under_xla_train_like_the_exact_path():
+    """The fast path (batches padded to fixed shapes, XLA) against the exact
+    one (length-bucketed batches, run eagerly): same tokens, same losses,
+    same weights after training, same outputs."""
+    import keras
+    import numpy as np
+
+    from keras_attention import data
+    from keras_attention.models import transformer_seq2seq
+
+    keras.utils.set_random_seed(0)
+    pairs = data.make_date_pairs(80, seed=0)
+    source = data.train_tokenizer([s for s, _ in pairs], 60)
+    target = data.train_tokenizer([t for _, t in pairs], 60)
+    kwargs = dict(batch_size=32, max_source_length=16, max_target_length=16, shuffle=False)
+    exact = data.make_dataset(pairs, source, target, **kwargs)
+    padded = data.make_dataset(pairs, source, target, pad_to_multiple=16, **kwargs)
+    shapes = {(x["encoder_token_ids"].shape, x["decoder_token_ids"].shape, y.shape)
+              for x, y in padded.as_numpy_iterator()}
+    assert shapes == {((32, 16), (32, 16), (32, 16))}  # one program to compile
+    assert len({x["encoder_token_ids"].shape for x, _ in exact.as_numpy_iterator()}) > 1
+
+    def tokens(dataset):
+        return sorted(tuple(row[row != 0]) for _, labels in dataset.as_numpy_iterator()
+                      for row in labels if row.any())
+
+    assert tokens(padded) == tokens(exact)
+
+    models = []
+    for jit_compile in (False, True):
+        model = transformer_seq2seq(60, num_layers=1, hidden_dim=16, num_heads=2,
+                                    intermediate_dim=32, dropout=0.0, max_length=18)
+        if models:
+            model.set_weights(models[0].get_weights())
+        model.compile(optimizer=keras.optimizers.Adam(1e-2), jit_compile=jit_compile,
+                      run_eagerly=not jit_compile, loss=keras.losses.SparseCategoricalCrossentropy(
+                          from_logits=True, ignore_class=0))
+        models.append(model)
+    # Batch by batch (the same examples in the same order): each step's loss
+    # is the mean over the non-pad tokens, so padding leaves it unchanged.
+    for (x, y), (x_padded, y_padded) in zip(exact.as_numpy_iterator(),
+                                             padded.as_numpy_iterator()):
+        loss = models[0].train_on_batch(x, y)
+        loss_padded = models[1].train_on_batch(x_padded, y_padded)
+        np.testing.assert_allclose(loss_padded, loss, rtol=1e-4)
+    for a, b in zip(models[0].get_weights(), models[1].get_weights()):
+        np.testing.assert_allclose(b, a, atol=1e-4)
+    outputs = [model(x, training=False) for model in models]
+    np.testing.assert_allclose(outputs[1], outputs[0], atol=1e-4)

@@ -17,6 +17,10 @@ def get_config():
         "test_fraction": 0.1,  # built-in data only (bAbI has its own test files)
         "output_dir": "runs/question_answering",
         "distribution": "default",  # tf.distribute: default, mirrored, multi_worker or tpu
+        # Execution (keras_attention.runtime.fast_defaults): "auto" = the fastest
+        # measured choice for this machine, printed at the start of a run.
+        "precision": "auto",  # auto, float32, mixed_bfloat16 or mixed_float16
+        "jit_compile": "auto",  # auto, true (XLA) or false (graph mode)
         "backup_dir": "",  # resume an interrupted fit from here (BackupAndRestore; "" = off)
         "seed": 0,
         # Memory network (Sukhbaatar et al. 2015): PE, TE, RN, adjacent tying.

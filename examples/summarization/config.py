@@ -25,6 +25,10 @@ def get_config():
         "batch_size": 32,  # global: split between the replicas of a distribution
         "learning_rate": 1e-3,
         "distribution": "default",  # tf.distribute: default, mirrored, multi_worker or tpu
+        # Execution (keras_attention.runtime.fast_defaults): "auto" = the fastest
+        # measured choice for this machine, printed at the start of a run.
+        "precision": "auto",  # auto, float32, mixed_bfloat16 or mixed_float16
+        "jit_compile": "auto",  # auto, true (XLA) or false (graph mode)
         "backup_dir": "",  # resume an interrupted fit from here (BackupAndRestore; "" = off)
         "num_beams": 4,
         "length_penalty": 1.0,
@@ -44,6 +48,7 @@ def get_quick_config():
         num_examples=400, vocabulary_size=200, num_layers=1, hidden_dim=32,
         num_heads=2, intermediate_dim=64, epochs=1, max_test_examples=16,
         max_source_length=64, max_target_length=24, num_beams=2,
+        precision="float32", jit_compile="false",  # the exact path: no compile time in tests
     )
     return config
 

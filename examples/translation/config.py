@@ -20,6 +20,10 @@ def get_config():
         "batch_size": 64,  # global: split between the replicas of a distribution
         "learning_rate": 2e-3,
         "distribution": "default",  # tf.distribute: default, mirrored, multi_worker or tpu
+        # Execution (keras_attention.runtime.fast_defaults): "auto" = the fastest
+        # measured choice for this machine, printed at the start of a run.
+        "precision": "auto",  # auto, float32, mixed_bfloat16 or mixed_float16
+        "jit_compile": "auto",  # auto, true (XLA) or false (graph mode)
         "backup_dir": "",  # resume an interrupted fit from here (BackupAndRestore; "" = off)
         "strategy": "beam",  # decoding for the evaluation: greedy or beam
         "num_beams": 4,
@@ -39,6 +43,7 @@ def get_quick_config():
         num_examples=1500, vocabulary_size=120, num_layers=1, hidden_dim=32,
         num_heads=2, intermediate_dim=64, epochs=2, max_test_examples=40,
         strategy="greedy",
+        precision="float32", jit_compile="false",  # the exact path: no compile time in tests
     )
     return config
 

@@ -29,7 +29,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import keras  # noqa: E402
 
-from keras_attention import data, distribute, metrics, runs, visualize  # noqa: E402
+from keras_attention import data, distribute, metrics, runs, runtime, visualize  # noqa: E402
 from keras_attention.models import rnn_seq2seq, transformer_seq2seq  # noqa: E402
 
 
@@ -68,6 +68,20 @@ def split_pairs(pairs, config):
 
 
 ## Model
+
+PAD_TO_MULTIPLE = 16  # under XLA: batch lengths 16 or 32, one program each
+
+
+def execution_defaults(config):
+    """The dtype policy and `jit_compile` to train with (`runtime.fast_defaults`).
+
+    "auto" compiles the Transformer with XLA on a CPU too: this small model
+    is bound by per-op overhead, which XLA's fusion removes, and under XLA
+    the batches are padded to a few fixed shapes (`pad_to_multiple`), so
+    XLA compiles a few programs once (bench/RESULTS.md).
+    """
+    return runtime.fast_defaults(config["precision"], config["jit_compile"],
+                                 xla_on_cpu=config["architecture"] == "transformer")
 
 
 def build_model(config, source_tokenizer, target_tokenizer):
@@ -111,6 +125,9 @@ def main(config):
     test = test[: config["max_test_examples"]]
     print(f"{len(train)} training, {len(validation)} validation, {len(test)} test pairs.")
 
+    execution = execution_defaults(config)
+    print(runtime.describe(execution))
+
     source_tokenizer = data.train_tokenizer([s for s, _ in train], config["vocabulary_size"])
     target_tokenizer = data.train_tokenizer([t for _, t in train], config["vocabulary_size"])
     datasets = [
@@ -118,21 +135,20 @@ def main(config):
             split, source_tokenizer, target_tokenizer, batch_size=config["batch_size"],
             max_source_length=config["max_length"], max_target_length=config["max_length"],
             shuffle=shuffle, seed=config["seed"],
+            pad_to_multiple=PAD_TO_MULTIPLE if execution["jit_compile"] else None,
         )
         for split, shuffle in ((train, True), (validation, False))
     ]
 
     # Under a strategy, the variables live on every replica and `fit` splits
     # each (global) batch between them.
-    with strategy.scope():
+    with strategy.scope(), runtime.dtype_policy_scope(execution["dtype_policy"]):
         model = build_model(config, source_tokenizer, target_tokenizer)
         model.compile(
             optimizer=keras.optimizers.Adam(config["learning_rate"]),
             loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
             metrics=["accuracy"],
-            # Length-bucketed batches have many shapes: XLA would recompile for
-            # each, and on CPU graph mode is as fast. Generation is compiled.
-            jit_compile=False,
+            jit_compile=execution["jit_compile"],  # generation is always compiled
         )
     callbacks = []
     if config["backup_dir"]:  # an interrupted run resumes from its last epoch
