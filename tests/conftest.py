@@ -1,4 +1,11 @@
-"""Test setup: the TensorFlow backend, quiet logs, seeded randomness."""
+"""Test setup: the TensorFlow backend (unless KERAS_BACKEND says otherwise),
+quiet logs, seeded randomness, and the `tf_only` marker.
+
+`@pytest.mark.tf_only("why")` marks a test that needs TensorFlow itself
+(tf.data, SavedModel export, tf.distribute, tensorflow-text, a symbolic
+`tf.function` signature); under another backend it is skipped with that
+reason. `make test-jax` runs the layer and block tests on JAX.
+"""
 
 import os
 
@@ -8,6 +15,27 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "tf_only(reason): needs the TensorFlow backend; skipped, with the "
+        "reason, under KERAS_BACKEND=jax or torch",
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        return
+    for item in items:
+        marker = item.get_closest_marker("tf_only")
+        if marker is not None:
+            why = marker.args[0] if marker.args else "needs TensorFlow"
+            item.add_marker(
+                pytest.mark.skip(reason=f"TensorFlow only ({why}); backend={backend}")
+            )
 
 
 @pytest.fixture(autouse=True)

@@ -4,6 +4,10 @@ Written for this project (it does not import `keras.src`), after the harnesses
 of Keras core and keras-hub, plus what they leave out: numeric `.keras` round
 trips, finiteness, mixed precision closeness, XLA == eager, mask warnings and
 input masks left untouched.
+
+Backend-neutral: the graph and XLA checks and the gradients use the running
+backend's own machinery (`tf.function` and `GradientTape` on TensorFlow,
+`jax.jit` and `jax.grad` on JAX).
 """
 
 import inspect
@@ -14,7 +18,8 @@ import warnings
 
 import keras
 import numpy as np
-import tensorflow as tf
+
+BACKEND = keras.backend.backend()
 
 # Absolute tolerances of mixed precision against float32 for |x| <= 3
 # (reliability.md D3; measured on Keras MHA: 1.3e-3 and 1.3e-2).
@@ -24,6 +29,78 @@ XLA_TOLERANCE = 1e-5
 
 def to_numpy(x):
     return np.asarray(keras.ops.convert_to_numpy(x))
+
+
+def to_tensor(x):
+    """`x` as an eager tensor of the running backend."""
+    return keras.ops.convert_to_tensor(x)
+
+
+def compile_function(fn, jit_compile, input_signature=None):
+    """`fn` compiled by the running backend, or None where it cannot be.
+
+    TensorFlow: `tf.function` (a graph), with XLA when `jit_compile`;
+    `input_signature` (a list of `(shape, dtype)`, `None` for unknown sizes)
+    makes the traced shapes symbolic. JAX: `jax.jit` (always XLA, shapes always
+    concrete), for both `jit_compile` values, so the "graph" variant checks
+    tracing. Other backends: None (callers then check eager only).
+    """
+    if BACKEND == "tensorflow":
+        import tensorflow as tf
+
+        signature = None
+        if input_signature is not None:
+            signature = [tf.TensorSpec(shape, dtype) for shape, dtype in input_signature]
+        return tf.function(fn, input_signature=signature, jit_compile=jit_compile)
+    if BACKEND == "jax":
+        import jax
+
+        return jax.jit(fn)
+    return None
+
+
+def gradients(fn, tensors, variables):
+    """Gradients of `sum(fn(*tensors))` w.r.t. `tensors + variables`.
+
+    `fn` calls layers whose weights include `variables` (Keras variables);
+    the result has one entry per tensor and variable, None where it has no
+    gradient (integer inputs).
+    """
+    def loss_of(outputs):
+        return sum(
+            keras.ops.sum(keras.ops.cast(o, "float32")) for o in flatten(outputs)
+        )
+
+    differentiable = [
+        keras.backend.is_float_dtype(keras.backend.standardize_dtype(t.dtype))
+        for t in tensors
+    ]
+    if BACKEND == "tensorflow":
+        import tensorflow as tf
+
+        with tf.GradientTape() as tape:
+            tape.watch(tensors)
+            loss = loss_of(fn(*tensors))
+        return tape.gradient(loss, list(tensors) + list(variables))
+    if BACKEND == "jax":
+        import jax
+
+        def pure(float_tensors, values):
+            it = iter(float_tensors)
+            args = [next(it) if d else t for t, d in zip(tensors, differentiable)]
+            with keras.StatelessScope(
+                state_mapping=list(zip(variables, values)), collect_losses=True
+            ):
+                return loss_of(fn(*args))
+
+        float_tensors = [t for t, d in zip(tensors, differentiable) if d]
+        values = [v.value for v in variables]
+        grad_tensors, grad_values = jax.grad(pure, argnums=(0, 1))(
+            float_tensors, values
+        )
+        it = iter(grad_tensors)
+        return [next(it) if d else None for d in differentiable] + list(grad_values)
+    raise NotImplementedError(f"No gradients for backend {BACKEND!r}")
 
 
 def flatten(outputs):
@@ -37,8 +114,8 @@ def keras_mask(x):
 
 def with_keras_mask(x, mask):
     """`x` as an eager tensor carrying the Keras mask `mask` `(B, L)`."""
-    tensor = tf.convert_to_tensor(np.asarray(x, "float32"))
-    tensor._keras_mask = tf.convert_to_tensor(np.asarray(mask, bool))
+    tensor = to_tensor(np.asarray(x, "float32"))
+    tensor._keras_mask = to_tensor(np.asarray(mask, bool))
     return tensor
 
 
@@ -104,14 +181,10 @@ def assert_finite(outputs, what=""):
 
 def finite_gradients(layer, inputs, call_kwargs):
     """Gradients of sum(outputs) w.r.t. inputs and weights are finite."""
-    tensors = [tf.convert_to_tensor(x) for x in inputs.values()]
-    with tf.GradientTape() as tape:
-        tape.watch(tensors)
-        outputs = layer(*tensors, **call_kwargs)
-        loss = tf.add_n(
-            [tf.reduce_sum(tf.cast(o, "float32")) for o in flatten(outputs)]
-        )
-    grads = tape.gradient(loss, tensors + layer.trainable_variables)
+    tensors = [to_tensor(x) for x in inputs.values()]
+    grads = gradients(
+        lambda *t: layer(*t, **call_kwargs), tensors, layer.trainable_variables
+    )
     for grad in grads:
         if grad is not None:
             assert np.isfinite(to_numpy(grad)).all(), "non-finite gradient"
@@ -151,7 +224,7 @@ def run_layer_test(
     assert_config_round_trip(layer_cls, init_kwargs)
 
     layer = layer_cls(**init_kwargs)
-    tensors = [tf.convert_to_tensor(x) for x in inputs.values()]
+    tensors = [to_tensor(x) for x in inputs.values()]
 
     # Eager call: shapes and finiteness.
     output = layer(*tensors, **call_kwargs)
@@ -183,13 +256,16 @@ def run_layer_test(
             for s, v in zip(spec.shape, value.shape):
                 assert s is None or s == v
         assert_outputs_close(model(tensors), eager, atol=1e-6, what="functional")
-        # Graph and XLA agree with eager.
-        graph = tf.function(lambda *a, kw=kwargs: layer(*a, **kw))
-        xla = tf.function(
-            lambda *a, kw=kwargs: layer(*a, **kw), jit_compile=True
-        )
-        assert_outputs_close(graph(*tensors), eager, atol=1e-6, what="graph")
-        assert_outputs_close(xla(*tensors), eager, atol=XLA_TOLERANCE, what="xla")
+        # Graph and XLA agree with eager (eager only without a compiler).
+        # On JAX, jit is both the graph and XLA: it runs once.
+        xla = compile_function(lambda *a, kw=kwargs: layer(*a, **kw), True)
+        if BACKEND == "tensorflow":
+            graph = compile_function(lambda *a, kw=kwargs: layer(*a, **kw), False)
+            assert_outputs_close(graph(*tensors), eager, atol=1e-6, what="graph")
+        if xla is not None:
+            assert_outputs_close(
+                xla(*tensors), eager, atol=XLA_TOLERANCE, what="xla"
+            )
 
     _check_saving(layer, inputs, call_kwargs, tmp_dir)
     _check_training(layer_cls, init_kwargs, inputs, call_kwargs)
@@ -204,7 +280,7 @@ def run_layer_test(
 def _check_saving(layer, inputs, call_kwargs, tmp_dir):
     """`.keras` save/load without custom_objects gives identical outputs."""
     model = functional_model(layer, inputs, call_kwargs)
-    tensors = [tf.convert_to_tensor(x) for x in inputs.values()]
+    tensors = [to_tensor(x) for x in inputs.values()]
     expected = model(tensors)
     with tempfile.TemporaryDirectory(dir=tmp_dir) as folder:
         path = os.path.join(folder, "layer.keras")
@@ -236,7 +312,7 @@ def _check_training(layer_cls, init_kwargs, inputs, call_kwargs):
 
 def _check_mixed_precision(reference, inputs, call_kwargs):
     """Finite, close to float32, float32 variables and float32 weights."""
-    tensors = [tf.convert_to_tensor(x) for x in inputs.values()]
+    tensors = [to_tensor(x) for x in inputs.values()]
     expected = reference(*tensors, **call_kwargs)
     for policy, atol in PRECISION_TOLERANCE.items():
         layer = copy_layer(reference, tensors, call_kwargs, dtype=policy)

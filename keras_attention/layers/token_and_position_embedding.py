@@ -106,7 +106,12 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         x = self.token_embedding(token_ids) * ops.cast(
             math.sqrt(self.dim), self.compute_dtype
         )
-        if self.position_encoding is not None:
+        if self.position == "learned":
+            # Positions as indices, not keras-hub's slice: slicing to a
+            # symbolic length fails under JAX's shape polymorphism.
+            positions = start_index + ops.arange(ops.shape(x)[1], dtype="int32")
+            x = x + self.position_encoding(x, positions=positions)
+        elif self.position_encoding is not None:
             x = x + self.position_encoding(x, start_index=start_index)
         return x
 

@@ -1,9 +1,8 @@
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from keras_attention.layers import TransformerDecoderBlock
-from tests.test_case import run_layer_test
+from tests.test_case import compile_function, run_layer_test
 
 
 @pytest.mark.parametrize(
@@ -41,7 +40,7 @@ def cached_decode(block, x, memory, memory_mask, compiled):
     cross = block.compute_cache(memory)
     step = block.call_with_cache
     if compiled:
-        step = tf.function(step, jit_compile=True)
+        step = compile_function(step, jit_compile=True) or step
     outs, scores = [], []
     for i in range(x.shape[1]):
         y, cache, cross_scores = step(x[:, i : i + 1], cache, np.int32(i), cross, memory_mask)
