@@ -348,16 +348,26 @@ class BaseAttention(keras.layers.Layer):
                 query_block = attention_core.zero_unused_positions(
                     query_block, ops.any(mask, axis=2)
                 )
+            # Under a causal mask, the keys after the block's last query
+            # are masked for all of its rows: they are left out (half the
+            # work of causal self-attention).
+            key_end = None
+            if parts["causal"] and isinstance(key.shape[1], int):
+                key_end = min(start + size, key.shape[1])
             mask_fn = None
             if mask is not None:
                 # (B, 1, 1, t, S): rebuilt in the backward pass.
                 def mask_fn():
-                    return self._block_mask(parts, start, size)[:, None, None]
+                    block_mask = self._block_mask(parts, start, size)
+                    return block_mask[:, None, None, :, :key_end]
 
+            operands = flash
+            if key_end is not None and key_end < key.shape[1]:
+                operands = [operand[:, :, :key_end] for operand in flash]
             return self._flash_context(
                 attention_core.flash_attention(
                     self._flash_query(self._prepare_query(query_block, start)),
-                    *flash,
+                    *operands,
                     mask_fn=mask_fn,
                 )
             )
