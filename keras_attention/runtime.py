@@ -5,9 +5,10 @@ Measured on CPUs (see `bench/RESULTS.md` and
 with oneDNN is the fastest way to train on a CPU (XLA on CPU is 0.5-0.9x of
 it and does not reach the AMX bf16 kernels), and `mixed_bfloat16` pays off
 only where the CPU has native bf16 instructions (AMX or AVX512-BF16). Small
-models whose steps are bound by per-op overhead (the recipes' d=128 and
-d=50 models) are the exception: XLA fuses their many small ops, so a caller
-that feeds few input shapes says `xla_on_cpu=True`. On GPUs, XLA and
+models are the exception, each measured: the memory network (d=50, fixed
+shapes) trains 2-3x faster under XLA (`xla_on_cpu=True`), and the recipes'
+d=128 Transformers are fastest in plain float32 graph mode
+(`bf16_on_cpu=False`). On GPUs, XLA and
 `mixed_bfloat16` are the fast path. `fast_defaults()` turns that into two
 settings a recipe passes to Keras, each of which the user can override.
 """
@@ -60,21 +61,26 @@ def has_gpu():
     return False
 
 
-def fast_defaults(precision="auto", jit_compile="auto", *, xla_on_cpu=False, gpu=None,
-                  native_bf16=None):
+def fast_defaults(precision="auto", jit_compile="auto", *, xla_on_cpu=False, bf16_on_cpu=True,
+                  gpu=None, native_bf16=None):
     """The dtype policy and `jit_compile` flag to train with.
 
     Args:
         precision: `"auto"`, `"float32"`, `"mixed_bfloat16"` or
             `"mixed_float16"`. `"auto"` picks `mixed_bfloat16` on a GPU, or
-            on a CPU with native bf16 in graph mode; `float32` otherwise
-            (XLA on a CPU does not use the bf16 units: 0.5-0.6x).
+            on a CPU with native bf16 in graph mode when `bf16_on_cpu`;
+            `float32` otherwise (XLA on a CPU does not use the bf16 units:
+            0.5-0.6x).
         jit_compile: `"auto"`, `"true"` or `"false"` (or a bool). `"auto"`
             compiles with XLA on a GPU, and on a CPU when `xla_on_cpu`.
         xla_on_cpu: bool, the caller's measured choice for its model: True
             for small, overhead-bound models fed a few fixed input shapes
             (XLA compiles one program per shape), where XLA's fusion beats
             graph mode on a CPU too.
+        bf16_on_cpu: bool, the caller's measured choice: False for models
+            too small for bf16 matmuls to pay for the casts around them (the
+            recipes' d=128 Transformers train at 0.56x the float32 rate per
+            CPU-second in bf16).
         gpu, native_bf16: optional bools overriding the detection (tests,
             or a machine the detection gets wrong).
 
@@ -119,8 +125,10 @@ def fast_defaults(precision="auto", jit_compile="auto", *, xla_on_cpu=False, gpu
         elif compile_xla:
             precision = "float32"
             precision_reason = "float32: XLA on CPU does not use the bf16 units"
-        elif native_bf16:
+        elif native_bf16 and bf16_on_cpu:
             precision, precision_reason = "mixed_bfloat16", "bf16 is native here"
+        elif native_bf16:
+            precision, precision_reason = "float32", "float32: bf16 does not pay off here"
         else:
             precision, precision_reason = "float32", "no native bf16 on this CPU"
     reasons = [r for r in (precision_reason, jit_reason) if r]

@@ -81,7 +81,6 @@ def test_execution_keys_resolve_through_fast_defaults(monkeypatch):
     chosen = recipe.execution_defaults(config)
     assert chosen["dtype_policy"] == "mixed_bfloat16" and chosen["jit_compile"] is False
     auto = recipe.execution_defaults(recipe.recipe_config.get_config())
-    assert auto["jit_compile"] is True  # the Transformer: XLA on a CPU too
-    rnn = dict(recipe.recipe_config.get_config(), architecture="rnn")
-    assert recipe.execution_defaults(rnn)["jit_compile"] is recipe.runtime.has_gpu()
+    if not recipe.runtime.has_gpu():  # measured fastest on a CPU: float32 graph mode
+        assert auto["jit_compile"] is False and auto["dtype_policy"] == "float32"
     assert recipe.recipe_config.get_quick_config()["jit_compile"] == "false"

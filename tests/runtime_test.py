@@ -58,6 +58,9 @@ def test_xla_on_cpu_is_the_callers_choice_and_trains_in_float32():
     assert chosen["dtype_policy"] == "mixed_bfloat16" and chosen["jit_compile"] is True
     assert runtime.fast_defaults(jit_compile="False", xla_on_cpu=True,
                                  gpu=False, native_bf16=True)["dtype_policy"] == "mixed_bfloat16"
+    small = runtime.fast_defaults(bf16_on_cpu=False, gpu=False, native_bf16=True)
+    assert small["dtype_policy"] == "float32" and small["jit_compile"] is False
+    assert runtime.fast_defaults(bf16_on_cpu=False, gpu=True)["dtype_policy"] == "mixed_bfloat16"
 
 
 def test_dtype_policy_scope_sets_and_restores_the_global_policy():

@@ -75,13 +75,13 @@ PAD_TO_MULTIPLE = 16  # under XLA: batch lengths 16 or 32, one program each
 def execution_defaults(config):
     """The dtype policy and `jit_compile` to train with (`runtime.fast_defaults`).
 
-    "auto" compiles the Transformer with XLA on a CPU too: this small model
-    is bound by per-op overhead, which XLA's fusion removes, and under XLA
-    the batches are padded to a few fixed shapes (`pad_to_multiple`), so
-    XLA compiles a few programs once (bench/RESULTS.md).
+    "auto" on a CPU is float32 graph mode: for this small model, XLA (on
+    batches padded to one shape) and mixed_bfloat16 both measured slower
+    (bench/RESULTS.md). On a GPU: XLA and mixed_bfloat16, with the batches
+    padded to a few fixed shapes (`pad_to_multiple`) so that XLA compiles
+    a few programs once.
     """
-    return runtime.fast_defaults(config["precision"], config["jit_compile"],
-                                 xla_on_cpu=config["architecture"] == "transformer")
+    return runtime.fast_defaults(config["precision"], config["jit_compile"], bf16_on_cpu=False)
 
 
 def build_model(config, source_tokenizer, target_tokenizer):
