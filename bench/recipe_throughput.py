@@ -25,7 +25,9 @@ rotation (A, B, C, then B, C, A, ...):
   matmul-bound models where bf16 is native);
 - `xla_bucketed`: XLA, float32, on unpadded bucketed batches (one compile
   per batch shape);
-- `graph_float32`: `jit_compile=False`, float32.
+- `graph_float32`: `jit_compile=False`, float32;
+- `graph_spe16`: the same with `steps_per_execution=16` (16 steps per
+  call of the compiled function: less Python work per step).
 
 Reports target tokens per second (non-pad labels) of the first epoch (with
 tracing / compilation), the median of the later epochs, and the median of
@@ -77,15 +79,16 @@ def main():
     recipe = load_recipe()
     config = dict(recipe.recipe_config.get_config(), num_examples=args.pairs)
     auto = recipe.execution_defaults(config)
-    # (dtype policy, jit_compile, pad_to_multiple)
+    # (dtype policy, jit_compile, pad_to_multiple, steps_per_execution)
     choices = {
-        "keras_defaults": ("float32", "auto", None),
+        "keras_defaults": ("float32", "auto", None, 1),
         "auto": (auto["dtype_policy"], auto["jit_compile"],
-                 recipe.PAD_TO_MULTIPLE if auto["jit_compile"] else None),
-        "graph_bf16": ("mixed_bfloat16", False, None),
-        "xla_padded": ("float32", True, recipe.PAD_TO_MULTIPLE),
-        "xla_bucketed": ("float32", True, None),
-        "graph_float32": ("float32", False, None),
+                 recipe.PAD_TO_MULTIPLE if auto["jit_compile"] else None, 1),
+        "graph_bf16": ("mixed_bfloat16", False, None, 1),
+        "xla_padded": ("float32", True, recipe.PAD_TO_MULTIPLE, 1),
+        "xla_bucketed": ("float32", True, None, 1),
+        "graph_float32": ("float32", False, None, 1),
+        "graph_spe16": ("float32", False, None, 16),
     }
     variants = {name: choices[name] for name in args.variants.split(",")}
     # Seed once, before the tokenizers: `set_random_seed` invalidates the
@@ -103,7 +106,7 @@ def main():
 
     tokens = int(sum(np.count_nonzero(labels) for _, labels in dataset(None).as_numpy_iterator()))
     models, datasets, initial_weights = {}, {}, None
-    for name, (policy, jit_compile, pad_to_multiple) in variants.items():
+    for name, (policy, jit_compile, pad_to_multiple, steps) in variants.items():
         with runtime.dtype_policy_scope(policy):
             model = recipe.build_model(config, source_tokenizer, target_tokenizer)
         if initial_weights is None:
@@ -113,7 +116,7 @@ def main():
         model.compile(
             optimizer=keras.optimizers.Adam(config["learning_rate"]),
             loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
-            metrics=["accuracy"], jit_compile=jit_compile,
+            metrics=["accuracy"], jit_compile=jit_compile, steps_per_execution=steps,
         )
         models[name] = model
         datasets[name] = dataset(pad_to_multiple)

@@ -8,9 +8,9 @@ only where the CPU has native bf16 instructions (AMX or AVX512-BF16). Small
 models are the exception, each measured: the memory network (d=50, fixed
 shapes) trains 2-3x faster under XLA (`xla_on_cpu=True`), and the recipes'
 d=128 Transformers are fastest in plain float32 graph mode
-(`bf16_on_cpu=False`). On GPUs, XLA and
-`mixed_bfloat16` are the fast path. `fast_defaults()` turns that into two
-settings a recipe passes to Keras, each of which the user can override.
+(`bf16_on_cpu=False`). On GPUs, XLA and `mixed_bfloat16` are the fast
+path. `fast_defaults()` turns that into two settings a recipe passes to
+Keras, each of which the user can override.
 """
 
 import contextlib
@@ -128,7 +128,7 @@ def fast_defaults(precision="auto", jit_compile="auto", *, xla_on_cpu=False, bf1
         elif native_bf16 and bf16_on_cpu:
             precision, precision_reason = "mixed_bfloat16", "bf16 is native here"
         elif native_bf16:
-            precision, precision_reason = "float32", "float32: bf16 does not pay off here"
+            precision, precision_reason = "float32", "float32: bf16 does not pay off for this model"
         else:
             precision, precision_reason = "float32", "no native bf16 on this CPU"
     reasons = [r for r in (precision_reason, jit_reason) if r]
