@@ -189,7 +189,13 @@ def flash_attention(query, key, value, mask_fn=None):
         def grad(*args, upstream=None):
             if upstream is None:
                 (upstream,) = args
-            weights = softmax_weights(query, key)
+            # The recomputation waits for this block's upstream gradient (a
+            # zero that depends on it, finite even if it is not): otherwise
+            # a graph executor would recompute every block's weights as soon
+            # as the forward pass ends and hold them all at once.
+            total = ops.sum(ops.cast(upstream, "float32"))
+            zero = ops.where(ops.isfinite(total), 0.0 * total, 0.0)
+            weights = softmax_weights(query + ops.cast(zero, query.dtype), key)
             d_value = ops.einsum(
                 "bkqs,bkqd->bksd",
                 ops.reshape(
