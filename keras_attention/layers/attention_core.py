@@ -114,7 +114,7 @@ def _ones_column(x):
     return ops.concatenate([x, ops.ones_like(x[..., :1])], axis=-1)
 
 
-def flash_attention(query, key, value, mask_fn=None):
+def flash_attention(query, key, value, mask_fn=None, link=None):
     """Exact softmax attention whose gradient keeps no weights.
 
     The forward pass keeps only the output; the backward pass recomputes
@@ -146,6 +146,12 @@ def flash_attention(query, key, value, mask_fn=None):
             boolean tensor broadcastable to `(B, K, G, t, S)`, True = may
             attend; called again in the backward pass, so that no mask is
             kept between the passes either.
+        link: optional float32 scalar, zero, derived from the previous
+            block's output: the forward pass of this block waits for it,
+            and the backward pass returns it a (zero) gradient as soon as
+            `dS` is known, which lets the previous block start recomputing
+            while this one finishes (a graph executor then holds two blocks'
+            weights at a time, not all of them).
 
     Returns:
         `(B, K, G, t, dv)` in the dtype of `value`.
@@ -183,8 +189,10 @@ def flash_attention(query, key, value, mask_fn=None):
         return masked_softmax(products(query, key), mask)
 
     @ops.custom_gradient
-    def attend(query, key, value):
-        output = weights_times(softmax_weights(query, key), value)
+    def attend(query, key, value, link):
+        output = weights_times(
+            softmax_weights(query + ops.cast(link, query.dtype), key), value
+        )
 
         def grad(*args, upstream=None):
             if upstream is None:
@@ -212,6 +220,10 @@ def flash_attention(query, key, value, mask_fn=None):
                 ops.concatenate([d_output, -row_dot], axis=-1),
                 _ones_column(ops.cast(value, "float32")),
             )
+            # The previous block may start its recomputation now, while
+            # this one finishes with dQ and dK (two blocks at a time).
+            early = ops.sum(d_scores[..., :1, :1])
+            d_link = ops.where(ops.isfinite(early), 0.0 * early, 0.0)
             d_query = weights_times(d_scores, ops.cast(key, "float32"))
             d_key = ops.einsum(
                 "bkqs,bkqd->bksd",
@@ -224,8 +236,11 @@ def flash_attention(query, key, value, mask_fn=None):
                 ops.cast(d_query, query.dtype),
                 ops.cast(d_key, key.dtype),
                 ops.cast(d_value, value.dtype),
+                d_link,
             )
 
         return output, grad
 
-    return attend(query, key, value)
+    if link is None:
+        link = ops.zeros((), "float32")
+    return attend(query, key, value, ops.cast(link, "float32"))

@@ -342,7 +342,7 @@ class BaseAttention(keras.layers.Layer):
         prepared_value = self._prepare_value(value)
         flash = self._flash_operands(prepared_key, prepared_value)
 
-        def flash_attend(query_block, start, size):
+        def flash_attend(query_block, start, size, link=None):
             mask = self._block_mask(parts, start, size)
             if mask is not None:
                 query_block = attention_core.zero_unused_positions(
@@ -369,6 +369,7 @@ class BaseAttention(keras.layers.Layer):
                     self._flash_query(self._prepare_query(query_block, start)),
                     *operands,
                     mask_fn=mask_fn,
+                    link=link,
                 )
             )
 
@@ -408,6 +409,9 @@ class BaseAttention(keras.layers.Layer):
                 # holds NaN or inf: those would otherwise leak across blocks.)
                 previous = ops.sum(ops.cast(contexts[-1], "float32"))
                 zero = ops.where(ops.isfinite(previous), 0.0 * previous, 0.0)
+                if flash is not None:  # the core chains its own backward
+                    contexts.append(flash_attend(query_block, start, size, zero))
+                    continue
                 query_block = query_block + ops.cast(zero, query_block.dtype)
             contexts.append(block(query_block, prepared_key, prepared_value))
         context = ops.concatenate(contexts, axis=self._context_query_axis)
