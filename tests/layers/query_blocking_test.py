@@ -57,6 +57,17 @@ def mask_cases(name):
     return cases
 
 
+def output_and_gradients(layer, query, value, kwargs):
+    """The float32 output and the gradients of a scalar loss for the query,
+    the value and every trainable weight."""
+    q, v = tf.constant(query), tf.constant(value)
+    with tf.GradientTape() as tape:
+        tape.watch([q, v])
+        out = tf.cast(call(layer, q, v, **kwargs), "float32")
+        loss = tf.reduce_sum(out * tf.sin(out))
+    return out, tape.gradient(loss, [q, v] + layer.trainable_weights)
+
+
 @pytest.mark.parametrize("name", sorted(ALL))
 def test_blocked_outputs_and_gradients_equal_the_exact_path(name):
     rng = np.random.default_rng(1)
@@ -66,16 +77,9 @@ def test_blocked_outputs_and_gradients_equal_the_exact_path(name):
     call(blocked, query, value)
     blocked.set_weights(exact.get_weights())
     for case, kwargs in mask_cases(name).items():
-        results = []
-        for layer in (exact, blocked):
-            q, v = tf.constant(query), tf.constant(value)
-            with tf.GradientTape() as tape:
-                tape.watch([q, v])
-                out = call(layer, q, v, **kwargs)
-                loss = tf.reduce_sum(out * tf.sin(out))
-            grads = tape.gradient(loss, [q, v] + layer.trainable_weights)
-            results.append((out, grads))
-        (out_a, grads_a), (out_b, grads_b) = results
+        (out_a, grads_a), (out_b, grads_b) = [
+            output_and_gradients(layer, query, value, kwargs) for layer in (exact, blocked)
+        ]
         np.testing.assert_allclose(out_b, out_a, atol=1e-5, err_msg=case)
         for a, b in zip(grads_a, grads_b):
             if a is None:
@@ -181,15 +185,9 @@ def test_blocked_path_is_finite_and_close_under_mixed_precision(name, policy):
     call(blocked, query, value)
     blocked.set_weights(exact.get_weights())
     for case, kwargs in mask_cases(name).items():
-        results = []
-        for layer in (exact, blocked):
-            q, v = tf.constant(query), tf.constant(value)
-            with tf.GradientTape() as tape:
-                tape.watch([q, v])
-                out = tf.cast(call(layer, q, v, **kwargs), "float32")
-                loss = tf.reduce_sum(out * tf.sin(out))
-            results.append((out, tape.gradient(loss, [q, v] + layer.trainable_weights)))
-        (out_a, grads_a), (out_b, grads_b) = results
+        (out_a, grads_a), (out_b, grads_b) = [
+            output_and_gradients(layer, query, value, kwargs) for layer in (exact, blocked)
+        ]
         tolerance = 5e-2 if policy == "mixed_bfloat16" else 5e-3
         np.testing.assert_allclose(out_b, out_a, atol=tolerance, err_msg=case)
         for a, b in zip(grads_a, grads_b):
