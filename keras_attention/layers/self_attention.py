@@ -145,6 +145,9 @@ class SelfAttention(MultiHeadAttention):
             weight, (self._kv_heads, self._group_size) + tuple(weight.shape[1:])
         )
 
+    def _scores_are_scaled_dot_products(self):
+        return self.score == "scaled_dot"  # long sequences then take the flash gradient
+
     def _head_logits(self, query_heads, key_heads):
         if self.score == "scaled_dot":
             return super()._head_logits(query_heads, key_heads)

@@ -10,6 +10,7 @@ from tests.layers.factories import DIM, FACTORIES
 
 EXTRA = {
     "rotary_self": lambda **kw: layers.MultiHeadAttention(2, 4, rotary=True, **kw),
+    "self_attention": lambda **kw: layers.SelfAttention(num_heads=2, **kw),
     "self_attention_window": lambda **kw: layers.SelfAttention(
         num_heads=2, window=3, use_causal_mask=True, **kw
     ),
@@ -198,10 +199,11 @@ def test_blocked_path_is_finite_and_close_under_mixed_precision(name, policy):
 
 
 def test_dot_product_heads_take_the_flash_path_and_other_scores_remat():
-    """MultiHeadAttention's blocks use the flash gradient; scores that are not
-    dot products of prepared heads (additive, general, concat) keep remat."""
+    """Scaled-dot heads (MultiHeadAttention, SelfAttention) take the flash
+    gradient; other scores (additive, general, concat, single-head) keep remat."""
     x = np.zeros((1, 3, DIM), "float32")
-    flash = [ALL["multi_head"](), ALL["grouped_query"](), ALL["rotary_self"]()]
+    flash = [ALL["multi_head"](), ALL["grouped_query"](), ALL["rotary_self"](),
+             ALL["self_attention"](), ALL["self_attention_window"]()]
     remat = [
         layers.SelfAttention(num_heads=2, score="additive"),
         layers.BahdanauAttention(6),
