@@ -75,7 +75,7 @@ def train_step(layer, x):
     forward(x)  # build
     optimizer.build(layer.trainable_variables)
 
-    @tf.function
+    @tf.function(jit_compile=common.jit_compile())
     def step(x):
         with tf.GradientTape() as tape:
             y = forward(x)

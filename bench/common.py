@@ -14,6 +14,12 @@ import sys
 import time
 
 
+def jit_compile():
+    """Whether the benchmarks compile their steps with XLA: `BENCH_JIT_COMPILE=1`
+    (set by `bench/gpu.sh`); graph mode otherwise, the fast choice on CPU."""
+    return os.environ.get("BENCH_JIT_COMPILE", "0") == "1"
+
+
 def cpu_model():
     """The CPU model name from /proc/cpuinfo (or `platform.processor()`)."""
     try:

@@ -74,7 +74,7 @@ def make_step(impl, length):
     small = tf.zeros((1, 8, D))
     layer(small, small)
 
-    @tf.function
+    @tf.function(jit_compile=os.environ.get("BENCH_JIT_COMPILE", "0") == "1")  # bench/gpu.sh
     def step():
         with tf.GradientTape() as tape:
             y = layer(x, x)
@@ -117,7 +117,15 @@ def time_all(impls, length, reps):
 
 def memory_one(impl, length):
     """Runs in the subprocess: extra peak MiB of one call."""
+    import tensorflow as tf
+
     step = make_step(impl, length)
+    if tf.config.list_physical_devices("GPU"):  # device memory, not the host's
+        tf.config.experimental.reset_memory_stats("GPU:0")
+        before = tf.config.experimental.get_memory_info("GPU:0")["current"] / 2**20
+        step()
+        peak = tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2**20
+        return {"impl": impl, "length": length, "extra_mib": round(peak - before, 1)}
     before = rss_mib()
     step()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
