@@ -83,3 +83,24 @@ def test_execution_keys_are_overridable(monkeypatch):
     config = recipe.parse_overrides(recipe.recipe_config.get_config())
     chosen = recipe.runtime.fast_defaults(config["precision"], config["jit_compile"])
     assert chosen["dtype_policy"] == "float32" and chosen["jit_compile"] is True
+
+
+def test_gap_sentence_pretraining_fits_on_the_documents_principal_sentences(tmp_path):
+    from keras_attention import data, distribute
+
+    recipe = load_recipe()
+    documents = [r["document"] for r in data.make_abstracts(6, seed=1)] + ["One sentence."]
+    seen = {}
+
+    class Model:
+        def fit(self, dataset, epochs, callbacks, **kwargs):
+            seen.update(dataset=dataset, epochs=epochs, callbacks=callbacks)
+
+    config = dict(recipe.recipe_config.get_quick_config(), gap_sentence_epochs=2,
+                  backup_dir=str(tmp_path))
+    recipe.pretrain_on_gap_sentences(Model(), documents, lambda pairs, shuffle: pairs, config,
+                                     distribute.get_strategy("default"))
+    assert seen["dataset"] == data.gap_sentence_pairs(documents[:6])
+    assert seen["epochs"] == 2
+    (backup,) = seen["callbacks"]
+    assert backup.backup_dir == str(tmp_path / "gap_sentences")  # apart from the summaries'

@@ -21,6 +21,11 @@ def get_config():
         "pointer_generator": True,  # copy attention with coverage (See et al. 2017)
         "coverage_loss_weight": 1.0,
         "epochs": 3,
+        # Gap-sentence pretraining (PEGASUS) on the training documents alone:
+        # this many epochs of "document without its principal sentence(s) ->
+        # those sentences" before the summaries (0 = off).
+        "gap_sentence_epochs": 0,
+        "gap_sentences": 1,  # principal sentences per pretraining target
         "keep_best_epoch": True,  # restore the epoch with the lowest validation loss
         "batch_size": 32,  # global: split between the replicas of a distribution
         "learning_rate": 1e-3,
@@ -47,7 +52,7 @@ def get_quick_config():
     config.update(
         num_examples=400, vocabulary_size=200, num_layers=1, hidden_dim=32,
         num_heads=2, intermediate_dim=64, epochs=1, max_test_examples=16,
-        max_source_length=64, max_target_length=24, num_beams=2,
+        max_source_length=64, max_target_length=24, num_beams=2, gap_sentence_epochs=1,
         precision="float32", jit_compile="false",  # the exact path: no compile time in tests
     )
     return config

@@ -24,7 +24,6 @@ Run: `python examples/summarization/train.py [--preset scitldr]`
 import argparse
 import importlib.util
 import os
-import re
 import time
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
@@ -77,8 +76,7 @@ def training_pairs(records, all_references):
 
 def lead(document, num_sentences=1):
     """The first `num_sentences` sentences: the lead baseline."""
-    sentences = re.split(r"(?<=[.!?])\s+", document.strip())
-    return " ".join(sentences[:num_sentences])
+    return " ".join(data.split_sentences(document)[:num_sentences])
 
 
 ## Model
@@ -94,6 +92,25 @@ def build_model(config, tokenizer):
         coverage_loss_weight=config["coverage_loss_weight"],
         **data.special_token_ids(tokenizer),
     )
+
+
+## Training
+
+
+def pretrain_on_gap_sentences(model, documents, make_dataset, config, strategy):
+    """PEGASUS-style pretraining on the training documents: each document
+    without its principal sentence(s) -> those sentences (see
+    `keras_attention.data.gap_sentence_pairs`). The same model, optimizer and
+    tokenizer then go on to the reference summaries."""
+    pairs = data.gap_sentence_pairs(documents, num_sentences=config["gap_sentences"])
+    print(f"Gap-sentence pretraining: {len(pairs)} pairs from the training documents, "
+          f"{config['gap_sentence_epochs']} epoch(s).")
+    callbacks = []
+    if config["backup_dir"]:  # its own subfolder (a resumed run repeats a finished pretraining)
+        callbacks.append(distribute.backup_and_restore(
+            os.path.join(config["backup_dir"], "gap_sentences"), strategy))
+    model.fit(make_dataset(pairs, True), epochs=config["gap_sentence_epochs"],
+              shuffle=False, verbose=2, callbacks=callbacks)
 
 
 ## Evaluation
@@ -132,16 +149,17 @@ def main(config):
         [text for pair in train_pairs for text in pair], config["vocabulary_size"]
     )
     buckets = tuple(range(32, config["max_source_length"], 32))
-    datasets = [
-        data.make_dataset(
+
+    def dataset(pairs, shuffle):
+        return data.make_dataset(
             pairs, tokenizer, tokenizer, batch_size=config["batch_size"],
             max_source_length=config["max_source_length"],
             max_target_length=config["max_target_length"],
             shuffle=shuffle, seed=config["seed"], bucket_boundaries=buckets,
             pad_to_multiple=32 if execution["jit_compile"] else None,
         )
-        for pairs, shuffle in ((train_pairs, True), (training_pairs(validation, False), False))
-    ]
+
+    datasets = [dataset(train_pairs, True), dataset(training_pairs(validation, False), False)]
 
     # Under a strategy, the variables live on every replica and `fit` splits
     # each (global) batch between them.
@@ -155,6 +173,10 @@ def main(config):
             metrics=["accuracy"],
             jit_compile=execution["jit_compile"],  # generation is always compiled
         )
+    start = time.time()
+    if config["gap_sentence_epochs"]:
+        pretrain_on_gap_sentences(model, [record["document"] for record in train],
+                                  dataset, config, strategy)
     callbacks = []
     if config["backup_dir"]:  # an interrupted run resumes from its last epoch
         callbacks.append(distribute.backup_and_restore(config["backup_dir"], strategy))
@@ -163,7 +185,6 @@ def main(config):
             monitor="val_loss", patience=config["epochs"], restore_best_weights=True))
     print(f"Training a pointer-generator Transformer with {model.count_params():,} parameters "
           f"on {strategy.num_replicas_in_sync} replica(s).")
-    start = time.time()
     history = model.fit(datasets[0], validation_data=datasets[1], epochs=config["epochs"],
                         shuffle=False, verbose=2, callbacks=callbacks)
     train_seconds = time.time() - start

@@ -1,5 +1,10 @@
 """Data: file loaders, splits, tokenizers, tf.data pipelines and built-in synthetic tasks."""
 
+from keras_attention.data.gap_sentences import (
+    gap_sentence_pairs,
+    principal_sentences,
+    split_sentences,
+)
 from keras_attention.data.loaders import (
     load_babi,
     load_babi_task,
@@ -38,6 +43,7 @@ __all__ = [
     "encode_sources",
     "encode_stories",
     "exact_match",
+    "gap_sentence_pairs",
     "load_babi",
     "load_babi_task",
     "load_sentence_pairs",
@@ -49,9 +55,11 @@ __all__ = [
     "make_date_pairs",
     "make_stories",
     "make_task",
+    "principal_sentences",
     "save_tokenizer",
     "special_token_ids",
     "split_examples",
+    "split_sentences",
     "story_from_source",
     "story_source",
     "story_texts",

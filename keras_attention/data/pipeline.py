@@ -4,6 +4,7 @@ import re
 
 import tensorflow as tf
 
+from keras_attention.data.gap_sentences import split_sentences
 from keras_attention.data.tokenizers import special_token_ids
 from keras_attention.validation import check_positive_int
 
@@ -199,9 +200,9 @@ def story_from_source(text):
     {'story': ['Mary went home.', 'John left.'], 'question': 'Where is Mary?'}
     """
     story, bar, question = text.rpartition("|")
-    sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+", story.strip()) if s.strip()]
+    sentences = split_sentences(story)
     if not bar:
-        sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+", text.strip()) if s.strip()]
+        sentences = split_sentences(text)
         sentences, question = sentences[:-1], (sentences[-1] if sentences else "")
     return {"story": sentences, "question": question.strip()}
 
