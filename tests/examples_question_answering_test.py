@@ -157,3 +157,34 @@ def test_memory_network_compiles_with_xla_by_default_and_flags_override(monkeypa
     monkeypatch.setattr("sys.argv", ["train.py", "--jit_compile=false", "--precision=float32"])
     chosen = recipe.execution_defaults(recipe.parse_overrides())
     assert chosen["jit_compile"] is False and chosen["dtype_policy"] == "float32"
+
+
+def test_restarts_keep_the_network_with_the_best_validation_accuracy(monkeypatch, tmp_path):
+    from keras_attention import data, distribute
+
+    recipe = load_recipe()
+    accuracies = {0: [0.5, 0.7], 1: [0.6, 0.9], 2: [0.8, 0.85]}  # by seed, per epoch
+    seen = []
+
+    class History:
+        def __init__(self, seed):
+            self.history = {"val_accuracy": accuracies[seed]}
+
+    def fake_fit(training, validation, vocabulary_size, num_answers, config, strategy):
+        seen.append((config["seed"], config["backup_dir"], len(training[1]), len(validation[1])))
+        return f"model {config['seed']}", History(config["seed"])
+
+    monkeypatch.setattr(recipe, "fit_memory_network", fake_fit)
+    train = [dict(e, task=1) for e in data.make_stories(100, seed=0)]
+    config = dict(recipe.recipe_config.get_quick_config(), restarts=3,
+                  backup_dir=str(tmp_path), validation_fraction=0.2)
+    model, _, _, history, restarts = recipe.train_memory_network(
+        train, config, distribute.get_strategy("default"))
+    assert model == "model 1" and history.history["val_accuracy"] == [0.6, 0.9]
+    assert restarts == [{"seed": s, "validation_accuracy": max(a)} for s, a in accuracies.items()]
+    # Same split for every restart, each with its own backup folder.
+    assert [s[0] for s in seen] == [0, 1, 2] and len({s[2:] for s in seen}) == 1
+    assert [s[1] for s in seen] == [str(tmp_path / f"restart_{k}") for k in (1, 2, 3)]
+    with pytest.raises(ValueError, match=r"restarts.*Received: restarts=0"):
+        recipe.train_memory_network(train, dict(config, restarts=0),
+                                    distribute.get_strategy("default"))

@@ -30,6 +30,7 @@ def get_config():
         "linear_start": False,  # the paper's linear start (LS): hops start without softmax
         "linear_start_patience": 1,  # epochs without a lower validation loss that end LS
         "decay_epochs": 15,  # halve the learning rate every this many epochs
+        "restarts": 1,  # train this many networks (seeds seed, seed+1, ...), keep the best
         # Transformer seq2seq: the story (last `max_sentences`) and question as one text.
         "max_sentences": 20,
         "question_first": False,  # encoder text: "question | story" (True) or "story | question"

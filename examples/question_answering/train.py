@@ -120,7 +120,17 @@ def execution_defaults(config):
 
 
 def train_memory_network(train, config, strategy):
-    """Returns `(model, tokenizer, answer_classes, history)`."""
+    """Returns `(model, tokenizer, answer_classes, history, restarts)`;
+    `restarts` lists `{"seed", "validation_accuracy"}` of each network trained.
+
+    With `restarts > 1`, trains that many networks from different random
+    initialisations (seeds `seed`, `seed + 1`, ...) on the same split and
+    keeps the one with the best validation accuracy (the paper repeated each
+    training 10 times and kept the best run).
+    """
+    if not isinstance(config["restarts"], int) or config["restarts"] < 1:
+        raise ValueError(f"`restarts` must be a positive integer. "
+                         f"Received: restarts={config['restarts']!r}")
     tokenizer = data.train_tokenizer(data.story_texts(train), config["vocabulary_size"],
                                      lowercase=True, model_type="word")
     answer_classes = sorted({e["answer"] for e in train})
@@ -133,12 +143,38 @@ def train_memory_network(train, config, strategy):
         x = data.encode_stories(records, tokenizer, max_memories=config["max_memories"])
         return x, np.array([answer_classes.index(e["answer"]) for e in records])
 
-    steps_per_epoch = -(-len(fit_split) // config["batch_size"])
+    training = arrays(fit_split)
+    validation = arrays(validation) if validation else None
+    best, restarts = None, []
+    for restart in range(config["restarts"]):
+        seed = config["seed"] + restart
+        if config["restarts"] > 1:
+            print(f"Restart {restart + 1}/{config['restarts']} (seed {seed}).")
+        backup_dir = config["backup_dir"]
+        if backup_dir and config["restarts"] > 1:  # each restart resumes its own backup
+            backup_dir = os.path.join(backup_dir, f"restart_{restart + 1}")
+        model, history = fit_memory_network(
+            training, validation, tokenizer.vocabulary_size(), len(answer_classes),
+            dict(config, seed=seed, backup_dir=backup_dir), strategy,
+        )
+        accuracy = float(max(history.history.get("val_accuracy") or history.history["accuracy"]))
+        restarts.append({"seed": seed, "validation_accuracy": round(accuracy, 4)})
+        if config["restarts"] > 1:
+            print(f"Restart {restart + 1}: best validation accuracy {accuracy:.4f}.")
+        if best is None or accuracy > best[0]:
+            best = (accuracy, model, history)
+    return best[1], tokenizer, answer_classes, best[2], restarts
+
+
+def fit_memory_network(training, validation, vocabulary_size, num_answers, config, strategy):
+    """One memory network trained on `training` `(x, y)`; returns `(model, history)`
+    (the epoch with the best validation accuracy when `validation` is given)."""
+    steps_per_epoch = -(-len(training[1]) // config["batch_size"])
     execution = execution_defaults(config)
     # Variables on every replica (fit splits each global batch); layers in the policy.
     with strategy.scope(), runtime.dtype_policy_scope(execution["dtype_policy"]):
         model = memory_network(
-            tokenizer.vocabulary_size(), len(answer_classes), hidden_dim=config["hidden_dim"],
+            vocabulary_size, num_answers, hidden_dim=config["hidden_dim"],
             num_hops=config["num_hops"], max_memories=config["max_memories"],
             temporal_noise=config["temporal_noise"], linear_start=config["linear_start"],
             seed=config["seed"],
@@ -161,13 +197,11 @@ def train_memory_network(train, config, strategy):
             monitor="val_accuracy", mode="max", patience=config["epochs"],
             restore_best_weights=True,
         ))
-    x, y = arrays(fit_split)
     history = model.fit(
-        x, y, batch_size=config["batch_size"], epochs=config["epochs"],
-        validation_data=arrays(validation) if validation else None,
-        callbacks=callbacks, verbose=2,
+        *training, batch_size=config["batch_size"], epochs=config["epochs"],
+        validation_data=validation, callbacks=callbacks, verbose=2,
     )
-    return model, tokenizer, answer_classes, history
+    return model, history
 
 
 def answer_with_memory(model, records, tokenizer, answer_classes, config):
@@ -270,8 +304,10 @@ def main(config):
     start = time.time()
     extra = {}
     if config["architecture"] == "memory_network":
-        model, tokenizer, answer_classes, history = train_memory_network(train, config, strategy)
+        model, tokenizer, answer_classes, history, restarts = train_memory_network(
+            train, config, strategy)
         train_seconds = time.time() - start
+        extra["restarts"] = restarts
         predictions = answer_with_memory(model, test, tokenizer, answer_classes, config)
         source_tokenizer = target_tokenizer = tokenizer
         extra["answer_classes"] = answer_classes

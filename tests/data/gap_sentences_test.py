@@ -34,7 +34,8 @@ def test_principal_sentences_maximise_rouge1_against_the_rest():
 def test_at_least_one_sentence_stays_as_input():
     _, chosen = principal_sentences("One. Two.", num_sentences=5)
     assert len(chosen) == 1
-    assert principal_sentences("Only one sentence.", num_sentences=1) == (["Only one sentence."], [])
+    only = "Only one sentence."
+    assert principal_sentences(only, num_sentences=1) == ([only], [])
 
 
 def test_gap_sentence_pairs_remove_or_keep_the_target():
