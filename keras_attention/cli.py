@@ -12,6 +12,7 @@ A run directory is what a recipe saves: `model.keras`, `source.spm`,
 """
 
 import argparse
+import contextlib
 import json
 import os
 import pathlib
@@ -157,7 +158,10 @@ def evaluate(args):
     run = SavedRun(args.run_dir)
     sources, references = _evaluation_examples(run.recipe, run.config, args.data,
                                                args.max_examples)
-    hypotheses = run.generate(sources, args.strategy, args.num_beams)
+    # Keras writes its progress bar to stdout; stdout is for the scores alone,
+    # so that `keras-attention evaluate ... > scores.json` is one JSON line.
+    with contextlib.redirect_stdout(sys.stderr):
+        hypotheses = run.generate(sources, args.strategy, args.num_beams)
     if run.recipe == "translation":
         scores = {"bleu": metrics.bleu(hypotheses, references),
                   "chrf": metrics.chrf(hypotheses, references)}
@@ -186,12 +190,25 @@ def export(args):
 
 
 def main(argv=None):
+    """Runs one command. Called from Python with a list `argv`, returns the
+    command's result (the scores of `evaluate`, the folder of `export`). As
+    the `keras-attention` console script (`argv=None`, the arguments come from
+    `sys.argv`), returns `None`: the script passes the result to `sys.exit`,
+    which would print any other value and exit with status 1."""
     parser = argparse.ArgumentParser(prog="keras-attention", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    train_parser = commands.add_parser("train", help="run a recipe")
-    train_parser.add_argument("recipe", choices=RECIPES)
+    # `train RECIPE --help` reaches the recipe's own parser, which lists its
+    # presets and every `--key=value` setting; `train --help` shows this one.
+    train_parser = commands.add_parser(
+        "train", add_help=False,
+        help="run a recipe (`keras-attention train RECIPE --help` lists its settings)",
+        description="Runs examples/RECIPE/train.py with any `--preset=...` and `--key=value` "
+                    "overrides; `keras-attention train RECIPE --help` lists them.")
+    train_parser.add_argument("recipe", nargs="?", choices=RECIPES)
+    helps = {"generate": "one output line per input line, with the run's decoding settings",
+             "evaluate": "the recipe's scores of a run on a file, as one JSON line"}
     for name, fn in (("generate", generate), ("evaluate", evaluate)):
-        sub = commands.add_parser(name)
+        sub = commands.add_parser(name, help=helps[name])
         sub.add_argument("run_dir")
         sub.add_argument("--strategy", choices=["greedy", "beam"], default=None)
         sub.add_argument("--num_beams", type=int, default=None)
@@ -212,10 +229,17 @@ def main(argv=None):
     export_parser.set_defaults(function=export)
     args, rest = parser.parse_known_args(argv)
     if args.command == "train":
-        return train(args.recipe, rest)
-    if rest:
-        parser.error(f"unrecognized arguments: {' '.join(rest)}")
-    return args.function(args)
+        if args.recipe is None:
+            if {"-h", "--help"} & set(rest):
+                train_parser.print_help()
+                raise SystemExit(0)
+            train_parser.error("the following arguments are required: recipe")
+        result = train(args.recipe, rest)
+    else:
+        if rest:
+            parser.error(f"unrecognized arguments: {' '.join(rest)}")
+        result = args.function(args)
+    return result if argv is not None else None
 
 
 if __name__ == "__main__":
