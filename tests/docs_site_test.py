@@ -2,6 +2,7 @@
 
 import html
 import importlib
+import importlib.util
 import inspect
 import pathlib
 import re
@@ -104,3 +105,97 @@ def test_api_pages_show_equations_signatures_and_examples(site):
     models = _page(site, "api/models")
     assert "transformer_seq2seq" in models and "length_penalty" in models
     assert "fast_defaults" in _page(site, "api/runtime")
+
+
+# The pages a new user follows from install to a served translator (issue 6).
+WORKFLOW_PAGES = ["index.md", "recipes/translation.md", "guides/export.md"]
+
+
+def _shell_commands(page):
+    """The `keras-attention ...` commands of a page's ```bash blocks, in order, as argv lists
+    (continuation lines and multi-line quotes joined, comments and pipes into the command
+    dropped)."""
+    import shlex
+
+    text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+    commands = []
+    for block in re.findall(r"```bash\n(.*?)```", text, re.S):
+        pending = ""
+        for line in block.replace("\\\n", " ").splitlines():
+            pending += line
+            try:
+                argv = shlex.split(pending, comments=True)
+            except ValueError:  # a quote that goes on over the next line
+                pending += "\n"
+                continue
+            pending = ""
+            while "|" in argv:  # `echo ... | keras-attention generate RUN`
+                argv = argv[argv.index("|") + 1:]
+            if argv[:1] == ["keras-attention"]:
+                commands.append(argv[1:])
+    return commands
+
+
+def _recipe_config_module(recipe):
+    spec = importlib.util.spec_from_file_location(
+        f"{recipe}_config", ROOT / "examples" / recipe / "config.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("page", WORKFLOW_PAGES)
+def test_workflow_commands_are_valid_and_use_runs_the_page_trains(page, monkeypatch):
+    from keras_attention import cli
+
+    calls = []
+    for name in ("generate", "evaluate", "export"):
+        monkeypatch.setattr(cli, name, lambda args, name=name: calls.append((name, args)))
+    trained = set()
+    commands = _shell_commands(page)
+    assert commands, f"docs/{page} shows no keras-attention command"
+    for argv in commands:
+        if argv[0] == "--help":
+            continue
+        if argv[0] == "train":
+            recipe, overrides = argv[1], dict(
+                arg[2:].partition("=")[::2] for arg in argv[2:] if arg.startswith("--"))
+            assert recipe in cli.RECIPES, argv
+            config = _recipe_config_module(recipe)
+            known = set(config.get_config()) | {"preset", "help"}
+            assert set(overrides) <= known, f"docs/{page}: unknown setting in {argv}"
+            preset = overrides.get("preset", "default")
+            assert preset == "default" or hasattr(config, f"get_{preset}_config"), argv
+            if "help" not in overrides:
+                trained.add(overrides.get("output_dir", f"runs/{recipe}"))
+            continue
+        calls.clear()
+        cli.main(argv)  # parses the options; the command itself is stubbed
+        assert [name for name, _ in calls] == [argv[0]], argv
+        run_dir = calls[0][1].run_dir
+        assert run_dir in trained, (
+            f"docs/{page}: `keras-attention {' '.join(argv)}` uses {run_dir}, which no earlier "
+            f"`keras-attention train` command of the page saves (they save {sorted(trained)})")
+
+
+def test_workflow_evaluates_generates_and_exports_a_run_that_needs_no_data_file():
+    """A reader without a data file can do every step on the built-in dates run."""
+    commands = _shell_commands("index.md")
+    no_data = {
+        dict(arg[2:].partition("=")[::2] for arg in argv if arg.startswith("--")).get(
+            "output_dir", "runs/translation")
+        for argv in commands
+        if argv[:2] == ["train", "translation"]
+        and not any(arg.startswith(("--data", "--preset=eng_deu")) for arg in argv)
+    }
+    assert no_data
+    for step in ("evaluate", "generate", "export"):
+        assert any(argv[0] == step and argv[1] in no_data for argv in commands), (
+            f"docs/index.md: no `keras-attention {step}` on a run of built-in data {no_data}")
+
+
+def test_export_guide_exports_from_python_to_a_folder_the_commands_left_free():
+    text = (ROOT / "docs" / "guides" / "export.md").read_text(encoding="utf-8")
+    cli_dirs = {argv[2] for argv in _shell_commands("guides/export.md") if argv[0] == "export"}
+    python_dirs = set(re.findall(r'export_run\("[^"]+", "([^"]+)"', text))
+    assert python_dirs and not python_dirs & cli_dirs  # EXPORT_DIR must be new or empty
