@@ -184,7 +184,7 @@ class BaseAttention(keras.layers.Layer):
     ):
         if key is None:
             key = value
-        query, value, key = (ops.convert_to_tensor(x) for x in (query, value, key))
+        query, value, key = (self._as_float(x) for x in (query, value, key))
         for name, x, layout in (
             ("query", query, self._query_layout),
             ("value", value, self._value_layout),
@@ -225,6 +225,17 @@ class BaseAttention(keras.layers.Layer):
         if return_attention_scores:
             return output, self._public_scores(weights)
         return output
+
+    def _as_float(self, x):
+        """`x` as a tensor; integer or boolean inputs in the compute dtype.
+
+        Keras autocasts only floating inputs; TensorFlow and JAX then promote
+        an integer input in the first einsum, torch refuses to mix dtypes
+        ("expected scalar type Int but found Float"), so cast here."""
+        x = ops.convert_to_tensor(x)
+        if not keras.backend.is_float_dtype(keras.backend.standardize_dtype(x.dtype)):
+            x = ops.cast(x, self.compute_dtype)
+        return x
 
     def _mask_parts(
         self,
