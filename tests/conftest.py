@@ -25,6 +25,32 @@ def pytest_configure(config):
     )
 
 
+def _let_numpy_read_torch_tensors_that_require_grad():
+    """Under torch, `np.asarray(tensor)` reads a tensor that requires grad.
+
+    On torch a layer's outputs carry autograd history (its weights require
+    grad) and `Tensor.__array__` refuses them; the tests read numbers with
+    `np.asarray` and `np.testing` as they do on TensorFlow and JAX, so here
+    `__array__` reads a detached view, as `keras.ops.convert_to_numpy` does.
+    Nothing else changes: gradients still flow in the tensors themselves.
+    """
+    import torch
+
+    original = torch.Tensor.__array__
+    if getattr(original, "_reads_detached", False):
+        return
+
+    def __array__(self, *args, **kwargs):
+        return original(self.detach(), *args, **kwargs)
+
+    __array__._reads_detached = True
+    torch.Tensor.__array__ = __array__
+
+
+if keras.backend.backend() == "torch":
+    _let_numpy_read_torch_tensors_that_require_grad()
+
+
 def pytest_collection_modifyitems(config, items):
     backend = keras.backend.backend()
     if backend == "tensorflow":

@@ -7,7 +7,8 @@ input masks left untouched.
 
 Backend-neutral: the graph and XLA checks and the gradients use the running
 backend's own machinery (`tf.function` and `GradientTape` on TensorFlow,
-`jax.jit` and `jax.grad` on JAX).
+`jax.jit` and `jax.grad` on JAX, `torch.autograd` on torch, which has no
+compiler here: see `compile_function`).
 """
 
 import inspect
@@ -31,6 +32,12 @@ def to_numpy(x):
     return np.asarray(keras.ops.convert_to_numpy(x))
 
 
+def dtype_of(x):
+    """The dtype of tensor `x` as Keras names it ("float32"): torch dtypes do
+    not compare equal to those names, TensorFlow and JAX dtypes do."""
+    return keras.backend.standardize_dtype(x.dtype)
+
+
 def to_tensor(x):
     """`x` as an eager tensor of the running backend."""
     return keras.ops.convert_to_tensor(x)
@@ -43,7 +50,8 @@ def compile_function(fn, jit_compile, input_signature=None):
     `input_signature` (a list of `(shape, dtype)`, `None` for unknown sizes)
     makes the traced shapes symbolic. JAX: `jax.jit` (always XLA, shapes always
     concrete), for both `jit_compile` values, so the "graph" variant checks
-    tracing. Other backends: None (callers then check eager only).
+    tracing. Other backends: None (callers then check eager only); on torch
+    that is a choice, `torch.compile` would build C++ kernels at test time.
     """
     if BACKEND == "tensorflow":
         import tensorflow as tf
@@ -100,6 +108,21 @@ def gradients(fn, tensors, variables):
         )
         it = iter(grad_tensors)
         return [next(it) if d else None for d in differentiable] + list(grad_values)
+    if BACKEND == "torch":
+        import torch
+
+        # Fresh leaves, so the caller's tensors stay untouched; integer
+        # inputs cannot require gradients.
+        args = [
+            t.detach().clone().requires_grad_(True) if d else t
+            for t, d in zip(tensors, differentiable)
+        ]
+        values = [v.value for v in variables]
+        loss = loss_of(fn(*args))
+        wrt = [a for a, d in zip(args, differentiable) if d] + values
+        grads = torch.autograd.grad(loss, wrt, allow_unused=True)
+        it = iter(grads)
+        return [next(it) if d else None for d in differentiable] + list(it)
     raise NotImplementedError(f"No gradients for backend {BACKEND!r}")
 
 
@@ -230,7 +253,7 @@ def run_layer_test(
     output = layer(*tensors, **call_kwargs)
     assert tuple(output.shape) == tuple(expected_output_shape)
     assert_finite(output, "(eager)")
-    assert output.dtype == layer.compute_dtype
+    assert dtype_of(output) == layer.compute_dtype
     variants = [dict(call_kwargs)]
     if expected_scores_shape is not None:
         scored = dict(call_kwargs, return_attention_scores=True)
@@ -240,7 +263,7 @@ def run_layer_test(
         assert [tuple(s.shape) for s in scores] == [
             tuple(e) for e in expected_scores_shape
         ]
-        assert all(s.dtype == "float32" for s in scores)
+        assert all(dtype_of(s) == "float32" for s in scores)
         # The same output with and without scores, exactly.
         np.testing.assert_array_equal(to_numpy(out), to_numpy(output))
         variants.append(scored)
@@ -292,11 +315,20 @@ def _check_saving(layer, inputs, call_kwargs, tmp_dir):
     assert reloaded_layer.get_config() == layer.get_config()
 
 
+# `fit` compiles its step on TensorFlow (XLA) and JAX (jit). On torch
+# `jit_compile=True` means `torch.compile` (Inductor, C++ kernels built at
+# test time: minutes per layer on CPU) and Keras' own default there, "auto",
+# is eager: the torch check fits eagerly, as `compile_function` has no torch
+# compiler either.
+FIT_JIT_COMPILE = BACKEND != "torch"
+
+
 def _check_training(layer_cls, init_kwargs, inputs, call_kwargs):
-    """One `fit` step with `jit_compile=True` runs and changes the weights."""
+    """One `fit` step (with `jit_compile=True` but on torch) runs and changes
+    the weights."""
     layer = layer_cls(**init_kwargs)
     model = functional_model(layer, inputs, call_kwargs)
-    model.compile(optimizer="sgd", loss="mse", jit_compile=True)
+    model.compile(optimizer="sgd", loss="mse", jit_compile=FIT_JIT_COMPILE)
     x = [np.asarray(v) for v in inputs.values()]
     y = np.random.default_rng(0).normal(size=model.outputs[0].shape[1:])
     y = np.broadcast_to(y, (x[0].shape[0],) + y.shape).astype("float32")
@@ -319,7 +351,7 @@ def _check_mixed_precision(reference, inputs, call_kwargs):
         for variable in layer.weights:
             assert variable.dtype == "float32", variable.path
         output, scores = _call_with_scores(layer, tensors, call_kwargs)
-        assert output.dtype == layer.compute_dtype
+        assert dtype_of(output) == layer.compute_dtype
         assert_finite(output, policy)
         np.testing.assert_allclose(
             to_numpy(output).astype("float32"),
@@ -328,7 +360,7 @@ def _check_mixed_precision(reference, inputs, call_kwargs):
             err_msg=policy,
         )
         if scores is not None:
-            assert scores.dtype == "float32"
+            assert dtype_of(scores) == "float32"
         finite_gradients(layer, inputs, call_kwargs)
 
 

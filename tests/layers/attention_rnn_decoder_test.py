@@ -7,7 +7,7 @@ from keras_attention.layers import (
     BahdanauAttention,
     LuongAttention,
 )
-from tests.test_case import compile_function, run_layer_test
+from tests.test_case import compile_function, dtype_of, run_layer_test
 
 UNITS = 8
 
@@ -182,7 +182,7 @@ def test_attention_runs_in_the_layer_dtype_policy():
     same = AttentionRNNDecoder(UNITS, attention)
     assert same.attention is attention
     state = layer.get_initial_state(2)
-    assert all(s.dtype == "bfloat16" for s in state)
+    assert all(dtype_of(s) == "bfloat16" for s in state)
 
 
 def test_bad_arguments_and_inputs_raise_clear_errors(rng):

@@ -11,6 +11,7 @@ from tests.test_case import (
     PRECISION_TOLERANCE,
     compile_function,
     copy_layer,
+    dtype_of,
     finite_gradients,
     gradients,
     keras_mask,
@@ -110,7 +111,7 @@ def _check_float32_output_under_mixed_precision(reference_layer, inputs, call_kw
             *tensors, **call_kwargs, return_attention_scores=True
         )
         for x in (output, attention, p_gen):
-            assert x.dtype == "float32", policy
+            assert dtype_of(x) == "float32", policy
             assert np.isfinite(to_numpy(x)).all(), policy
         np.testing.assert_allclose(
             to_numpy(output), to_numpy(expected), atol=atol, err_msg=policy
@@ -197,9 +198,10 @@ def test_matches_the_equations_of_see_et_al(use_coverage, rng):
         states, memory, ids, memory_mask=MEMORY_MASK, return_attention_scores=True
     )
     ref = reference(layer, states, memory, ids, MEMORY_MASK, use_coverage)
-    assert log_probs.dtype == "float32"
+    assert dtype_of(log_probs) == "float32"
     np.testing.assert_allclose(attention, ref["attention"], atol=1e-5)
     np.testing.assert_allclose(p_gen, ref["p_gen"], atol=1e-5)
+    log_probs = to_numpy(log_probs)
     np.testing.assert_allclose(np.exp(log_probs), ref["probs"], atol=1e-5)
     np.testing.assert_allclose(log_probs, np.log(ref["probs"]), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(np.exp(log_probs).sum(-1), 1.0, atol=1e-5)
@@ -224,7 +226,8 @@ def test_probabilities_sum_to_one_and_are_finite(rng):
         def loss_terms(states, memory):
             out = layer(states, memory, ids, decoder_states_mask=states_mask,
                         memory_mask=MEMORY_MASK)
-            return [out * np.linspace(-1, 1, V).astype("float32"), *layer.losses]
+            return [out * to_tensor(np.linspace(-1, 1, V).astype("float32")),
+                    *layer.losses]
 
         for grad in gradients(loss_terms, tensors, layer.trainable_variables):
             assert np.isfinite(to_numpy(grad)).all(), bias

@@ -3,10 +3,11 @@
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
+from keras import ops
 
 from keras_attention import layers, masks
 from tests.layers.factories import DIM, FACTORIES
+from tests.test_case import gradients, to_numpy, to_tensor
 
 EXTRA = {
     "rotary_self": lambda **kw: layers.MultiHeadAttention(2, 4, rotary=True, **kw),
@@ -60,13 +61,15 @@ def mask_cases(name):
 
 def output_and_gradients(layer, query, value, kwargs):
     """The float32 output and the gradients of a scalar loss for the query,
-    the value and every trainable weight."""
-    q, v = tf.constant(query), tf.constant(value)
-    with tf.GradientTape() as tape:
-        tape.watch([q, v])
-        out = tf.cast(call(layer, q, v, **kwargs), "float32")
-        loss = tf.reduce_sum(out * tf.sin(out))
-    return out, tape.gradient(loss, [q, v] + layer.trainable_weights)
+    the value and every trainable weight (on the running backend)."""
+
+    def loss_terms(q, v):
+        out = ops.cast(call(layer, q, v, **kwargs), "float32")
+        return out * ops.sin(out)
+
+    q, v = to_tensor(query), to_tensor(value)
+    out = to_numpy(ops.cast(call(layer, q, v, **kwargs), "float32"))
+    return out, gradients(loss_terms, [q, v], layer.trainable_weights)
 
 
 @pytest.mark.parametrize("name", sorted(ALL))
@@ -86,11 +89,19 @@ def test_blocked_outputs_and_gradients_equal_the_exact_path(name):
             if a is None:
                 assert b is None
                 continue
-            np.testing.assert_allclose(b, a, atol=1e-5, err_msg=case)
+            # A weight's gradient sums over every position, in another order
+            # in blocks: float32 rounding there scales with the largest
+            # entries (on torch: 1.7e-5 on entries of 18, luong_general).
+            a, b = to_numpy(a), to_numpy(b)
+            scale = max(1.0, float(np.abs(a).max()))
+            np.testing.assert_allclose(b, a, atol=1e-5 * scale, err_msg=case)
         assert np.isfinite(np.asarray(out_b)).all()
 
 
+@pytest.mark.tf_only("tf.function(jit_compile=True) with a tf.Variable query")
 def test_blocked_path_runs_under_xla_and_keeps_nan_padding_out():
+    import tensorflow as tf
+
     rng = np.random.default_rng(2)
     query, value = inputs(rng)
     value[1, 7:] = np.nan
@@ -192,9 +203,9 @@ def test_blocked_path_is_finite_and_close_under_mixed_precision(name, policy):
         tolerance = 5e-2 if policy == "mixed_bfloat16" else 5e-3
         np.testing.assert_allclose(out_b, out_a, atol=tolerance, err_msg=case)
         for a, b in zip(grads_a, grads_b):
-            b = np.asarray(tf.cast(b, "float32"))
+            b = to_numpy(b).astype("float32")
             assert np.isfinite(b).all(), case
-            np.testing.assert_allclose(b, np.asarray(tf.cast(a, "float32")),
+            np.testing.assert_allclose(b, to_numpy(a).astype("float32"),
                                        atol=10 * tolerance, err_msg=case)
 
 
