@@ -26,6 +26,9 @@ def get_config():
         # those sentences" before the summaries (0 = off).
         "gap_sentence_epochs": 0,
         "gap_sentences": 1,  # principal sentences per pretraining target
+        # Also train on "document -> its sentence closest to a reference" (the
+        # extractive oracle) next to the reference summaries.
+        "oracle_sentences": False,
         "keep_best_epoch": True,  # restore the epoch with the lowest validation loss
         "batch_size": 32,  # global: split between the replicas of a distribution
         "learning_rate": 1e-3,
@@ -53,6 +56,7 @@ def get_quick_config():
         num_examples=400, vocabulary_size=200, num_layers=1, hidden_dim=32,
         num_heads=2, intermediate_dim=64, epochs=1, max_test_examples=16,
         max_source_length=64, max_target_length=24, num_beams=2, gap_sentence_epochs=1,
+        oracle_sentences=True,  # both extra kinds of pairs run in the tests
         precision="float32", jit_compile="false",  # the exact path: no compile time in tests
     )
     return config

@@ -148,6 +148,8 @@ def main(config):
     tokenizer = data.train_tokenizer(
         [text for pair in train_pairs for text in pair], config["vocabulary_size"]
     )
+    if config["oracle_sentences"]:  # what to copy: each document's closest sentence
+        train_pairs += data.oracle_sentence_pairs(train)
     buckets = tuple(range(32, config["max_source_length"], 32))
 
     def dataset(pairs, shuffle):

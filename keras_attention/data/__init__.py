@@ -1,7 +1,9 @@
 """Data: file loaders, splits, tokenizers, tf.data pipelines and built-in synthetic tasks."""
 
-from keras_attention.data.gap_sentences import (
+from keras_attention.data.sentence_selection import (
     gap_sentence_pairs,
+    oracle_sentence,
+    oracle_sentence_pairs,
     principal_sentences,
     split_sentences,
 )
@@ -55,6 +57,8 @@ __all__ = [
     "make_date_pairs",
     "make_stories",
     "make_task",
+    "oracle_sentence",
+    "oracle_sentence_pairs",
     "principal_sentences",
     "save_tokenizer",
     "special_token_ids",

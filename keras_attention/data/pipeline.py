@@ -2,9 +2,10 @@
 
 import re
 
+import numpy as np
 import tensorflow as tf
 
-from keras_attention.data.gap_sentences import split_sentences
+from keras_attention.data.sentence_selection import split_sentences
 from keras_attention.data.tokenizers import special_token_ids
 from keras_attention.validation import check_positive_int
 
@@ -93,9 +94,10 @@ def make_dataset(
     )
     if cache:
         dataset = dataset.cache()
+    boundaries = [b for b in bucket_boundaries if b < max_source_length]
+    num_batches = _bucketed_batch_count(dataset, boundaries, batch_size)
     if shuffle:
         dataset = dataset.shuffle(len(pairs), seed=seed, reshuffle_each_iteration=True)
-    boundaries = [b for b in bucket_boundaries if b < max_source_length]
     dataset = dataset.bucket_by_sequence_length(
         lambda inputs, labels: tf.shape(inputs["encoder_token_ids"])[0],
         bucket_boundaries=boundaries,
@@ -107,7 +109,23 @@ def make_dataset(
             lambda inputs, labels: _pad_batch(inputs, labels, batch_size, pad_to_multiple),
             num_parallel_calls=tf.data.AUTOTUNE,
         )
+    # A known length: progress bars count steps from the first epoch on.
+    dataset = dataset.apply(tf.data.experimental.assert_cardinality(num_batches))
     return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def _bucketed_batch_count(dataset, boundaries, batch_size):
+    """How many batches `bucket_by_sequence_length` makes of `dataset`: each
+    bucket (`boundaries[i-1] <= source length < boundaries[i]`) gives
+    `ceil(examples / batch_size)`, whatever the order. Reads the dataset once
+    (which fills its cache, if it has one)."""
+    lengths = dataset.map(lambda inputs, labels: tf.shape(inputs["encoder_token_ids"])[0])
+    lengths = [batch.numpy() for batch in lengths.batch(8192)]
+    if not lengths:
+        return 0
+    buckets = np.searchsorted(boundaries, np.concatenate(lengths), side="right")
+    counts = np.bincount(buckets, minlength=len(boundaries) + 1)
+    return int(np.sum(-(-counts // batch_size)))
 
 
 def _pad_batch(inputs, labels, batch_size, multiple):
@@ -127,8 +145,6 @@ def _pad_batch(inputs, labels, batch_size, multiple):
 
 def encode_sources(texts, tokenizer, max_length):
     """Source texts -> a padded int32 NumPy array `(N, L)` for `generate`."""
-    import numpy as np
-
     rows = [list(map(int, tokenizer(t)[:max_length])) for t in texts]
     width = max(1, max(len(r) for r in rows))
     out = np.zeros((len(rows), width), "int32")
@@ -156,8 +172,6 @@ def encode_stories(examples, tokenizer, *, max_memories=50, max_words=None):
         `{"story": (N, M, J), "question": (N, J')}` NumPy int32 arrays,
         `M <= max_memories`.
     """
-    import numpy as np
-
     max_memories = check_positive_int("max_memories", max_memories)
     max_words = check_positive_int("max_words", max_words, allow_none=True)
     stories = [list(e["story"])[-max_memories:] or [""] for e in examples]

@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 from keras_attention import data
 
@@ -43,3 +44,20 @@ def test_story_source_round_trip():
     assert data.story_from_source("Mary went home. Where is Mary?") == {
         "story": ["Mary went home."], "question": "Where is Mary?"}
     assert data.story_from_source("| Where?") == {"story": [], "question": "Where?"}
+
+
+@pytest.mark.parametrize("pad_to_multiple", [None, 8])
+def test_make_dataset_knows_its_number_of_batches(pad_to_multiple):
+    """The cardinality is the batch count that iterating gives (progress
+    bars then count steps from the first epoch on)."""
+    from keras_attention.data import make_date_pairs, make_dataset, train_tokenizer
+
+    pairs = make_date_pairs(300, seed=4)
+    tokenizer = train_tokenizer([t for pair in pairs for t in pair], 120)
+    dataset = make_dataset(pairs, tokenizer, tokenizer, batch_size=16, max_source_length=40,
+                           max_target_length=16, bucket_boundaries=(8, 12, 16, 24),
+                           pad_to_multiple=pad_to_multiple)
+    sizes = [int(labels.shape[0]) for _, labels in dataset]
+    assert int(dataset.cardinality()) == len(sizes) > 300 // 16
+    assert sum(sizes) == (16 * len(sizes) if pad_to_multiple else 300)
+    assert len([_ for _ in dataset]) == len(sizes)  # a second epoch, from the cache

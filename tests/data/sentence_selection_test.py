@@ -1,7 +1,13 @@
 import pytest
 from rouge_score import rouge_scorer
 
-from keras_attention.data import gap_sentence_pairs, principal_sentences, split_sentences
+from keras_attention.data import (
+    gap_sentence_pairs,
+    oracle_sentence,
+    oracle_sentence_pairs,
+    principal_sentences,
+    split_sentences,
+)
 
 DOCUMENT = (
     "Attention models align words. "
@@ -54,3 +60,22 @@ def test_bad_arguments_name_themselves():
         principal_sentences(DOCUMENT, num_sentences=0)
     with pytest.raises(TypeError, match=r"documents.*Received: documents="):
         gap_sentence_pairs(DOCUMENT)
+
+
+def test_oracle_sentence_is_the_closest_to_the_best_matching_reference():
+    references = ["Off-topic words entirely.", "Sparse models align words faster."]
+    assert oracle_sentence(DOCUMENT, references) == "Sparse models align words faster."
+    assert oracle_sentence(DOCUMENT, ["The weather was nice today."]) == "The weather was nice."
+    assert oracle_sentence("", ["anything"]) == ""
+
+
+def test_oracle_sentence_pairs_keep_the_whole_document_as_source():
+    records = [{"document": DOCUMENT, "summaries": ["weather nice"]},
+               {"document": "   ", "summaries": ["nothing"]}]
+    assert oracle_sentence_pairs(records) == [(DOCUMENT, "The weather was nice.")]
+
+
+def test_oracle_needs_references():
+    for references in ([], "a string"):
+        with pytest.raises(ValueError, match=r"references.*Received: references="):
+            oracle_sentence(DOCUMENT, references)

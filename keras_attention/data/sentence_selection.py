@@ -1,11 +1,19 @@
-"""Gap-sentence pairs: self-supervised summarization pairs made from documents alone.
+"""Sentences chosen by ROUGE: extra summarization pairs for small data sets.
 
-PEGASUS (Zhang et al. 2020) pretrains a summarizer on "gap sentences": the
+Two selections, each giving `(source, target)` pairs that a summarizer can
+train on next to the reference summaries:
+
+- *Gap sentences* (`gap_sentence_pairs`), from documents alone. PEGASUS (Zhang et al. 2020) pretrains a summarizer on "gap sentences": the
 sentences of a document that overlap most with the rest of it (ROUGE-1 F1,
 each sentence scored on its own, "Ind-Orig") are removed from the input and
 become the target. A small summarization set (SciTLDR has 1,992 training
 abstracts) gains from first learning, on the same abstracts, to write the
 sentence that carries a document's content.
+- *Oracle sentences* (`oracle_sentence_pairs`), from training documents and
+  their references: the document sentence closest to a reference (the
+  greedy extractive oracle of SummaRuNNer, Nallapati et al. 2017, with one
+  sentence) becomes a second target for that document, which teaches a
+  copying model which sentence to copy from.
 """
 
 import re
@@ -96,4 +104,66 @@ def gap_sentence_pairs(documents, num_sentences=1, remove=True):
         target = " ".join(sentences[i] for i in chosen)
         kept = [s for i, s in enumerate(sentences) if not (remove and i in chosen)]
         pairs.append((" ".join(kept), target))
+    return pairs
+
+
+def oracle_sentence(document, references, scorer=None):
+    """The sentence of `document` with the highest mean ROUGE-1/2/L F1
+    against its best-matching reference.
+
+    Args:
+        document: str.
+        references: non-empty sequence of reference summaries (str).
+        scorer: a `rouge_score.rouge_scorer.RougeScorer` with `rouge1`,
+            `rouge2` and `rougeL` to reuse (built when None).
+
+    Returns:
+        str, a sentence of `document` (`""` for an empty document).
+
+    Example:
+
+    >>> from keras_attention.data import oracle_sentence
+    >>> oracle_sentence("Deep nets are popular. We propose sparse attention for speed.",
+    ...                 ["Sparse attention makes models fast."])
+    'We propose sparse attention for speed.'
+    """
+    if isinstance(references, str) or not references:
+        raise ValueError(f"`references` must be a non-empty sequence of strings. "
+                         f"Received: references={references!r}")
+    scorer = scorer or rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True)
+
+    def closeness(sentence):
+        return max(
+            sum(score.fmeasure for score in scorer.score(reference, sentence).values())
+            for reference in references
+        )
+
+    sentences = split_sentences(document)
+    return max(sentences, key=closeness) if sentences else ""
+
+
+def oracle_sentence_pairs(records):
+    """`(document, oracle sentence)` pairs, one per record (see `oracle_sentence`).
+
+    Args:
+        records: dicts with `"document"` and `"summaries"` (a list of
+            references), as `load_summaries` returns; records whose document
+            has no sentence give no pair.
+
+    Returns:
+        list of `(document, sentence)` string pairs.
+
+    Example:
+
+    >>> from keras_attention.data import oracle_sentence_pairs
+    >>> oracle_sentence_pairs([{"document": "Cats sleep. Dogs bark loudly.",
+    ...                         "summaries": ["Dogs bark."]}])
+    [('Cats sleep. Dogs bark loudly.', 'Dogs bark loudly.')]
+    """
+    scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True)
+    pairs = []
+    for record in records:
+        sentence = oracle_sentence(record["document"], record["summaries"], scorer)
+        if sentence:
+            pairs.append((record["document"], sentence))
     return pairs
