@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 export KERAS_BACKEND := tensorflow
 export TF_CPP_MIN_LOG_LEVEL := 3
 
-.PHONY: demo test test-jax install docs
+.PHONY: demo test test-jax test-torch install install-torch docs
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,20 @@ JAX_SKIP := --ignore=tests/layers/query_blocking_test.py \
 
 test-jax: install
 	KERAS_BACKEND=jax $(BIN)/python -m pytest tests/layers $(JAX_SKIP) -n 2 --dist loadfile -q
+
+# The layer and block tests on torch (README: Backends), eagerly: the
+# harness has no torch compiler (`torch.compile` would build C++ kernels at
+# test time) and `fit` runs with Keras' torch default, jit_compile off.
+# `tf_only` tests skip. torch comes from PyPI (the `torch` extra); its Linux
+# wheel brings CUDA libraries (about 5 GB installed) and runs on the CPU.
+$(BIN)/.installed-torch: pyproject.toml $(BIN)/.installed
+	$(BIN)/pip install --quiet -e '.[torch]'
+	touch $@
+
+install-torch: $(BIN)/.installed-torch
+
+test-torch: install-torch
+	KERAS_BACKEND=torch $(BIN)/python -m pytest tests/layers -n 2 --dist loadfile -q
 
 docs: install
 	$(BIN)/mkdocs build --strict --site-dir build/site
