@@ -4,7 +4,8 @@ quiet logs, seeded randomness, and the `tf_only` marker.
 `@pytest.mark.tf_only("why")` marks a test that needs TensorFlow itself
 (tf.data, SavedModel export, tf.distribute, tensorflow-text, a symbolic
 `tf.function` signature); under another backend it is skipped with that
-reason. `make test-jax` runs the layer and block tests on JAX.
+reason. `make test-jax` runs the layer and block tests on JAX,
+`make test-torch` on torch.
 """
 
 import os
