@@ -37,6 +37,7 @@ import numpy as np  # noqa: E402
 from keras_attention import data, distribute, metrics, runs, runtime, visualize  # noqa: E402
 from keras_attention.models import LinearStart, hop_attention, memory_network  # noqa: E402
 from keras_attention.models import transformer_seq2seq  # noqa: E402
+from keras_attention.validation import check_positive_int  # noqa: E402
 
 
 def _load_config_module():
@@ -128,9 +129,7 @@ def train_memory_network(train, config, strategy):
     keeps the one with the best validation accuracy (the paper repeated each
     training 10 times and kept the best run).
     """
-    if not isinstance(config["restarts"], int) or config["restarts"] < 1:
-        raise ValueError(f"`restarts` must be a positive integer. "
-                         f"Received: restarts={config['restarts']!r}")
+    check_positive_int("restarts", config["restarts"])
     tokenizer = data.train_tokenizer(data.story_texts(train), config["vocabulary_size"],
                                      lowercase=True, model_type="word")
     answer_classes = sorted({e["answer"] for e in train})
