@@ -74,6 +74,13 @@ def write_folder_atomically(path, write):
     return path
 
 
+def is_working_directory_or_parent(path):
+    """Whether `path` is the working directory or one of its parents (after
+    resolving `.`, `..` and symbolic links): a folder never to replace."""
+    real = os.path.realpath(os.fspath(path))
+    return os.path.commonpath([real, os.path.realpath(os.getcwd())]) == real
+
+
 def _move_into_place(staging, path):
     """Renames `staging` to `path`, first moving a non-empty `path` aside; the
     folder set aside is removed once `staging` is in place, or renamed back if
