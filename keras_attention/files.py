@@ -92,11 +92,12 @@ def _move_into_place(staging, path):
         return
     aside = f"{os.path.join(os.path.dirname(path), '.' + os.path.basename(path))}" \
             f".previous-{uuid.uuid4().hex}"
-    os.rename(path, aside)
     try:
+        os.rename(path, aside)
         os.rename(staging, path)
-    except BaseException:
-        os.rename(aside, path)
+    except BaseException:  # also an interrupt between the two renames
+        if os.path.lexists(aside) and not os.path.lexists(path):
+            os.rename(aside, path)
         raise
     if os.path.isdir(aside) and not os.path.islink(aside):
         shutil.rmtree(aside, ignore_errors=True)
