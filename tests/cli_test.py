@@ -299,3 +299,16 @@ def test_the_installed_script_prints_one_line_and_no_traceback(run_dir, tmp_path
         assert message in ours[0]
         assert "Traceback" not in process.stderr
         assert process.stdout == ""
+
+
+def test_a_recipe_module_this_installation_lacks_is_one_line(monkeypatch, capsys):
+    def missing(name):
+        raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+    monkeypatch.setattr(cli.importlib, "import_module", missing)
+    line = _one_error_line(_run_console_script(monkeypatch, "train", "translation"), capsys)
+    assert "keras_attention.recipes.translation is missing" in line
+    monkeypatch.setattr(cli.importlib, "import_module", lambda name: (_ for _ in ()).throw(
+        ModuleNotFoundError("No module named 'keras'", name="keras")))
+    with pytest.raises(ModuleNotFoundError, match="keras"):  # not a user error
+        cli.main(["train", "translation"])
