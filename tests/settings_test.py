@@ -77,7 +77,8 @@ def test_an_unknown_setting_lists_the_known_ones_sorted():
 
 def test_check_verifies_a_configuration_given_in_python():
     assert settings.check(dict(DEFAULTS, learning_rate=1), DEFAULTS, RULES)["learning_rate"] == 1.0
-    with pytest.raises(ValueError, match=r"`overwrite` must be of type bool. Received: overwrite=1"):
+    with pytest.raises(ValueError, match=r"`overwrite` must be of type bool. "
+                                         r"Received: overwrite=1"):
         settings.check(dict(DEFAULTS, overwrite=1), DEFAULTS, RULES)
     with pytest.raises(ValueError, match=r"`epochs` must be of type int. Received: epochs=True"):
         settings.check(dict(DEFAULTS, epochs=True), DEFAULTS, RULES)
