@@ -205,7 +205,8 @@ def describe(presets, rules, description=""):
     lines += [f"Presets (--preset=NAME): {', '.join(sorted(presets))}", "",
               "Settings (--key=value):"]
     for key, value in presets["default"].items():
-        lines.append(f"  --{key}={value!r} ({_describe_rule(value, rules.get(key))})")
+        shown = str(value).lower() if isinstance(value, bool) else repr(value)
+        lines.append(f"  --{key}={shown} ({_describe_rule(value, rules.get(key))})")
     return "\n".join(lines)
 
 

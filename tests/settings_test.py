@@ -105,5 +105,5 @@ def test_help_lists_presets_settings_and_rules(capsys):
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
     assert out.startswith("Train it.") and "Presets (--preset=NAME): default, quick" in out
-    assert "--epochs=3 (int, >= 1)" in out and "--architecture='transformer' (transformer|rnn)" \
+    assert "--epochs=3 (int, >= 1)" in out and "--overwrite=false (bool)" in out and "--architecture='transformer' (transformer|rnn)" \
         in out and "--learning_rate=0.001 (float, > 0)" in out
