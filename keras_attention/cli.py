@@ -7,170 +7,131 @@ keras-attention evaluate RUN_DIR --data FILE   # BLEU/chrF, ROUGE or EM/F1, by r
 keras-attention export RUN_DIR EXPORT_DIR [--strategy beam] [--num_beams N]  # a SavedModel
 ```
 
-A run directory is what a recipe saves: `model.keras`, `source.spm`,
-`target.spm` and `config.json`.
+A run directory is what a recipe saves (see `keras_attention.runs`); the
+commands read it through `keras_attention.runs.SavedRun`. Every failure a
+user can cause (a missing or corrupt run folder, a file that is not UTF-8, a
+malformed data file, a bad argument) ends with one line on stderr,
+`keras-attention: error: ...`, and a non-zero exit status.
 """
 
 import argparse
 import contextlib
+import importlib
 import json
 import os
-import pathlib
-import runpy
 import sys
 
-RECIPES = ("translation", "summarization", "question_answering")
+from keras_attention import files, runs
+
+RECIPES = runs.RECIPES
+# The errors the library raises for what a user gave it: a ValueError naming
+# the argument (RunFolderError and UnicodeDecodeError are ValueErrors too) or
+# an OSError naming the file.
+_USER_ERRORS = (ValueError, OSError)
 
 
-def _examples_dir():
-    return pathlib.Path(__file__).resolve().parents[1] / "examples"
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line, as the commands' are."""
+
+    def error(self, message):
+        self.exit(2, f"keras-attention: error: {message} (see `{self.prog} --help`)\n")
+
+
+def _positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
+def _non_negative_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}")
+    return value
+
+
+def _recipe_module(recipe):
+    """The recipe's module, `keras_attention.recipes.<recipe>` (it has `main(argv)`)."""
+    return importlib.import_module(f"keras_attention.recipes.{recipe}")
 
 
 def train(recipe, overrides):
-    """Runs `examples/<recipe>/train.py` with `--key=value` overrides."""
-    script = _examples_dir() / recipe / "train.py"
-    if recipe not in RECIPES or not script.exists():
-        raise SystemExit(
-            f"keras-attention: unknown recipe {recipe!r} (known: {', '.join(RECIPES)}), "
-            f"or {script} is missing (install the repository with `pip install -e .`)."
-        )
-    saved_argv = sys.argv
-    sys.argv = [str(script)] + list(overrides)
-    try:
-        runpy.run_path(str(script), run_name="__main__")
-    finally:
-        sys.argv = saved_argv
+    """Runs a recipe's `main` with `--key=value` overrides; returns its scores."""
+    return _recipe_module(recipe).main(list(overrides))
 
 
-# How each recipe's saved config names its decoding settings.
-_DECODING = {
-    "translation": lambda c: dict(
-        source_length=c["max_length"], target_length=c["max_length"],
-        strategy=c["strategy"], num_beams=c["num_beams"],
-        length_penalty=c["length_penalty"],
-    ),
-    "summarization": lambda c: dict(
-        source_length=c["max_source_length"], target_length=c["max_target_length"],
-        strategy="beam", num_beams=c["num_beams"], length_penalty=c["length_penalty"],
-        coverage_penalty=c["coverage_penalty"],
-    ),
-    "question_answering": lambda c: dict(
-        source_length=c["max_length"], target_length=c["max_answer_length"],
-        strategy="greedy", num_beams=1,
-    ),
-}
+def _read_lines(path):
+    """The lines of a UTF-8 file (or of stdin, `path=None`), without line ends.
 
-
-class SavedRun:
-    """A saved recipe run: tokenizers, model and the recipe's decoding settings."""
-
-    def __init__(self, run_dir):
-        os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-        from keras_attention import runs
-
+    Raises:
+        ValueError: naming the file, the line and the byte that is not UTF-8,
+            or a file that cannot be read.
+    """
+    name = path if path else "<stdin>"
+    if path:
         try:
-            loaded = runs.load_run(run_dir)
-        except FileNotFoundError as error:
-            raise SystemExit(f"keras-attention: {error}") from None
-        self.model, self.source_tokenizer, self.target_tokenizer, metadata = loaded
-        self.recipe = metadata.get("recipe", "translation")
-        if self.recipe not in _DECODING:
-            raise SystemExit(
-                f"keras-attention: {run_dir} was saved by an unknown recipe "
-                f"{self.recipe!r} (known: {', '.join(_DECODING)})."
-            )
-        self.config = metadata["config"]
-        self.decoding = _DECODING[self.recipe](self.config)
-        # A memory-network QA run picks one of these answers (see the recipe).
-        self.answer_classes = metadata.get("answer_classes")
-
-    def generate(self, texts, strategy=None, num_beams=None, verbose=1):
-        """Outputs (translations, summaries or answers) for a list of strings."""
-        from keras_attention import data
-
-        if self.answer_classes is not None:
-            return self._answer_from_memory(texts, verbose)
-        settings = dict(self.decoding)
-        source_length = settings.pop("source_length")
-        target_length = settings.pop("target_length")
-        settings["strategy"] = strategy or settings["strategy"]
-        settings["num_beams"] = num_beams or settings["num_beams"]
-        token_ids = data.encode_sources(texts, self.source_tokenizer, source_length)
-        generated = self.model.generate(
-            token_ids, max_length=target_length, batch_size=64, verbose=verbose, **settings
-        )
-        return data.detokenize(self.target_tokenizer, generated)
-
-
-    def _answer_from_memory(self, texts, verbose):
-        """Answers of a memory network to `"story | question"` lines."""
-        import numpy as np
-
-        from keras_attention import data
-
-        records = [data.story_from_source(text) for text in texts]
-        inputs = data.encode_stories(records, self.source_tokenizer,
-                                     max_memories=self.config["max_memories"])
-        logits = self.model.predict(inputs, batch_size=256, verbose=verbose)
-        return [self.answer_classes[i] for i in np.argmax(logits, axis=-1)]
+            with open(path, "rb") as file:
+                content = file.read()
+        except OSError as error:
+            raise ValueError(
+                f"Argument `--input` must be a readable file ({error.strerror or error}). "
+                f"Received: --input={path!r}"
+            ) from None
+    else:
+        stdin = getattr(sys.stdin, "buffer", None)
+        content = stdin.read() if stdin is not None else sys.stdin.read().encode("utf-8")
+    lines = []
+    for number, raw in enumerate(content.splitlines(), 1):
+        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark
+            raw = raw[3:]
+        try:
+            lines.append(raw.decode("utf-8"))
+        except UnicodeDecodeError as error:
+            raise ValueError(
+                f"Argument `--input` must be UTF-8 text: {name}, line {number}, byte "
+                f"{error.start + 1}: {error.reason}. Received: --input={path!r}"
+            ) from None
+    return lines
 
 
 def generate(args):
-    """Writes one output line per line of `--input` (or stdin) to `--output` (or stdout)."""
-    run = SavedRun(args.run_dir)
-    source = open(args.input, encoding="utf-8") if args.input else sys.stdin
-    with source:
-        lines = [line.rstrip("\n") for line in source]
+    """Writes one output line per line of `--input` (or stdin) to `--output`
+    (or stdout). No input line, no output line (and no model call)."""
+    lines = _read_lines(args.input) if args.input else None
+    run = runs.SavedRun(args.run_dir)
+    if lines is None:
+        lines = _read_lines(None)
     outputs = run.generate(lines, args.strategy, args.num_beams,
                            verbose=1 if args.output else 0)
     text = "".join(line.replace("\n", " ") + "\n" for line in outputs)
     if args.output:
-        pathlib.Path(args.output).write_text(text, encoding="utf-8")
+        files.write_atomically(args.output, lambda file: file.write(text.encode("utf-8")))
     else:
         sys.stdout.write(text)
-
-
-def _evaluation_examples(recipe, config, path, max_examples):
-    """`(sources, references)` from a file in the recipe's format."""
-    from keras_attention import data
-
-    limit = max_examples or None
-    if recipe == "translation":
-        pairs = data.load_sentence_pairs(path, max_pairs=limit)
-        return [s for s, _ in pairs], [t for _, t in pairs]
-    if recipe == "summarization":
-        records = data.load_summaries(path, max_examples=limit)
-        return [r["document"] for r in records], [r["summaries"] for r in records]
-    records = data.load_squad(path)[:limit]
-    if config.get("question_first", False):  # as the question-answering recipe built them
-        sources = [f"{r['question']} | {r['context']}" for r in records]
-    else:
-        sources = [f"{r['context']} | {r['question']}" for r in records]
-    return sources, [r["answers"] for r in records]
 
 
 def evaluate(args):
     """Prints the recipe's scores of a saved run on a file: BLEU and chrF
     (translation, TSV pairs), ROUGE (summarization, JSONL), exact match and
     F1 (question answering, SQuAD-style JSON/JSONL)."""
-    from keras_attention import metrics
-
-    run = SavedRun(args.run_dir)
-    sources, references = _evaluation_examples(run.recipe, run.config, args.data,
-                                               args.max_examples)
+    if not os.path.isfile(args.data):
+        problem = "a folder" if os.path.isdir(args.data) else "no such file"
+        raise ValueError(
+            f"Argument `--data` must be a file ({problem}). Received: --data={args.data!r}"
+        )
+    run = runs.SavedRun(args.run_dir)
     # Keras writes its progress bar to stdout; stdout is for the scores alone,
     # so that `keras-attention evaluate ... > scores.json` is one JSON line.
     with contextlib.redirect_stdout(sys.stderr):
-        hypotheses = run.generate(sources, args.strategy, args.num_beams)
-    if run.recipe == "translation":
-        scores = {"bleu": metrics.bleu(hypotheses, references),
-                  "chrf": metrics.chrf(hypotheses, references)}
-    elif run.recipe == "summarization":
-        scores = metrics.rouge(hypotheses, references)
-    else:
-        scores = {"exact_match": metrics.exact_match(hypotheses, references),
-                  "f1": metrics.f1_score(hypotheses, references)}
-    scores["examples"] = len(sources)
+        scores = run.evaluate(args.data, args.max_examples or None, args.strategy,
+                              args.num_beams, verbose=1)
     print(json.dumps(scores))
     return scores
 
@@ -180,13 +141,53 @@ def export(args):
     (`keras_attention.export.export_run`)."""
     from keras_attention.export import export_run
 
-    try:
-        path = export_run(args.run_dir, args.export_dir, strategy=args.strategy,
-                          num_beams=args.num_beams)
-    except ValueError as error:
-        raise SystemExit(f"keras-attention: {error}") from None
+    path = export_run(args.run_dir, args.export_dir, strategy=args.strategy,
+                      num_beams=args.num_beams)
     print(f"Exported {args.run_dir} to {path} (serving signature: strings -> strings).")
     return path
+
+
+def _parser():
+    parser = _Parser(prog="keras-attention", description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    # `train RECIPE --help` reaches the recipe's own parser, which lists its
+    # presets and every `--key=value` setting; `train --help` shows this one.
+    train_parser = commands.add_parser(
+        "train", add_help=False,
+        help="run a recipe (`keras-attention train RECIPE --help` lists its settings)",
+        description="Runs the recipe keras_attention.recipes.RECIPE with any `--preset=...` "
+                    "and `--key=value` overrides; `keras-attention train RECIPE --help` lists "
+                    "them.")
+    train_parser.add_argument("recipe", nargs="?", choices=RECIPES)
+    helps = {"generate": "one output line per input line, with the run's decoding settings",
+             "evaluate": "the recipe's scores of a run on a file, as one JSON line"}
+    for name, function in (("generate", generate), ("evaluate", evaluate)):
+        sub = commands.add_parser(name, help=helps[name])
+        sub.add_argument("run_dir")
+        sub.add_argument("--strategy", choices=["greedy", "beam"], default=None)
+        sub.add_argument("--num_beams", type=_positive_int, default=None)
+        sub.set_defaults(function=function)
+        if name == "generate":
+            sub.add_argument("--input", help="a UTF-8 file of source lines (default: stdin)")
+            sub.add_argument("--output", help="where to write the outputs (default: stdout)")
+        else:
+            sub.add_argument("--data", required=True, help=(
+                "translation: a TSV file of source<TAB>target; summarization: a JSONL "
+                "file of document/summary; question_answering: SQuAD-style JSON/JSONL"))
+            sub.add_argument("--max_examples", type=_non_negative_int, default=0,
+                             help="the first N examples only (default 0: all)")
+    export_parser = commands.add_parser("export", help="a SavedModel: strings in, strings out")
+    export_parser.add_argument("run_dir")
+    export_parser.add_argument("export_dir", help="a new or empty folder")
+    export_parser.add_argument("--strategy", choices=["greedy", "beam"], default=None)
+    export_parser.add_argument("--num_beams", type=_positive_int, default=None)
+    export_parser.set_defaults(function=export)
+    return parser, train_parser
+
+
+def _error_line(error):
+    """`keras-attention: error: ...` on one line."""
+    return "keras-attention: error: " + " ".join(str(error).split())
 
 
 def main(argv=None):
@@ -194,51 +195,32 @@ def main(argv=None):
     command's result (the scores of `evaluate`, the folder of `export`). As
     the `keras-attention` console script (`argv=None`, the arguments come from
     `sys.argv`), returns `None`: the script passes the result to `sys.exit`,
-    which would print any other value and exit with status 1."""
-    parser = argparse.ArgumentParser(prog="keras-attention", description=__doc__.split("\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-    # `train RECIPE --help` reaches the recipe's own parser, which lists its
-    # presets and every `--key=value` setting; `train --help` shows this one.
-    train_parser = commands.add_parser(
-        "train", add_help=False,
-        help="run a recipe (`keras-attention train RECIPE --help` lists its settings)",
-        description="Runs examples/RECIPE/train.py with any `--preset=...` and `--key=value` "
-                    "overrides; `keras-attention train RECIPE --help` lists them.")
-    train_parser.add_argument("recipe", nargs="?", choices=RECIPES)
-    helps = {"generate": "one output line per input line, with the run's decoding settings",
-             "evaluate": "the recipe's scores of a run on a file, as one JSON line"}
-    for name, fn in (("generate", generate), ("evaluate", evaluate)):
-        sub = commands.add_parser(name, help=helps[name])
-        sub.add_argument("run_dir")
-        sub.add_argument("--strategy", choices=["greedy", "beam"], default=None)
-        sub.add_argument("--num_beams", type=int, default=None)
-        sub.set_defaults(function=fn)
-        if name == "generate":
-            sub.add_argument("--input", help="a file of source lines (default: stdin)")
-            sub.add_argument("--output", help="where to write the outputs (default: stdout)")
-        else:
-            sub.add_argument("--data", required=True, help=(
-                "translation: a TSV file of source<TAB>target; summarization: a JSONL "
-                "file of document/summary; question_answering: SQuAD-style JSON/JSONL"))
-            sub.add_argument("--max_examples", type=int, default=0)
-    export_parser = commands.add_parser("export", help="a SavedModel: strings in, strings out")
-    export_parser.add_argument("run_dir")
-    export_parser.add_argument("export_dir", help="a new or empty folder")
-    export_parser.add_argument("--strategy", choices=["greedy", "beam"], default=None)
-    export_parser.add_argument("--num_beams", type=int, default=None)
-    export_parser.set_defaults(function=export)
+    which would print any other value and exit with status 1.
+
+    Raises:
+        SystemExit: for a failure the user caused, with the one line
+            `keras-attention: error: ...` (the console script prints it to
+            stderr and exits with status 1); status 2 for a bad argument.
+    """
+    parser, train_parser = _parser()
     args, rest = parser.parse_known_args(argv)
-    if args.command == "train":
-        if args.recipe is None:
-            if {"-h", "--help"} & set(rest):
-                train_parser.print_help()
-                raise SystemExit(0)
-            train_parser.error("the following arguments are required: recipe")
-        result = train(args.recipe, rest)
-    else:
-        if rest:
-            parser.error(f"unrecognized arguments: {' '.join(rest)}")
-        result = args.function(args)
+    if args.command == "train" and args.recipe is None:
+        if {"-h", "--help"} & set(rest):
+            train_parser.print_help()
+            raise SystemExit(0)
+        train_parser.error("the following arguments are required: recipe")
+    if args.command != "train" and rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    try:
+        if args.command == "train":
+            result = train(args.recipe, rest)
+        else:
+            result = args.function(args)
+    except _USER_ERRORS as error:
+        raise SystemExit(_error_line(error)) from None
+    except KeyboardInterrupt:
+        print("keras-attention: error: interrupted", file=sys.stderr)
+        raise SystemExit(130) from None
     return result if argv is not None else None
 
 

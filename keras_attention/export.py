@@ -18,10 +18,7 @@ pipelines, not a layer.
 """
 
 import hashlib
-import json
 import os
-import shutil
-import tempfile
 
 SIGNATURE_INPUT = "inputs"  # the serving signature's input name
 SIGNATURE_OUTPUT = "outputs"  # ... and its output name
@@ -47,7 +44,7 @@ def export_run(run_dir, export_dir, *, strategy=None, num_beams=None):
             question-answering recipe (a `Seq2SeqModel`: transformer, RNN or
             pointer-generator).
         export_dir: where to write the SavedModel; must not exist or be an
-            empty folder.
+            empty folder (and not the working directory or a parent of it).
         strategy: `"greedy"` or `"beam"`; default: the recipe's.
         num_beams: positive int, the beam width; default: the recipe's.
 
@@ -57,8 +54,9 @@ def export_run(run_dir, export_dir, *, strategy=None, num_beams=None):
         return tf.string `(B,)` (the signature names its output `outputs`).
 
     Raises:
-        ValueError: naming the argument, for a missing run folder or file,
-            an unknown recipe, a model without cached generation, an export
+        ValueError: naming the argument, for a missing run folder or file
+            (a `keras_attention.runs.RunFolderError` naming the file, also
+            for a corrupt one), an unknown recipe, a model without cached generation, an export
             folder that exists and is not empty, or a bad `strategy` or
             `num_beams`.
 
@@ -75,7 +73,7 @@ def export_run(run_dir, export_dir, *, strategy=None, num_beams=None):
     ```
     """
     os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-    from keras_attention import decoding, runs
+    from keras_attention import decoding, files, runs
     from keras_attention.validation import check_positive_int
 
     run_dir, export_dir = os.fspath(run_dir), os.fspath(export_dir)
@@ -84,10 +82,17 @@ def export_run(run_dir, export_dir, *, strategy=None, num_beams=None):
             "Argument `run_dir` must be a run folder saved by a recipe. "
             f"Received: run_dir={run_dir!r} (no such folder)"
         )
-    if os.path.exists(export_dir) and (not os.path.isdir(export_dir) or os.listdir(export_dir)):
+    if files.is_working_directory_or_parent(export_dir):
+        raise ValueError(
+            "Argument `export_dir` must not be the working directory or one of its parents. "
+            f"Received: export_dir={export_dir!r}"
+        )
+    if os.path.lexists(export_dir) and (
+            not os.path.isdir(export_dir) or os.listdir(export_dir)):
+        what = "a file" if not os.path.isdir(export_dir) else "a folder that is not empty"
         raise ValueError(
             "Argument `export_dir` must not exist or be an empty folder. "
-            f"Received: export_dir={export_dir!r} (exists and is not empty)"
+            f"Received: export_dir={export_dir!r} ({what})"
         )
     if strategy is not None and strategy not in _STRATEGIES:
         raise ValueError(
@@ -95,65 +100,36 @@ def export_run(run_dir, export_dir, *, strategy=None, num_beams=None):
             f"or None (the recipe's). Received: strategy={strategy!r}"
         )
     num_beams = check_positive_int("num_beams", num_beams, allow_none=True)
-    recipe, config = _read_run_config(run_dir)
-    try:
-        model, source_tokenizer, target_tokenizer, _ = runs.load_run(run_dir)
-    except FileNotFoundError as error:
-        raise ValueError(
-            f"Argument `run_dir` must be a run folder saved by a recipe ({error}). "
-            f"Received: run_dir={run_dir!r}"
-        ) from None
-    _check_model(model, run_dir)
-    settings = _decoding_settings(run_dir, recipe, config, strategy, num_beams)
+    run = runs.SavedRun(run_dir)
+    _check_model(run.model, run_dir)
+    settings = _decoding_settings(run, strategy, num_beams)
     decoding.validate_generation_args(
         strategy=settings["strategy"], max_length=settings["target_length"],
         prompt_length=0, num_beams=settings["num_beams"], num_return_sequences=1, k=1,
         p=1.0, temperature=1.0, length_penalty=settings["length_penalty"],
         coverage_penalty=settings["coverage_penalty"],
-        vocab_size=model.target_vocabulary_size,
+        vocab_size=run.model.target_vocabulary_size,
     )
-    archive = _build_archive(model, source_tokenizer, target_tokenizer, settings)
-    _write_atomically(archive, export_dir)
+    archive = _build_archive(run.model, run.source_tokenizer, run.target_tokenizer, settings)
+    files.write_folder_atomically(export_dir,
+                                  lambda folder: archive.write_out(folder, verbose=False))
     return export_dir
 
 
-def _read_run_config(run_dir):
-    """`(recipe, config)` from the run's `config.json`."""
-    from keras_attention.cli import _DECODING
-
-    path = os.path.join(run_dir, "config.json")
-    if not os.path.exists(path):
-        raise ValueError(
-            f"Argument `run_dir` must be a run folder saved by a recipe ({path} is "
-            f"missing). Received: run_dir={run_dir!r}"
-        )
-    with open(path) as f:
-        metadata = json.load(f)
-    recipe = metadata.get("recipe", "translation")
-    if recipe not in _DECODING:
-        raise ValueError(
-            f"Argument `run_dir` must be a run of a known recipe ({', '.join(_DECODING)}). "
-            f"Received: run_dir={run_dir!r}, saved by recipe {recipe!r}"
-        )
-    return recipe, metadata.get("config", {})
-
-
-def _decoding_settings(run_dir, recipe, config, strategy, num_beams):
-    """The recipe's decoding settings, as `keras-attention generate` uses them
-    (`keras_attention.cli.SavedRun`), with `strategy` and `num_beams` overrides."""
-    from keras_attention.cli import _DECODING
-
-    try:
-        settings = dict(_DECODING[recipe](config))
-    except KeyError as error:
-        raise ValueError(
-            f"Argument `run_dir` must hold the {recipe} recipe's decoding settings; "
-            f"its config.json has no {error}. Received: run_dir={run_dir!r}"
-        ) from None
-    settings["strategy"] = strategy or settings["strategy"]
-    settings["num_beams"] = num_beams or settings["num_beams"]
+def _decoding_settings(run, strategy, num_beams):
+    """The run's decoding settings (`SavedRun.decoding`, as `keras-attention
+    generate` uses them), with `strategy` and `num_beams` overrides."""
+    settings = dict(run.decoding)
+    settings["strategy"] = strategy or settings.get("strategy", "greedy")
+    settings["num_beams"] = num_beams or settings.get("num_beams", 1)
     settings.setdefault("length_penalty", 0.0)
     settings.setdefault("coverage_penalty", 0.0)
+    if settings["strategy"] not in _STRATEGIES:
+        raise ValueError(
+            f"Argument `strategy` must be given: the run decodes with "
+            f"{settings['strategy']!r}, and only {', '.join(map(repr, _STRATEGIES))} export. "
+            f"Received: strategy=None, run_dir={run.run_dir!r}"
+        )
     return settings
 
 
@@ -270,25 +246,6 @@ def _sentencepiece(proto):
 
     name = f"sentencepiece_{hashlib.sha256(proto).hexdigest()[:16]}"
     return tf_text.SentencepieceTokenizer(model=proto, out_type=tf.int32, name=name)
-
-
-def _write_atomically(archive, export_dir):
-    """Writes the SavedModel to a temporary sibling folder, then renames it."""
-    export_dir = os.path.abspath(export_dir)
-    parent = os.path.dirname(export_dir)
-    os.makedirs(parent, exist_ok=True)
-    staging = tempfile.mkdtemp(dir=parent, prefix=".partial-export-")
-    try:
-        archive.write_out(staging, verbose=False)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(staging, 0o777 & ~umask)  # mkdtemp makes it private (0o700)
-        if os.path.isdir(export_dir):
-            os.rmdir(export_dir)  # empty, checked before
-        os.replace(staging, export_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
 
 
 __all__ = ["export_run"]

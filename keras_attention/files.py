@@ -74,6 +74,13 @@ def write_folder_atomically(path, write):
     return path
 
 
+def is_working_directory_or_parent(path):
+    """Whether `path` is the working directory or one of its parents (after
+    resolving `.`, `..` and symbolic links): a folder never to replace."""
+    real = os.path.realpath(os.fspath(path))
+    return os.path.commonpath([real, os.path.realpath(os.getcwd())]) == real
+
+
 def _move_into_place(staging, path):
     """Renames `staging` to `path`, first moving a non-empty `path` aside; the
     folder set aside is removed once `staging` is in place, or renamed back if
@@ -85,11 +92,12 @@ def _move_into_place(staging, path):
         return
     aside = f"{os.path.join(os.path.dirname(path), '.' + os.path.basename(path))}" \
             f".previous-{uuid.uuid4().hex}"
-    os.rename(path, aside)
     try:
+        os.rename(path, aside)
         os.rename(staging, path)
-    except BaseException:
-        os.rename(aside, path)
+    except BaseException:  # also an interrupt between the two renames
+        if os.path.lexists(aside) and not os.path.lexists(path):
+            os.rename(aside, path)
         raise
     if os.path.isdir(aside) and not os.path.islink(aside):
         shutil.rmtree(aside, ignore_errors=True)

@@ -112,9 +112,7 @@ parents: a run replaces its whole folder. Received: output_dir='.'
         raise ValueError(f"Argument `overwrite` must be a bool. Received: overwrite={overwrite!r}")
     shown = os.fspath(output_dir)
     received = f"Received: output_dir={shown!r}"
-    real = os.path.realpath(shown)
-    working = os.path.realpath(os.getcwd())
-    if os.path.commonpath([real, working]) == real:
+    if files.is_working_directory_or_parent(shown):
         raise ValueError(
             "Argument `output_dir` must not be the working directory or one of its parents: "
             f"a run replaces its whole folder. {received}"
@@ -436,6 +434,8 @@ class SavedRun:
     def __init__(self, run_dir):
         os.environ.setdefault("KERAS_BACKEND", "tensorflow")
         self.run_dir = os.fspath(run_dir)
+        if os.path.isdir(self.run_dir):
+            self._existing(MODEL_FILE)  # the file that makes a run, named first
         self.metadata = read_metadata(self.run_dir)
         self.recipe = self.metadata["recipe"]
         self.config = self.metadata["config"]

@@ -1,13 +1,21 @@
-"""The `keras-attention` console script as a shell sees it: exit status and
-stdout. The commands themselves run on real runs in
-examples_translation_test.py and export_test.py; here they are stubbed."""
+"""The `keras-attention` console script as a shell sees it: exit status, stdout, and
+one line on stderr for every failure a user can cause. The commands run on a tiny
+real run folder here; on trained runs in examples_*_test.py and export_test.py."""
 
+import io
 import json
+import os
+import subprocess
 import sys
+import types
 
+import keras
 import pytest
 
-from keras_attention import cli
+from keras_attention import cli, data, runs
+from keras_attention.models import Seq2SeqModel, transformer_seq2seq
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _run_console_script(monkeypatch, *args):
@@ -18,42 +26,92 @@ def _run_console_script(monkeypatch, *args):
     return exit_info.value.code
 
 
-class _FakeRun:
-    """A translation run whose generation writes a progress bar to stdout, as Keras does."""
+def _one_error_line(code, capsys):
+    """The one line a failure prints: SystemExit's message (printed by Python
+    on exit, status 1) or argparse's (printed to stderr, status 2)."""
+    err = capsys.readouterr().err
+    if isinstance(code, str):
+        assert err == ""
+        lines = [code]
+    else:
+        assert code == 2
+        lines = err.splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("keras-attention: error: ")
+    assert "Traceback" not in lines[0]
+    return lines[0]
 
-    recipe = "translation"
-    config = {}
 
-    def __init__(self, run_dir):
-        self.run_dir = run_dir
-
-    def generate(self, texts, strategy=None, num_beams=None, verbose=1):
-        sys.stdout.write("1/1 ━━━━━━━━━━━━━━━━━━━━ 0s 4ms/batch\n")
-        return ["2021-03-03" for _ in texts]
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    """A tiny untrained translation run (greedy, 8 target tokens)."""
+    pairs = data.make_date_pairs(200)
+    tokenizer = data.train_tokenizer([s for p in pairs for s in p], 80)
+    keras.utils.set_random_seed(0)
+    model = transformer_seq2seq(tokenizer.vocabulary_size(), num_layers=1, hidden_dim=16,
+                                num_heads=2, intermediate_dim=16, max_length=32,
+                                **data.special_token_ids(tokenizer))
+    path = tmp_path_factory.mktemp("cli") / "run"
+    runs.save_run(path, model, tokenizer, tokenizer, recipe="translation", config={},
+                  scores={}, decoding={"source_length": 12, "target_length": 8,
+                                       "strategy": "greedy", "num_beams": 1})
+    return path
 
 
 @pytest.fixture
 def pairs_file(tmp_path):
     path = tmp_path / "pairs.tsv"
-    path.write_text("March 3, 2021\t2021-03-03\n", encoding="utf-8")
+    path.write_text("March 3, 2021\t2021-03-03\nMay 1, 1999\t1999-05-01\n", encoding="utf-8")
     return path
 
 
-def test_evaluate_exits_0_and_prints_only_the_scores_on_stdout(monkeypatch, capsys, pairs_file):
-    monkeypatch.setattr(cli, "SavedRun", _FakeRun)
-    code = _run_console_script(monkeypatch, "evaluate", "runs/x", f"--data={pairs_file}")
+## What works
+
+
+def test_generate_writes_one_line_per_input_line(run_dir, tmp_path, capsys):
+    (tmp_path / "in.txt").write_bytes("\ufeffMarch 3, 2021\r\nmai 1er, 2003 ünïcode\n".encode())
+    cli.main(["generate", str(run_dir), "--input", str(tmp_path / "in.txt"),
+              "--output", str(tmp_path / "out.txt")])
+    lines = (tmp_path / "out.txt").read_text(encoding="utf-8").splitlines()
+    assert lines == runs.SavedRun(run_dir).generate(["March 3, 2021", "mai 1er, 2003 ünïcode"])
+    assert sorted(os.listdir(tmp_path)) == ["in.txt", "out.txt"]  # no temporary file left
+
+
+@pytest.mark.parametrize("source", ["stdin", "file"])
+def test_empty_input_is_an_empty_output_without_a_model_call(run_dir, tmp_path, capsys,
+                                                             monkeypatch, source):
+    monkeypatch.setattr(Seq2SeqModel, "generate", lambda *a, **k: pytest.fail("called"))
+    (tmp_path / "empty.txt").write_bytes(b"")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"")))
+    argv = ["generate", str(run_dir)] + (
+        ["--input", str(tmp_path / "empty.txt")] if source == "file" else [])
+    assert _run_console_script(monkeypatch, *argv) is None  # exit status 0
+    assert capsys.readouterr() == ("", "")
+    cli.main(argv + ["--output", str(tmp_path / "out.txt")])
+    assert (tmp_path / "out.txt").read_bytes() == b""
+
+
+def test_evaluate_exits_0_and_prints_only_the_scores_on_stdout(run_dir, monkeypatch, capsys,
+                                                               pairs_file):
+    code = _run_console_script(monkeypatch, "evaluate", str(run_dir), f"--data={pairs_file}")
     assert code is None  # exit status 0
     out, err = capsys.readouterr()
     scores = json.loads(out)  # one JSON line and nothing else
-    assert scores == pytest.approx({"bleu": 100.0, "chrf": 100.0, "examples": 1})
-    assert "1/1" in err  # the progress bar went to stderr
+    assert set(scores) == {"bleu", "chrf", "examples"} and scores["examples"] == 2
     assert "'bleu'" not in err  # no repr of the returned dict
 
 
-def test_evaluate_still_returns_the_scores_to_python_callers(monkeypatch, capsys, pairs_file):
-    monkeypatch.setattr(cli, "SavedRun", _FakeRun)
-    scores = cli.main(["evaluate", "runs/x", "--data", str(pairs_file)])
-    assert scores == pytest.approx({"bleu": 100.0, "chrf": 100.0, "examples": 1})
+def test_evaluate_sends_the_progress_bar_to_stderr(run_dir, monkeypatch, capsys, pairs_file):
+    def generate_with_a_bar(self, texts, strategy=None, num_beams=None, verbose=0):
+        sys.stdout.write("1/1 ━━━━━━━━━━━━━━━━━━━━ 0s 4ms/batch\n")
+        return list(texts)
+
+    monkeypatch.setattr(runs.SavedRun, "generate", generate_with_a_bar)
+    scores = cli.main(["evaluate", str(run_dir), "--data", str(pairs_file),
+                       "--max_examples=1"])
+    out, err = capsys.readouterr()
+    assert json.loads(out) == scores and scores["examples"] == 1
+    assert "1/1" in err and "1/1" not in out
 
 
 def test_export_exits_0_and_prints_one_line(monkeypatch, capsys):
@@ -77,13 +135,6 @@ def test_export_exits_0_and_prints_one_line(monkeypatch, capsys):
     assert cli.main(["export", "runs/x", "exported/y"]) == "exported/y"
 
 
-def test_a_refused_export_exits_with_the_message(monkeypatch, tmp_path):
-    (tmp_path / "taken").mkdir()
-    (tmp_path / "taken" / "file").write_text("x")
-    code = _run_console_script(monkeypatch, "export", str(tmp_path), str(tmp_path / "taken"))
-    assert isinstance(code, str) and code.startswith("keras-attention: Argument `export_dir`")
-
-
 def test_every_command_has_a_help_line(capsys):
     with pytest.raises(SystemExit):
         cli.main(["--help"])
@@ -93,18 +144,158 @@ def test_every_command_has_a_help_line(capsys):
                    for line in out.splitlines()), command
 
 
-def test_train_help_reaches_the_recipe_and_train_alone_lists_the_recipes(monkeypatch, capsys):
-    ran = {}
-    monkeypatch.setattr(cli.runpy, "run_path", lambda path, run_name: ran.update(
-        path=path, argv=list(sys.argv)))
-    cli.main(["train", "translation", "--help"])
-    assert ran["path"].endswith("examples/translation/train.py")
-    assert ran["argv"][1:] == ["--help"]  # the recipe's parser lists --preset and the settings
+def test_train_calls_the_packaged_recipes_main(monkeypatch, capsys):
+    ran = []
+    monkeypatch.setattr(cli, "_recipe_module", lambda name: types.SimpleNamespace(
+        main=lambda argv: ran.append((name, argv)) or {"bleu": 1.0}))
+    assert cli.main(["train", "translation", "--epochs=1", "--preset=quick"]) == {"bleu": 1.0}
+    cli.main(["train", "question_answering", "--help"])  # the recipe's parser lists settings
+    assert ran == [("translation", ["--epochs=1", "--preset=quick"]),
+                   ("question_answering", ["--help"])]
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["train", "--help"])
     assert exit_info.value.code == 0
     assert "question_answering" in capsys.readouterr().out
-    with pytest.raises(SystemExit) as exit_info:
-        cli.main(["train"])
-    assert exit_info.value.code == 2
-    assert "required: recipe" in capsys.readouterr().err
+
+
+def test_train_imports_the_recipe_from_the_package(monkeypatch):
+    imported = []
+    monkeypatch.setattr(cli.importlib, "import_module", lambda name: imported.append(name) or
+                        types.SimpleNamespace(main=lambda argv: argv))
+    assert cli.main(["train", "summarization", "--epochs=2"]) == ["--epochs=2"]
+    assert imported == ["keras_attention.recipes.summarization"]
+
+
+## Each failure: one line, a non-zero status, no traceback
+
+
+def test_a_bad_recipe_setting_is_one_line(monkeypatch, capsys):
+    def refuse(argv):
+        raise ValueError("Argument `epochs` must be a positive integer. Received: epochs=-1")
+
+    monkeypatch.setattr(cli, "_recipe_module", lambda name: types.SimpleNamespace(main=refuse))
+    code = _run_console_script(monkeypatch, "train", "translation", "--epochs=-1")
+    assert _one_error_line(code, capsys) == (
+        "keras-attention: error: Argument `epochs` must be a positive integer. "
+        "Received: epochs=-1")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["train"], "required: recipe"),
+    (["train", "poetry"], "invalid choice: 'poetry'"),
+    (["generate", "run", "--num_beams", "0"], "--num_beams: must be a positive integer, got '0'"),
+    (["generate", "run", "--num_beams=-2"], "must be a positive integer, got '-2'"),
+    (["evaluate", "run", "--data=x", "--num_beams=two"], "positive integer, got 'two'"),
+    (["evaluate", "run", "--data=x", "--max_examples=-1"], "--max_examples: must be an integer"),
+    (["export", "run", "out", "--num_beams=0"], "--num_beams: must be a positive integer"),
+    (["export", "run", "out", "--strategy=top_k"], "invalid choice: 'top_k'"),
+    (["generate", "run", "--beams=2"], "unrecognized arguments: --beams=2"),
+    (["evaluate", "run"], "required: --data"),
+])
+def test_bad_arguments_are_one_line(monkeypatch, capsys, argv, message):
+    code = _run_console_script(monkeypatch, *argv)
+    assert message in _one_error_line(code, capsys)
+
+
+def _broken_copy(run_dir, tmp_path, name, content):
+    import shutil
+
+    broken = shutil.copytree(run_dir, tmp_path / "broken")
+    if content is None:
+        os.remove(broken / name)
+    else:
+        (broken / name).write_bytes(content)
+    return broken
+
+
+@pytest.mark.parametrize("name, content, message", [
+    ("config.json", None, "config.json is missing"),
+    ("config.json", b'{"recipe": "transl', "config.json is not valid JSON"),
+    ("model.keras", None, "model.keras is missing"),
+    ("model.keras", b"PK\x03\x04 truncated", "model.keras is not a .keras archive"),
+    ("target.spm", b"\x00garbage", "target.spm is not a SentencePiece model"),
+])
+def test_a_missing_or_corrupt_run_file_is_one_line_naming_it(run_dir, tmp_path, monkeypatch,
+                                                             capsys, name, content, message):
+    broken = _broken_copy(run_dir, tmp_path, name, content)
+    (tmp_path / "pairs.tsv").write_text("March 3, 2021\t2021-03-03\n")
+    for command in (["generate", str(broken), "--input", os.devnull],
+                    ["evaluate", str(broken), f"--data={tmp_path / 'pairs.tsv'}"],
+                    ["export", str(broken), str(tmp_path / "out")]):
+        line = _one_error_line(_run_console_script(monkeypatch, *command), capsys)
+        assert message in line and str(broken / name) in line, (command, line)
+        assert "not found" not in line.lower() or content is None
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_folder_that_is_not_a_run_is_one_line(tmp_path, monkeypatch, capsys):
+    for folder in (tmp_path, tmp_path / "nothing"):
+        code = _run_console_script(monkeypatch, "generate", str(folder))
+        assert "Received: run_dir=" in _one_error_line(code, capsys)
+
+
+def test_input_that_is_not_utf8_names_the_file_and_line(run_dir, tmp_path, monkeypatch, capsys):
+    (tmp_path / "in.txt").write_bytes(b"March 3, 2021\nMai \xe9t\xe9 2003\n")
+    code = _run_console_script(monkeypatch, "generate", str(run_dir), "--input",
+                               str(tmp_path / "in.txt"))
+    line = _one_error_line(code, capsys)
+    assert f"{tmp_path / 'in.txt'}, line 2, byte 5" in line and "UTF-8" in line
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"ok\n\xff\n")))
+    line = _one_error_line(_run_console_script(monkeypatch, "generate", str(run_dir)), capsys)
+    assert "<stdin>, line 2, byte 1" in line
+
+
+def test_missing_input_and_data_files_are_one_line(run_dir, tmp_path, monkeypatch, capsys):
+    code = _run_console_script(monkeypatch, "generate", str(run_dir), "--input",
+                               str(tmp_path / "missing.txt"))
+    assert "`--input` must be a readable file (No such file or directory). Received: " \
+           "--input=" in _one_error_line(code, capsys)
+    code = _run_console_script(monkeypatch, "evaluate", str(run_dir), "--data",
+                               str(tmp_path / "missing.tsv"))
+    assert "`--data` must be a file (no such file)" in _one_error_line(code, capsys)
+    code = _run_console_script(monkeypatch, "generate", str(run_dir), "--input",
+                               str(tmp_path), "--output", str(tmp_path / "out.txt"))
+    assert "`--input` must be a readable file" in _one_error_line(code, capsys)
+    assert not (tmp_path / "out.txt").exists()
+
+
+def test_a_malformed_data_file_is_one_line_naming_file_and_line(run_dir, tmp_path,
+                                                                monkeypatch, capsys):
+    (tmp_path / "pairs.tsv").write_text("March 3, 2021\t2021-03-03\nno tab here\n")
+    code = _run_console_script(monkeypatch, "evaluate", str(run_dir), "--data",
+                               str(tmp_path / "pairs.tsv"))
+    line = _one_error_line(code, capsys)
+    assert str(tmp_path / "pairs.tsv") in line and "line 2" in line
+
+
+def test_a_refused_export_dir_is_one_line(run_dir, tmp_path, monkeypatch, capsys):
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "file").write_text("x")
+    for export_dir, what in ((tmp_path / "taken", "a folder that is not empty"),
+                             (tmp_path / "taken" / "file", "a file")):
+        code = _run_console_script(monkeypatch, "export", str(run_dir), str(export_dir))
+        line = _one_error_line(code, capsys)
+        assert line.startswith("keras-attention: error: Argument `export_dir`") and what in line
+    assert os.listdir(tmp_path / "taken") == ["file"]
+
+
+def test_the_installed_script_prints_one_line_and_no_traceback(run_dir, tmp_path):
+    """The console script in a fresh process: status 1, one stderr line."""
+    (tmp_path / "in.txt").write_bytes(b"\xff\n")
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "config.json").write_text("{")
+    (tmp_path / "bad" / "model.keras").write_bytes(b"")
+    script = "import sys; from keras_attention import cli; sys.exit(cli.main())"
+    for argv, message in (
+            (["generate", str(run_dir), "--input", str(tmp_path / "in.txt")], "line 1, byte 1"),
+            (["evaluate", str(tmp_path / "bad"), "--data", str(tmp_path / "in.txt")],
+             "config.json is not valid JSON")):
+        process = subprocess.run(
+            [sys.executable, "-c", script, *argv], capture_output=True, text=True, cwd=ROOT,
+            timeout=300, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONWARNINGS="ignore"))
+        assert process.returncode == 1, process.stderr[-2000:]
+        ours = [line for line in process.stderr.splitlines() if "keras-attention" in line]
+        assert len(ours) == 1 and ours[0].startswith("keras-attention: error: ")
+        assert message in ours[0]
+        assert "Traceback" not in process.stderr
+        assert process.stdout == ""

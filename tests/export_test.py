@@ -11,7 +11,7 @@ import keras
 import pytest
 import tensorflow as tf
 
-from keras_attention import cli, data, runs
+from keras_attention import cli, data, export, runs
 from keras_attention.export import export_run
 from keras_attention.models import rnn_seq2seq, transformer_seq2seq
 
@@ -33,12 +33,17 @@ CASES = {
     "summarization_pointer_generator_beam": ("summarization", "pointer", None, 3),
     "question_answering_transformer_greedy": ("question_answering", "transformer", None, None),
 }
-CONFIGS = {
-    "translation": dict(max_length=12, strategy="beam", num_beams=3, length_penalty=0.6),
-    "summarization": dict(max_source_length=16, max_target_length=10, num_beams=2,
+# Each recipe's decoding settings, as its run folder's config.json holds them.
+DECODINGS = {
+    "translation": dict(source_length=12, target_length=12, strategy="beam", num_beams=3,
+                        length_penalty=0.6),
+    "summarization": dict(source_length=16, target_length=10, strategy="beam", num_beams=2,
                           length_penalty=1.0, coverage_penalty=0.5),
-    "question_answering": dict(max_length=16, max_answer_length=6),
+    "question_answering": dict(source_length=16, target_length=6, strategy="greedy",
+                               num_beams=1),
 }
+SOURCE_FORMATS = {"translation": "text", "summarization": "text",
+                  "question_answering": "{context} | {question}"}
 
 
 def _tokenizers():
@@ -67,8 +72,8 @@ def _save_tiny_run(path, recipe, architecture, tokenizers):
         model = transformer_seq2seq(source.vocabulary_size(), max_length=32,
                                     pointer_generator=architecture == "pointer", **TINY,
                                     **sizes)
-    runs.save_run(path, model, source, target, recipe=recipe, config=CONFIGS[recipe],
-                  scores={})
+    runs.save_run(path, model, source, target, recipe=recipe, config={}, scores={},
+                  decoding=DECODINGS[recipe], source_format=SOURCE_FORMATS[recipe])
     return path
 
 
@@ -129,7 +134,7 @@ def exported(tmp_path_factory):
 def test_saved_model_serves_what_generate_outputs(exported, name):
     cases, results = exported
     run_dir, strategy, num_beams = cases[name]
-    expected = cli.SavedRun(run_dir).generate(TEXTS, strategy, num_beams, verbose=0)
+    expected = runs.SavedRun(run_dir).generate(TEXTS, strategy, num_beams, verbose=0)
     served = results[name]
     assert served["serve"] == expected
     assert served["signature"] == expected
@@ -146,7 +151,7 @@ def test_saved_model_serves_any_batch_size(exported):
     cases, results = exported
     name = list(CASES)[-1]  # the last export loaded
     run_dir, strategy, num_beams = cases[name]
-    assert results["one_empty"] == cli.SavedRun(run_dir).generate([""], strategy, num_beams,
+    assert results["one_empty"] == runs.SavedRun(run_dir).generate([""], strategy, num_beams,
                                                                    verbose=0)
 
 
@@ -158,22 +163,35 @@ def test_generation_is_compiled_with_xla(exported):
     assert b"_XlaMustCompile" in graph
 
 
-def test_export_refuses_bad_input(exported, tmp_path):
+def test_export_refuses_bad_input(exported, tmp_path, monkeypatch):
     cases, _ = exported
     run_dir = cases["translation_transformer_beam"][0]
     with pytest.raises(ValueError, match=r"`run_dir`.*Received: run_dir='.*missing'"):
         export_run(tmp_path / "missing", tmp_path / "out")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(ValueError, match=r"`run_dir`.*config.json is missing.*Received"):
+    with pytest.raises(ValueError, match=r"`run_dir`.*model.keras is missing.*Received"):
         export_run(tmp_path / "empty", tmp_path / "out")
     (tmp_path / "poetry").mkdir()
     (tmp_path / "poetry" / "config.json").write_text(json.dumps({"recipe": "poetry"}))
-    with pytest.raises(ValueError, match=r"known recipe.*Received: .*'poetry'"):
+    (tmp_path / "poetry" / "model.keras").write_bytes(b"")  # read after config.json
+    with pytest.raises(runs.RunFolderError, match=r"config.json names an unknown recipe "
+                                                  r"'poetry'.*Received: run_dir="):
         export_run(tmp_path / "poetry", tmp_path / "out")
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "file").write_text("x")
-    with pytest.raises(ValueError, match=r"`export_dir`.*Received: export_dir='.*full'"):
+    with pytest.raises(ValueError, match=r"`export_dir`.*Received: export_dir='.*full' "
+                                         r"\(a folder that is not empty\)"):
         export_run(run_dir, tmp_path / "full")
+    with pytest.raises(ValueError, match=r"`export_dir`.*Received: export_dir='.*file' "
+                                         r"\(a file\)"):
+        export_run(run_dir, tmp_path / "full" / "file")
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")  # an empty working directory is still refused
+    for folder in (".", ".."):
+        with pytest.raises(ValueError, match=r"`export_dir` must not be the working directory"):
+            export_run(run_dir, folder)
+    monkeypatch.undo()
+    (tmp_path / "cwd").rmdir()
     with pytest.raises(ValueError, match=r"`strategy`.*Received: strategy='top_k'"):
         export_run(run_dir, tmp_path / "out", strategy="top_k")
     with pytest.raises(ValueError, match=r"`num_beams`.*Received: num_beams=0"):
@@ -186,7 +204,7 @@ def test_export_refuses_a_model_without_cached_generation(tmp_path):
     inputs = keras.Input((None,), dtype="int32")
     model = keras.Model(inputs, keras.layers.Embedding(30, 4)(inputs))
     runs.save_run(tmp_path / "run", model, tokenizer, tokenizer, recipe="question_answering",
-                  config=CONFIGS["question_answering"], scores={})
+                  config={}, scores={}, decoding=DECODINGS["question_answering"])
     with pytest.raises(ValueError, match=r"`Seq2SeqModel`.*Received: .* with a Functional"):
         export_run(tmp_path / "run", tmp_path / "out")
 
@@ -219,3 +237,19 @@ def test_cli_export_writes_a_saved_model_and_refuses_bad_input(exported, tmp_pat
         cli.main(["export", str(run_dir), str(tmp_path / "out")])
     with pytest.raises(SystemExit):  # argparse: export knows greedy and beam only
         cli.main(["export", str(run_dir), str(tmp_path / "other"), "--strategy", "top_k"])
+
+
+def test_export_reads_runs_through_saved_run_and_imports_no_cli():
+    """`export` and the CLI do not import each other's names (no cycle)."""
+    import ast
+    import inspect
+
+    imported = set()
+    for node in ast.walk(ast.parse(inspect.getsource(export))):
+        if isinstance(node, ast.ImportFrom):
+            imported |= {f"{node.module}.{alias.name}" for alias in node.names}
+        elif isinstance(node, ast.Import):
+            imported |= {alias.name for alias in node.names}
+    assert "keras_attention.runs" in imported
+    assert not {name for name in imported if "cli" in name.split(".")}
+    assert "_write_atomically" not in vars(export)  # files.write_folder_atomically instead
