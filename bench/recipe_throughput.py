@@ -39,7 +39,7 @@ other jobs hold the cores.
 """
 
 import argparse
-import importlib.util
+import importlib
 import os
 import statistics
 import time
@@ -54,15 +54,9 @@ import tensorflow as tf  # noqa: E402
 import common  # noqa: E402
 from keras_attention import data, runtime  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
 
 def load_recipe():
-    path = os.path.join(ROOT, "examples", "translation", "train.py")
-    spec = importlib.util.spec_from_file_location("translation_train", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module("keras_attention.recipes.translation.train")
 
 
 def main():

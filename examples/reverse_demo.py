@@ -17,8 +17,8 @@ decoder has to learn *where* to look, and the attention weights show it.
 Run: `python examples/reverse_demo.py [--epochs=N] [--attention=luong_general]`.
 """
 
-import argparse
 import os
+import sys
 import time
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
@@ -27,8 +27,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
+from keras_attention import settings  # noqa: E402
 from keras_attention.data import exact_match, make_task, strip_special  # noqa: E402
+from keras_attention.data.synthetic import TASKS  # noqa: E402
 from keras_attention.models import rnn_seq2seq  # noqa: E402
+from keras_attention.models.rnn_seq2seq import ATTENTIONS  # noqa: E402
 
 
 def get_config():
@@ -98,12 +101,26 @@ def main(config):
     }
 
 
-def parse_overrides(config):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[1])
-    for key, value in config.items():
-        parser.add_argument(f"--{key}", type=type(value), default=value)
-    return vars(parser.parse_args())
+# What each setting accepts beyond its type (keras_attention.settings).
+RULES = {
+    "task": settings.one_of(*TASKS),
+    "vocab_size": settings.at_least(4),
+    "max_length": settings.at_least(3),
+    "num_train": settings.at_least(1),
+    "num_test": settings.at_least(1),
+    "units": settings.at_least(1),
+    "attention": settings.one_of(*ATTENTIONS),
+    "epochs": settings.at_least(1),
+    "batch_size": settings.at_least(1),
+    "seed": settings.at_least(0),
+}
+
+
+def parse_settings(argv):
+    """The configuration from `--key=value` arguments, checked."""
+    return settings.parse(argv, {"default": get_config}, RULES,
+                          description=__doc__.split("\n")[1])
 
 
 if __name__ == "__main__":
-    main(parse_overrides(get_config()))
+    main(parse_settings(sys.argv[1:]))

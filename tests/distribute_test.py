@@ -308,9 +308,8 @@ def test_recipes_build_and_compile_under_the_strategy_of_their_config(
 ):
     recipe = recipes.load_recipe(name)
     assert recipe.recipe_config.get_config()["distribution"] == "default"
-    monkeypatch.setattr(sys, "argv", ["train.py", "--preset=quick", "--distribution=mirrored",
-                                      f"--backup_dir={tmp_path}"])
-    config = recipe.parse_overrides(recipe.recipe_config.get_config())
+    config = recipe.parse_settings(["--preset=quick", "--distribution=mirrored",
+                                    f"--backup_dir={tmp_path}"])
     assert config["distribution"] == "mirrored" and config["backup_dir"] == str(tmp_path)
 
     class Stop(Exception):
@@ -333,7 +332,7 @@ def test_recipes_build_and_compile_under_the_strategy_of_their_config(
     monkeypatch.setattr(recipe, "build_model", build_and_stop_at_fit)
     config.update(num_examples=200, max_test_examples=4)
     with pytest.raises(Stop):
-        recipe.main(config)
+        recipe.train_and_evaluate(config)
     assert isinstance(seen["strategy"], tf.distribute.MirroredStrategy)
     model = seen["model"]
     # Model weights and the optimizer's (made by compile) live on the replicas.

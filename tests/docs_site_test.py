@@ -2,7 +2,6 @@
 
 import html
 import importlib
-import importlib.util
 import inspect
 import pathlib
 import re
@@ -137,11 +136,7 @@ def _shell_commands(page):
 
 
 def _recipe_config_module(recipe):
-    spec = importlib.util.spec_from_file_location(
-        f"{recipe}_config", ROOT / "examples" / recipe / "config.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module(f"keras_attention.recipes.{recipe}.config")
 
 
 @pytest.mark.parametrize("page", WORKFLOW_PAGES)

@@ -36,13 +36,11 @@ def test_learning_rate_halves_every_decay_epochs():
         0.01, 0.01, 0.005, 0.005, 0.0025, 0.0025]
 
 
-def test_boolean_overrides_parse_false(monkeypatch):
+def test_boolean_overrides_parse_false():
     recipe = load_recipe()
-    monkeypatch.setattr("sys.argv", ["train.py", "--question_first=false", "--epochs=3"])
-    config = recipe.parse_overrides()
+    config = recipe.parse_settings(["--question_first=false", "--epochs=3"])
     assert config["question_first"] is False and config["epochs"] == 3
-    monkeypatch.setattr("sys.argv", ["train.py", "--preset=transformer", "--question_first=true"])
-    config = recipe.parse_overrides()
+    config = recipe.parse_settings(["--preset=transformer", "--question_first=true"])
     assert config["question_first"] is True and config["architecture"] == "transformer"
 
 
@@ -72,7 +70,7 @@ def test_memory_network_quick_config_trains_saves_plots_and_the_cli_answers_the_
     output = tmp_path / "qa"
     config = dict(recipe.recipe_config.get_quick_config(), output_dir=str(output))
     assert config["architecture"] == "memory_network"
-    scores = recipe.main(config)
+    scores = recipe.train_and_evaluate(config)
     assert 0.0 <= scores["mean_accuracy"] <= 100.0
     for name in ("model.keras", "source.spm", "target.spm", "config.json", "attention.png",
                  "training.png"):
@@ -97,7 +95,7 @@ def test_transformer_quick_config_and_the_cli_answers_the_same(tmp_path):
     config = dict(recipe.recipe_config.get_transformer_config(), output_dir=str(output),
                   num_examples=300, num_layers=1, hidden_dim=32, num_heads=2,
                   intermediate_dim=64, epochs=1, vocabulary_size=80)
-    scores = recipe.main(config)
+    scores = recipe.train_and_evaluate(config)
     assert 0.0 <= scores["mean_accuracy"] <= 100.0
     assert (output / "training.png").exists()
     lines = _cli_answers(cli, output, SOURCES, tmp_path)
@@ -111,7 +109,7 @@ def test_unknown_architecture_is_refused(tmp_path):
     config = dict(recipe.recipe_config.get_quick_config(), architecture="lstm",
                   output_dir=str(tmp_path / "qa"), num_examples=20)
     with pytest.raises(ValueError, match=r"architecture.*Received: architecture='lstm'"):
-        recipe.main(config)
+        recipe.train_and_evaluate(config)
     assert not (tmp_path / "qa").exists()
 
 
@@ -120,9 +118,8 @@ def test_memory_network_trains_under_the_distribution_of_its_config(monkeypatch,
     import tensorflow as tf
 
     recipe = load_recipe()
-    monkeypatch.setattr("sys.argv", ["train.py", "--preset=quick", "--distribution=mirrored",
-                                     f"--backup_dir={tmp_path / 'backup'}"])
-    config = recipe.parse_overrides()
+    config = recipe.parse_settings(["--preset=quick", "--distribution=mirrored",
+                                    f"--backup_dir={tmp_path / 'backup'}"])
     config.update(num_examples=200, epochs=1, output_dir=str(tmp_path / "qa"))
     seen = {}
     build = recipe.memory_network
@@ -137,25 +134,28 @@ def test_memory_network_trains_under_the_distribution_of_its_config(monkeypatch,
 
     def fit_and_record(self, *args, **kwargs):
         seen["callbacks"] = kwargs["callbacks"]
+        seen["record"] = json.loads((tmp_path / "backup" / "config.json").read_text())
         return fit(self, *args, **kwargs)
 
     monkeypatch.setattr(keras.Model, "fit", fit_and_record)
-    scores = recipe.main(config)
+    scores = recipe.train_and_evaluate(config)
     assert 0.0 <= scores["mean_accuracy"] <= 100.0
     assert isinstance(seen["strategy"], tf.distribute.MirroredStrategy)
     for variable in (seen["model"].trainable_variables[0], seen["model"].optimizer.iterations):
         assert isinstance(variable.value, tf.distribute.DistributedValues), variable.path
     assert any(isinstance(c, keras.callbacks.BackupAndRestore) for c in seen["callbacks"])
+    # The backup folder records the settings it belongs to (not those a resume may change).
+    assert seen["record"]["num_examples"] == 200 and "epochs" not in seen["record"]
     assert (tmp_path / "qa" / "model.keras").exists()
 
 
-def test_memory_network_compiles_with_xla_by_default_and_flags_override(monkeypatch):
+def test_memory_network_compiles_with_xla_by_default_and_flags_override():
     recipe = load_recipe()
     auto = recipe.execution_defaults(recipe.recipe_config.get_config())
     assert auto["jit_compile"] is True and auto["dtype_policy"] == (
         "mixed_bfloat16" if recipe.runtime.has_gpu() else "float32")
-    monkeypatch.setattr("sys.argv", ["train.py", "--jit_compile=false", "--precision=float32"])
-    chosen = recipe.execution_defaults(recipe.parse_overrides())
+    chosen = recipe.execution_defaults(recipe.parse_settings(["--jit_compile=false",
+                                                              "--precision=float32"]))
     assert chosen["jit_compile"] is False and chosen["dtype_policy"] == "float32"
 
 

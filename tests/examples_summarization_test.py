@@ -21,7 +21,7 @@ def run_dir(tmp_path_factory):
     recipe = load_recipe()
     output = tmp_path_factory.mktemp("runs") / "summarization"
     config = dict(recipe.recipe_config.get_quick_config(), output_dir=str(output))
-    return output, recipe.main(config), recipe
+    return output, recipe.train_and_evaluate(config), recipe
 
 
 def test_lead_and_training_pairs():
@@ -75,12 +75,11 @@ def test_scitldr_splits_load_with_every_reference():
     assert max(len(record["summaries"]) for record in test) > 1
 
 
-def test_execution_keys_are_overridable(monkeypatch):
+def test_execution_keys_are_overridable():
     recipe = load_recipe()
     config = recipe.recipe_config.get_config()
     assert config["precision"] == "auto" and config["jit_compile"] == "auto"
-    monkeypatch.setattr("sys.argv", ["train.py", "--precision=float32", "--jit_compile=true"])
-    config = recipe.parse_overrides(recipe.recipe_config.get_config())
+    config = recipe.parse_settings(["--precision=float32", "--jit_compile=true"])
     chosen = recipe.runtime.fast_defaults(config["precision"], config["jit_compile"])
     assert chosen["dtype_policy"] == "float32" and chosen["jit_compile"] is True
 

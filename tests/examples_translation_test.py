@@ -3,7 +3,6 @@ saved run: train, save, reload, generate, score."""
 
 import json
 
-import numpy as np
 import pytest
 
 from tests import recipes
@@ -18,7 +17,7 @@ def run_dir(tmp_path_factory):
     recipe = load_recipe()
     output = tmp_path_factory.mktemp("runs") / "translation"
     config = dict(recipe.recipe_config.get_quick_config(), output_dir=str(output))
-    scores = recipe.main(config)
+    scores = recipe.train_and_evaluate(config)
     assert 0.0 <= scores["bleu"] <= 100.0 and 0.0 <= scores["chrf"] <= 100.0
     return output, scores
 
@@ -74,11 +73,9 @@ def test_cli_train_runs_a_recipe_with_overrides(tmp_path, monkeypatch):
         cli.main(["train", "poetry"])
 
 
-def test_execution_keys_resolve_through_fast_defaults(monkeypatch):
+def test_execution_keys_resolve_through_fast_defaults():
     recipe = load_recipe()
-    monkeypatch.setattr("sys.argv", ["train.py", "--precision=mixed_bfloat16",
-                                     "--jit_compile=false"])
-    config = recipe.parse_overrides(recipe.recipe_config.get_config())
+    config = recipe.parse_settings(["--precision=mixed_bfloat16", "--jit_compile=false"])
     chosen = recipe.execution_defaults(config)
     assert chosen["dtype_policy"] == "mixed_bfloat16" and chosen["jit_compile"] is False
     auto = recipe.execution_defaults(recipe.recipe_config.get_config())

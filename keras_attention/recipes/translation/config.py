@@ -1,5 +1,9 @@
-"""Configurations of the translation recipe. Override any field with
-`--key=value` on the command line."""
+"""Configurations of the translation recipe: defaults, presets and the rules
+of each setting. Override any field with `--key=value` on the command line
+(`keras_attention.settings` reads and checks them)."""
+
+from keras_attention import distribute, runtime
+from keras_attention.settings import at_least, fraction, greater_than, one_of
 
 
 def get_config():
@@ -32,6 +36,7 @@ def get_config():
         "test_fraction": 0.05,
         "max_test_examples": 1000,
         "output_dir": "runs/translation",
+        "overwrite": False,  # replace the run already in output_dir (a run folder only)
         "seed": 0,
     }
 
@@ -57,3 +62,44 @@ def get_eng_deu_config():
         learning_rate=1e-3, max_length=24, epochs=8,
     )
     return config
+
+
+PRESETS = {
+    "default": get_config,
+    "quick": get_quick_config,
+    "eng_deu": get_eng_deu_config,
+}
+
+# What each setting accepts beyond its type (keras_attention.settings).
+RULES = {
+    "num_examples": at_least(1),
+    "max_pairs": at_least(0),
+    "architecture": one_of("transformer", "rnn"),
+    "vocabulary_size": at_least(5),  # the 4 special tokens and one more
+    "max_length": at_least(1),
+    "num_layers": at_least(1),
+    "hidden_dim": at_least(1),
+    "num_heads": at_least(1),
+    "intermediate_dim": at_least(1),
+    "dropout": fraction(),
+    "epochs": at_least(1),
+    "batch_size": at_least(1),
+    "learning_rate": greater_than(0),
+    "distribution": one_of(*distribute.STRATEGIES),
+    "precision": one_of(*runtime.PRECISIONS),
+    "jit_compile": one_of(*runtime.JIT_CHOICES),
+    "strategy": one_of("greedy", "beam"),
+    "num_beams": at_least(1),
+    "length_penalty": at_least(0),
+    "validation_fraction": fraction(),
+    "test_fraction": fraction(),
+    "max_test_examples": at_least(1),
+    "seed": at_least(0),
+}
+
+# Settings a run resuming from a `--backup_dir` may change; the others must
+# be those the backup was made with (keras_attention.recipes.backup).
+BACKUP_MAY_DIFFER = (
+    "epochs", "output_dir", "overwrite", "backup_dir", "distribution", "jit_compile",
+    "strategy", "num_beams", "length_penalty", "max_test_examples",
+)

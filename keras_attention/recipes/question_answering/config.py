@@ -1,4 +1,9 @@
-"""Configurations of the question-answering recipe; override with `--key=value`."""
+"""Configurations of the question-answering recipe: defaults, presets and the
+rules of each setting. Override any field with `--key=value` on the command
+line (`keras_attention.settings` reads and checks them)."""
+
+from keras_attention import distribute, runtime
+from keras_attention.settings import at_least, fraction, greater_than, one_of
 
 
 def get_config():
@@ -16,6 +21,7 @@ def get_config():
         "validation_fraction": 0.1,  # of the training questions; picks the best epoch
         "test_fraction": 0.1,  # built-in data only (bAbI has its own test files)
         "output_dir": "runs/question_answering",
+        "overwrite": False,  # replace the run already in output_dir (a run folder only)
         "distribution": "default",  # tf.distribute: default, mirrored, multi_worker or tpu
         # Execution (keras_attention.runtime.fast_defaults): "auto" = the fastest
         # measured choice for this machine, printed at the start of a run.
@@ -44,6 +50,7 @@ def get_config():
 
 
 def get_quick_config():
+    """A tiny configuration for tests: seconds, not minutes."""
     config = get_config()
     config.update(num_examples=600, hidden_dim=16, num_hops=2, epochs=2, vocabulary_size=80)
     return config
@@ -65,6 +72,53 @@ def get_transformer_config():
 
 
 def get_babi_transformer_config():
+    """The seq2seq alternative on bAbI 1k, 20 tasks."""
     config = get_transformer_config()
     config.update(data="../shared/data/qa/babi/en", vocabulary_size=300)
     return config
+
+
+PRESETS = {
+    "default": get_config,
+    "quick": get_quick_config,
+    "babi": get_babi_config,
+    "transformer": get_transformer_config,
+    "babi_transformer": get_babi_transformer_config,
+}
+
+# What each setting accepts beyond its type (keras_attention.settings); the
+# `tasks` list is checked by the recipe (`train.parse_tasks`).
+RULES = {
+    "num_examples": at_least(1),
+    "architecture": one_of("memory_network", "transformer"),
+    "vocabulary_size": at_least(5),  # the 4 special tokens and one more
+    "hidden_dim": at_least(1),
+    "epochs": at_least(1),
+    "batch_size": at_least(1),
+    "learning_rate": greater_than(0),
+    "validation_fraction": fraction(),
+    "test_fraction": fraction(),
+    "distribution": one_of(*distribute.STRATEGIES),
+    "precision": one_of(*runtime.PRECISIONS),
+    "jit_compile": one_of(*runtime.JIT_CHOICES),
+    "seed": at_least(0),
+    "num_hops": at_least(1),
+    "max_memories": at_least(1),
+    "temporal_noise": fraction(),
+    "linear_start_patience": at_least(1),
+    "decay_epochs": at_least(1),
+    "restarts": at_least(1),
+    "max_sentences": at_least(1),
+    "max_length": at_least(1),
+    "max_answer_length": at_least(1),
+    "num_layers": at_least(1),
+    "num_heads": at_least(1),
+    "intermediate_dim": at_least(1),
+    "dropout": fraction(),
+}
+
+# Settings a run resuming from a `--backup_dir` may change; the others must
+# be those the backup was made with (keras_attention.recipes.backup).
+BACKUP_MAY_DIFFER = (
+    "epochs", "output_dir", "overwrite", "backup_dir", "distribution", "jit_compile",
+)

@@ -1,0 +1,406 @@
+"""
+Title: Question answering on bAbI stories with a memory network built from attention layers
+Description: Read a story and a question, answer it: an End-To-End Memory
+Network (Sukhbaatar et al. 2015) whose hops are keras_attention's
+`LuongAttention(score="dot")` over sentence memories, trained on the bAbI
+tasks (or on built-in bAbI-like stories), with per-task accuracy on the test
+files next to the published figures and SQuAD-style exact match and F1.
+A Transformer seq2seq alternative generates the answer instead
+(`--architecture=transformer`).
+Accelerator: none needed (2 CPU cores).
+
+## Introduction
+
+The memory network keeps each story sentence as one memory vector (a
+position-weighted bag of words plus a temporal encoding), and reads them with
+`num_hops` rounds of dot-product attention, each round's question state plus
+what it read becoming the next round's query. The answer is one class of the
+training answers. The hop attention plot shows which sentences each round
+read.
+
+Before anything is trained, the whole configuration is checked: every
+setting (`config.RULES`, and `tasks`), the output folder
+(`runs.check_output_dir`), the backup folder (`--backup_dir` holds a backup
+of these settings, or none), the splits (none empty) and the vocabulary size.
+
+Run: `keras-attention train question_answering [--preset babi] [--tasks=1-20]`
+or `python examples/question_answering/train.py ...` (the settings and
+presets: `keras_attention/recipes/question_answering/config.py`;
+`--distribution=mirrored` for several GPUs: docs/guides/distributed.md)
+"""
+
+import collections
+import os
+import sys
+import time
+
+import keras
+import numpy as np
+
+from keras_attention import data, distribute, metrics, runs, runtime, settings, visualize
+from keras_attention.models import LinearStart, hop_attention, memory_network, transformer_seq2seq
+from keras_attention.recipes import backup, checks
+from keras_attention.recipes.question_answering import config as recipe_config
+from keras_attention.validation import check_positive_int
+
+BABI_TASKS = range(1, 21)
+
+
+## Settings
+
+
+def parse_settings(argv=None):
+    """The configuration from `--preset=NAME` and `--key=value` arguments
+    (`sys.argv[1:]` by default), checked (`keras_attention.settings`)."""
+    return check_config(settings.parse(
+        sys.argv[1:] if argv is None else argv, recipe_config.PRESETS, recipe_config.RULES,
+        description="Train a question-answering model."))
+
+
+def check_config(config):
+    """`config` if every setting is known, of its type and within its rule,
+    and `tasks` names bAbI tasks."""
+    config = settings.check(config, recipe_config.get_config(), recipe_config.RULES)
+    parse_tasks(config["tasks"])
+    return config
+
+
+## Data: stories with their task number
+
+
+def parse_tasks(spec):
+    """"1-3,5" -> [1, 2, 3, 5].
+
+    Raises:
+        ValueError: naming `tasks`, for anything but bAbI tasks 1 to 20.
+    """
+    tasks = []
+    for part in str(spec).split(","):
+        low, _, high = part.strip().partition("-")
+        try:
+            tasks.extend(range(int(low), int(high or low) + 1))
+        except ValueError:
+            tasks = []
+            break
+    if not tasks or not set(tasks) <= set(BABI_TASKS):
+        raise ValueError("Setting `tasks` must list bAbI tasks 1 to 20, e.g. \"1,2,3\" or "
+                         f"\"1-20\". Received: tasks={spec!r}")
+    return tasks
+
+
+def load_examples(config):
+    """Train and test lists of `load_babi` records with a `"task"` key."""
+    if not config["data"]:
+        stories = [dict(e, task=1) for e in data.make_stories(config["num_examples"],
+                                                               seed=config["seed"])]
+        train, _, test = data.split_examples(
+            stories, validation_fraction=0.0, test_fraction=config["test_fraction"],
+            seed=config["seed"],
+        )
+        return train, checks.check_split("test", test, "test_fraction", config["test_fraction"])
+    splits = {"train": [], "test": []}
+    for task in parse_tasks(config["tasks"]):
+        for split in splits:
+            splits[split].extend(dict(e, task=task)
+                                 for e in data.load_babi_task(config["data"], task, split))
+    for split in splits.values():
+        checks.check_split("test", split, "tasks", config["tasks"])
+    return splits["train"], splits["test"]
+
+
+# The sources of each architecture, as templates (`source_format`): the
+# memory network's `data.story_source`, and the transformer's encoder text.
+STORY_SOURCE = "{story} | {question}"
+CONTEXT_FIRST = "{context} | {question}"
+QUESTION_FIRST = "{question} | {context}"
+
+
+def source_format(config):
+    """The template of this run's sources (`runs.save_run`): what
+    `keras-attention generate` expects on each line."""
+    if config["architecture"] == "memory_network":
+        return STORY_SOURCE
+    return QUESTION_FIRST if config["question_first"] else CONTEXT_FIRST
+
+
+def as_source(example, max_sentences, question_first=False):
+    """The transformer's encoder text: the story, then the question, or the
+    question first with `question_first=True` (measured: no better, see
+    examples/RESULTS.md)."""
+    template = QUESTION_FIRST if question_first else CONTEXT_FIRST
+    return runs.format_source(template, {"context": example["story"][-max_sentences:],
+                                         "question": example["question"]})
+
+
+## The memory network
+
+
+def learning_rate_schedule(config, steps_per_epoch):
+    """The paper's annealing: halve the rate every `decay_epochs` epochs."""
+    boundaries = list(range(config["decay_epochs"], config["epochs"], config["decay_epochs"]))
+    if not boundaries:
+        return config["learning_rate"]
+    return keras.optimizers.schedules.PiecewiseConstantDecay(
+        [b * steps_per_epoch - 1 for b in boundaries],  # step <= boundary: earlier rate
+        [config["learning_rate"] / 2**i for i in range(len(boundaries) + 1)],
+    )
+
+
+def execution_defaults(config):
+    """The dtype policy and `jit_compile` to train with (`runtime.fast_defaults`).
+
+    "auto" compiles the memory network with XLA on a CPU too (fixed-shape
+    arrays, a small model bound by per-op overhead: 2-3x faster than graph
+    mode here), and so trains it in float32 there; the Transformer trains in
+    float32 graph mode on a CPU (as the translation one, measured). On a GPU
+    both use XLA and mixed_bfloat16.
+    """
+    memory_network = config["architecture"] == "memory_network"
+    return runtime.fast_defaults(config["precision"], config["jit_compile"],
+                                 xla_on_cpu=memory_network, bf16_on_cpu=False)
+
+
+def train_memory_network(train, config, strategy):
+    """Returns `(model, tokenizer, answer_classes, history, restarts)`;
+    `restarts` lists `{"seed", "validation_accuracy"}` of each network trained.
+
+    With `restarts > 1`, trains that many networks from different random
+    initialisations (seeds `seed`, `seed + 1`, ...) on the same split and
+    keeps the one with the best validation accuracy (the paper repeated each
+    training 10 times and kept the best run).
+    """
+    check_positive_int("restarts", config["restarts"])
+    fit_split, validation, _ = data.split_examples(
+        train, validation_fraction=config["validation_fraction"], test_fraction=0.0,
+        seed=config["seed"],
+    )
+    if config["validation_fraction"]:  # 0: no validation, the last epoch is kept
+        checks.check_split("validation", validation, "validation_fraction",
+                           config["validation_fraction"])
+    tokenizer = checks.train_tokenizer(data.story_texts(train), config["vocabulary_size"],
+                                       lowercase=True, model_type="word")
+    answer_classes = sorted({e["answer"] for e in train})
+
+    def arrays(records):
+        x = data.encode_stories(records, tokenizer, max_memories=config["max_memories"])
+        return x, np.array([answer_classes.index(e["answer"]) for e in records])
+
+    training = arrays(fit_split)
+    validation = arrays(validation) if validation else None
+    best, restarts = None, []
+    for restart in range(config["restarts"]):
+        seed = config["seed"] + restart
+        if config["restarts"] > 1:
+            print(f"Restart {restart + 1}/{config['restarts']} (seed {seed}).")
+        backup_dir = config["backup_dir"]
+        if backup_dir and config["restarts"] > 1:  # each restart resumes its own backup
+            backup_dir = os.path.join(backup_dir, f"restart_{restart + 1}")
+        model, history = fit_memory_network(
+            training, validation, tokenizer.vocabulary_size(), len(answer_classes),
+            dict(config, seed=seed, backup_dir=backup_dir), strategy,
+        )
+        accuracy = float(max(history.history.get("val_accuracy") or history.history["accuracy"]))
+        restarts.append({"seed": seed, "validation_accuracy": round(accuracy, 4)})
+        if config["restarts"] > 1:
+            print(f"Restart {restart + 1}: best validation accuracy {accuracy:.4f}.")
+        if best is None or accuracy > best[0]:
+            best = (accuracy, model, history)
+    return best[1], tokenizer, answer_classes, best[2], restarts
+
+
+def fit_memory_network(training, validation, vocabulary_size, num_answers, config, strategy):
+    """One memory network trained on `training` `(x, y)`; returns `(model, history)`
+    (the epoch with the best validation accuracy when `validation` is given)."""
+    steps_per_epoch = -(-len(training[1]) // config["batch_size"])
+    execution = execution_defaults(config)
+    # Variables on every replica (fit splits each global batch); layers in the policy.
+    with strategy.scope(), runtime.dtype_policy_scope(execution["dtype_policy"]):
+        model = memory_network(
+            vocabulary_size, num_answers, hidden_dim=config["hidden_dim"],
+            num_hops=config["num_hops"], max_memories=config["max_memories"],
+            temporal_noise=config["temporal_noise"], linear_start=config["linear_start"],
+            seed=config["seed"],
+        )
+        model.compile(
+            optimizer=keras.optimizers.Adam(learning_rate_schedule(config, steps_per_epoch),
+                                            clipnorm=40.0),
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            metrics=["accuracy"],
+            jit_compile=execution["jit_compile"],
+        )
+    callbacks = []
+    if config["backup_dir"]:  # an interrupted run resumes from its last epoch
+        callbacks.append(distribute.backup_and_restore(config["backup_dir"], strategy))
+    if config["linear_start"]:
+        callbacks.append(LinearStart(monitor="val_loss" if validation else "loss",
+                                     patience=config["linear_start_patience"]))
+    if validation:
+        callbacks.append(keras.callbacks.EarlyStopping(
+            monitor="val_accuracy", mode="max", patience=config["epochs"],
+            restore_best_weights=True,
+        ))
+    history = model.fit(
+        *training, batch_size=config["batch_size"], epochs=config["epochs"],
+        validation_data=validation, callbacks=callbacks, verbose=2,
+    )
+    return model, history
+
+
+def answer_with_memory(model, records, tokenizer, answer_classes, config):
+    x = data.encode_stories(records, tokenizer, max_memories=config["max_memories"])
+    logits = model.predict(x, batch_size=256, verbose=1)
+    return [answer_classes[i] for i in np.argmax(logits, axis=-1)]
+
+
+def sample_story(records):
+    """A story to plot: the first with 4 to 12 sentences (else the first)."""
+    return next((r for r in records if 4 <= len(r["story"]) <= 12), records[0])
+
+
+def plot_hops(model, record, tokenizer, config, path):
+    """What each hop read in one story: sentences (rows) by hops (columns)."""
+    x = data.encode_stories([record], tokenizer, max_memories=config["max_memories"])
+    weights = hop_attention(model).predict(x, verbose=0)[0]  # (hops, sentences)
+    sentences = record["story"][-config["max_memories"]:]
+    visualize.plot_attention(
+        weights.T, [f"hop {k + 1}" for k in range(weights.shape[0])],
+        [f"{i + 1}: {s}" for i, s in enumerate(sentences)], path=path,
+        title=f"{record['question']} -> {record['answer']}", xlabel="hop", ylabel="sentence",
+    )
+
+
+## The transformer alternative
+
+
+def train_transformer(train, config, strategy):
+    """Returns `(model, source_tokenizer, target_tokenizer, history)`."""
+    sources = [as_source(e, config["max_sentences"], config["question_first"]) for e in train]
+    answers = [e["answer"] for e in train]
+    source_tokenizer = checks.train_tokenizer(sources, config["vocabulary_size"])
+    target_tokenizer = checks.train_tokenizer(answers, config["vocabulary_size"])
+    execution = execution_defaults(config)
+    dataset = data.make_dataset(
+        list(zip(sources, answers)), source_tokenizer, target_tokenizer,
+        batch_size=config["batch_size"], max_source_length=config["max_length"],
+        max_target_length=config["max_answer_length"], seed=config["seed"],
+        bucket_boundaries=(32, 64, 96, 128),
+        pad_to_multiple=32 if execution["jit_compile"] else None,  # few shapes for XLA
+    )
+    with strategy.scope(), runtime.dtype_policy_scope(execution["dtype_policy"]):
+        model = transformer_seq2seq(
+            source_tokenizer.vocabulary_size(),
+            target_vocabulary_size=target_tokenizer.vocabulary_size(),
+            num_layers=config["num_layers"], hidden_dim=config["hidden_dim"],
+            num_heads=config["num_heads"], intermediate_dim=config["intermediate_dim"],
+            dropout=config["dropout"], max_length=config["max_length"] + 2,
+            **data.special_token_ids(target_tokenizer),
+        )
+        model.compile(
+            optimizer=keras.optimizers.Adam(config["learning_rate"]),
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
+            metrics=["accuracy"],
+            jit_compile=execution["jit_compile"],
+        )
+    callbacks = []
+    if config["backup_dir"]:
+        callbacks.append(distribute.backup_and_restore(config["backup_dir"], strategy))
+    history = model.fit(dataset, epochs=config["epochs"], shuffle=False, callbacks=callbacks,
+                        verbose=2)
+    return model, source_tokenizer, target_tokenizer, history
+
+
+def decoding_settings(config):
+    """How this recipe decodes, as the run folder records it (`runs.save_run`);
+    `None` for the memory network, which picks an answer class instead."""
+    if config["architecture"] == "memory_network":
+        return None
+    return {
+        "source_length": config["max_length"], "target_length": config["max_answer_length"],
+        "strategy": "greedy", "num_beams": 1, "length_penalty": 0.0, "coverage_penalty": 0.0,
+    }
+
+
+def answer(model, sources, source_tokenizer, target_tokenizer, config):
+    token_ids = data.encode_sources(sources, source_tokenizer, config["max_length"])
+    generated = model.generate(
+        token_ids, max_length=config["max_answer_length"], batch_size=128, verbose=1
+    )
+    return data.detokenize(target_tokenizer, generated)
+
+
+## Evaluation
+
+
+def score(predictions, test):
+    """Per-task accuracy (exact answer) and SQuAD exact match / F1 overall;
+    `test` holds `(source, gold answer, task)` triples."""
+    by_task = collections.defaultdict(list)
+    for prediction, (_, gold, task) in zip(predictions, test):
+        by_task[task].append(metrics.normalize_answer(prediction) == metrics.normalize_answer(gold))
+    per_task = {task: 100.0 * float(np.mean(hits)) for task, hits in sorted(by_task.items())}
+    golds = [[gold] for _, gold, _ in test]
+    return {
+        "per_task_accuracy": per_task,
+        "mean_accuracy": float(np.mean(list(per_task.values()))),
+        "exact_match": metrics.exact_match(predictions, golds),
+        "f1": metrics.f1_score(predictions, golds),
+    }
+
+
+def main(argv=None):
+    """Trains, evaluates and saves with the settings of `argv` (`--preset=NAME`,
+    `--key=value`; `sys.argv[1:]` by default); returns the scores."""
+    return train_and_evaluate(parse_settings(argv))
+
+
+def train_and_evaluate(config):
+    """Trains with `config` (a full configuration dict, checked first), scores
+    the test questions, saves the run in `config["output_dir"]`; returns the scores."""
+    config = check_config(config)
+    runs.check_output_dir(config["output_dir"], overwrite=config["overwrite"])
+    record = backup.backup_record(config, recipe_config.BACKUP_MAY_DIFFER)
+    backup.check_backup_dir(config["backup_dir"], record)
+    # First, before any TensorFlow op: multi_worker connects to the other workers.
+    strategy = distribute.get_strategy(config["distribution"])
+    keras.utils.set_random_seed(config["seed"])  # before any tokenizer (see data.pipeline)
+    train, test = load_examples(config)
+    print(f"{len(train)} training and {len(test)} test questions.")
+    print(runtime.describe(execution_defaults(config)))
+    backup.write_backup_record(config["backup_dir"], record)
+    start = time.time()
+    extra = {}
+    if config["architecture"] == "memory_network":
+        model, tokenizer, answer_classes, history, restarts = train_memory_network(
+            train, config, strategy)
+        train_seconds = time.time() - start
+        extra["restarts"] = restarts
+        predictions = answer_with_memory(model, test, tokenizer, answer_classes, config)
+        source_tokenizer = target_tokenizer = tokenizer
+        extra["answer_classes"] = answer_classes
+    else:  # "transformer" (config.RULES)
+        model, source_tokenizer, target_tokenizer, history = train_transformer(
+            train, config, strategy)
+        train_seconds = time.time() - start
+        sources = [as_source(e, config["max_sentences"], config["question_first"]) for e in test]
+        predictions = answer(model, sources, source_tokenizer, target_tokenizer, config)
+    test_triples = [(data.story_source(e), e["answer"], e["task"]) for e in test]
+    scores = dict(score(predictions, test_triples), train_seconds=round(train_seconds, 1),
+                  parameters=model.count_params())
+    print(f"\nMean accuracy over {len(scores['per_task_accuracy'])} task(s): "
+          f"{scores['mean_accuracy']:.1f}% (exact match {scores['exact_match']:.1f}, "
+          f"F1 {scores['f1']:.1f}); trained in {train_seconds:.0f} s.")
+    for task, accuracy in scores["per_task_accuracy"].items():
+        print(f"  task {task:2d}: {accuracy:5.1f}%")
+    for (source, gold, _), prediction in list(zip(test_triples, predictions))[:3]:
+        print(f"  {source[-70:]!r} -> {prediction!r} (gold {gold!r})")
+    if not distribute.is_chief(strategy):
+        return scores  # one worker of several: the chief writes the run
+    runs.save_run(config["output_dir"], model, source_tokenizer, target_tokenizer,
+                  recipe="question_answering", config=config, scores=scores,
+                  decoding=decoding_settings(config), source_format=source_format(config),
+                  extra=extra, overwrite=config["overwrite"])
+    if config["architecture"] == "memory_network":
+        plot_hops(model, sample_story(test), tokenizer, config,
+                  os.path.join(config["output_dir"], "attention.png"))
+    visualize.plot_history(history, os.path.join(config["output_dir"], "training.png"))
+    return scores

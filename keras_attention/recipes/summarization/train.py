@@ -1,0 +1,280 @@
+"""
+Title: Abstractive summarization with a pointer-generator Transformer
+Description: Summarize paper abstracts into one-sentence TLDRs (SciTLDR, or
+built-in synthetic abstracts) with a Transformer encoder-decoder whose output
+layer is keras_attention's `PointerGenerator` (copy attention with coverage,
+See et al. 2017); ROUGE-1/2/L against every reference, next to the lead-1
+baseline on the same split.
+Accelerator: none needed (2 CPU cores).
+
+## Introduction
+
+Summaries reuse the document's rare words (method names, numbers) that a
+small vocabulary model cannot generate well. A pointer-generator mixes, at
+each step, generating a token from the vocabulary with copying a source
+token through an attention distribution; coverage (the sum of past
+attention) discourages attending to, and so repeating, the same words. One
+SentencePiece vocabulary serves documents and summaries, so a copied token
+is the same id.
+
+Before anything is trained, the whole configuration is checked: every
+setting (`config.RULES`), the output folder (`runs.check_output_dir`), the
+backup folder (`--backup_dir` holds a backup of these settings, or none),
+the splits (none empty) and the vocabulary size.
+
+Run: `keras-attention train summarization [--preset scitldr] [--key=value ...]`
+or `python examples/summarization/train.py ...` (the settings and presets:
+`keras_attention/recipes/summarization/config.py`; `--distribution=mirrored`
+for several GPUs: docs/guides/distributed.md)
+"""
+
+import os
+import sys
+import time
+
+import keras
+
+from keras_attention import data, distribute, metrics, runs, runtime, settings, visualize
+from keras_attention.models import transformer_seq2seq
+from keras_attention.recipes import backup, checks
+from keras_attention.recipes.summarization import config as recipe_config
+
+## Settings
+
+
+def parse_settings(argv=None):
+    """The configuration from `--preset=NAME` and `--key=value` arguments
+    (`sys.argv[1:]` by default), checked (`keras_attention.settings`)."""
+    return settings.parse(sys.argv[1:] if argv is None else argv, recipe_config.PRESETS,
+                          recipe_config.RULES, description="Train a summarization model.")
+
+
+def check_config(config):
+    """`config` if every setting is known, of its type and within its rule."""
+    return settings.check(config, recipe_config.get_config(), recipe_config.RULES)
+
+
+## Data: {"document", "summaries"} records
+
+
+def load_splits(config):
+    """Train, validation and test records (SciTLDR's own splits, or built-in).
+
+    Raises:
+        ValueError: naming the setting of a split that came out empty.
+    """
+    if config["data"]:
+        splits = [
+            data.load_summaries(os.path.join(config["data"], f"{split}.jsonl"))
+            for split in ("train", "dev", "test")
+        ]
+        for name, split in zip(("training", "validation (dev.jsonl)", "test"), splits):
+            checks.check_split(name, split, "data", config["data"])
+        return splits
+    train, validation, test = data.split_examples(
+        data.make_abstracts(config["num_examples"], seed=config["seed"]),
+        validation_fraction=config["validation_fraction"],
+        test_fraction=config["test_fraction"],
+        seed=config["seed"],
+    )
+    checks.check_split("validation", validation, "validation_fraction",
+                       config["validation_fraction"])
+    checks.check_split("test", test, "test_fraction", config["test_fraction"])
+    return train, validation, test
+
+
+def training_pairs(records, all_references):
+    """`(document, summary)` pairs: one per reference, or the first only."""
+    return [
+        (record["document"], summary)
+        for record in records
+        for summary in (record["summaries"] if all_references else record["summaries"][:1])
+    ]
+
+
+def lead(document, num_sentences=1):
+    """The first `num_sentences` sentences: the lead baseline."""
+    return " ".join(data.split_sentences(document)[:num_sentences])
+
+
+## Model
+
+
+def build_model(config, tokenizer):
+    return transformer_seq2seq(
+        tokenizer.vocabulary_size(),
+        num_layers=config["num_layers"], hidden_dim=config["hidden_dim"],
+        num_heads=config["num_heads"], intermediate_dim=config["intermediate_dim"],
+        dropout=config["dropout"], max_length=config["max_source_length"] + 2,
+        pointer_generator=config["pointer_generator"],
+        coverage_loss_weight=config["coverage_loss_weight"],
+        **data.special_token_ids(tokenizer),
+    )
+
+
+## Training
+
+
+def pretrain_on_gap_sentences(model, documents, make_dataset, config, strategy):
+    """PEGASUS-style pretraining on the training documents: each document
+    without its principal sentence(s) -> those sentences (see
+    `keras_attention.data.gap_sentence_pairs`). The same model, optimizer and
+    tokenizer then go on to the reference summaries."""
+    pairs = data.gap_sentence_pairs(documents, num_sentences=config["gap_sentences"])
+    print(f"Gap-sentence pretraining: {len(pairs)} pairs from the training documents, "
+          f"{config['gap_sentence_epochs']} epoch(s).")
+    callbacks = []
+    if config["backup_dir"]:  # its own subfolder (a resumed run repeats a finished pretraining)
+        callbacks.append(distribute.backup_and_restore(
+            os.path.join(config["backup_dir"], "gap_sentences"), strategy))
+    model.fit(make_dataset(pairs, True), epochs=config["gap_sentence_epochs"],
+              shuffle=False, verbose=2, callbacks=callbacks)
+
+
+## Evaluation
+
+
+def decoding_settings(config):
+    """How this recipe decodes, as the run folder records it (`runs.save_run`)."""
+    return {
+        "source_length": config["max_source_length"],
+        "target_length": config["max_target_length"], "strategy": "beam",
+        "num_beams": config["num_beams"], "length_penalty": config["length_penalty"],
+        "coverage_penalty": config["coverage_penalty"],
+    }
+
+
+def summarize(model, documents, tokenizer, config, **kwargs):
+    """Detokenized summaries of `documents`, and the generation result."""
+    token_ids = data.encode_sources(documents, tokenizer, config["max_source_length"])
+    result = model.generate(
+        token_ids, max_length=config["max_target_length"], strategy="beam",
+        num_beams=config["num_beams"], length_penalty=config["length_penalty"],
+        coverage_penalty=config["coverage_penalty"], batch_size=32, verbose=1,
+        return_scores=True, **kwargs,
+    )
+    return data.detokenize(tokenizer, result.token_ids), result
+
+
+def main(argv=None):
+    """Trains, evaluates and saves with the settings of `argv` (`--preset=NAME`,
+    `--key=value`; `sys.argv[1:]` by default); returns the scores."""
+    return train_and_evaluate(parse_settings(argv))
+
+
+def train_and_evaluate(config):
+    """Trains with `config` (a full configuration dict, checked first), scores
+    the test split, saves the run in `config["output_dir"]`; returns the scores."""
+    config = check_config(config)
+    runs.check_output_dir(config["output_dir"], overwrite=config["overwrite"])
+    backup_record = backup.backup_record(config, recipe_config.BACKUP_MAY_DIFFER)
+    backup.check_backup_dir(config["backup_dir"], backup_record)
+    # First, before any TensorFlow op: multi_worker connects to the other workers.
+    strategy = distribute.get_strategy(config["distribution"])
+    keras.utils.set_random_seed(config["seed"])
+    train, validation, test = load_splits(config)
+    test = test[: config["max_test_examples"]]
+    print(f"{len(train)} training, {len(validation)} validation, {len(test)} test documents.")
+
+    # "auto": float32 graph mode on a CPU (the translation Transformer of the
+    # same width measured slower under XLA or bf16 there), XLA and
+    # mixed_bfloat16 on a GPU. Bucketed batches have many shapes: under XLA
+    # they are padded to multiples of 32 tokens.
+    execution = runtime.fast_defaults(config["precision"], config["jit_compile"],
+                                      bf16_on_cpu=False)
+    print(runtime.describe(execution))
+
+    train_pairs = training_pairs(train, config["all_references"])
+    tokenizer = checks.train_tokenizer(
+        [text for pair in train_pairs for text in pair], config["vocabulary_size"]
+    )
+    if config["oracle_sentences"]:  # what to copy: each document's closest sentence
+        train_pairs += data.oracle_sentence_pairs(train)
+    buckets = tuple(range(32, config["max_source_length"], 32))
+
+    def dataset(pairs, shuffle):
+        return data.make_dataset(
+            pairs, tokenizer, tokenizer, batch_size=config["batch_size"],
+            max_source_length=config["max_source_length"],
+            max_target_length=config["max_target_length"],
+            shuffle=shuffle, seed=config["seed"], bucket_boundaries=buckets,
+            pad_to_multiple=32 if execution["jit_compile"] else None,
+        )
+
+    datasets = [dataset(train_pairs, True), dataset(training_pairs(validation, False), False)]
+
+    # Under a strategy, the variables live on every replica and `fit` splits
+    # each (global) batch between them.
+    with strategy.scope(), runtime.dtype_policy_scope(execution["dtype_policy"]):
+        model = build_model(config, tokenizer)
+        model.compile(
+            optimizer=keras.optimizers.Adam(config["learning_rate"]),
+            # The pointer-generator outputs log-probabilities, which
+            # `from_logits=True` leaves unchanged; the coverage loss is added.
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
+            metrics=["accuracy"],
+            jit_compile=execution["jit_compile"],  # generation is always compiled
+        )
+    backup.write_backup_record(config["backup_dir"], backup_record)
+    start = time.time()
+    if config["gap_sentence_epochs"]:
+        pretrain_on_gap_sentences(model, [record["document"] for record in train],
+                                  dataset, config, strategy)
+    callbacks = []
+    if config["backup_dir"]:  # an interrupted run resumes from its last epoch
+        callbacks.append(distribute.backup_and_restore(config["backup_dir"], strategy))
+    if config["keep_best_epoch"]:  # the weights of the epoch with the lowest validation loss
+        callbacks.append(keras.callbacks.EarlyStopping(
+            monitor="val_loss", patience=config["epochs"], restore_best_weights=True))
+    print(f"Training a pointer-generator Transformer with {model.count_params():,} parameters "
+          f"on {strategy.num_replicas_in_sync} replica(s).")
+    history = model.fit(datasets[0], validation_data=datasets[1], epochs=config["epochs"],
+                        shuffle=False, verbose=2, callbacks=callbacks)
+    train_seconds = time.time() - start
+
+    documents = [record["document"] for record in test]
+    references = [record["summaries"] for record in test]
+    summaries, _ = summarize(model, documents, tokenizer, config)
+    scores = {
+        "model": metrics.rouge(summaries, references),
+        "lead_1": metrics.rouge([lead(d) for d in documents], references),
+        "train_seconds": round(train_seconds, 1),
+        "parameters": model.count_params(),
+        "test_examples": len(test),
+    }
+    for name, rouge in (("model", scores["model"]), ("lead-1", scores["lead_1"])):
+        print(f"{name:>7}: ROUGE-1 {rouge['rouge1']:.1f}  ROUGE-2 {rouge['rouge2']:.1f}  "
+              f"ROUGE-L {rouge['rougeL']:.1f}")
+    print(f"(rouge-score F1, best reference of {sum(map(len, references))} for "
+          f"{len(test)} documents); trained in {train_seconds:.0f} s.")
+    for document, summary, refs in list(zip(documents, summaries, references))[:3]:
+        print(f"\n  document: {document[:200]!r}...\n  summary:  {summary!r}\n"
+              f"  reference: {refs[0]!r}")
+
+    if not distribute.is_chief(strategy):
+        return scores  # one worker of several: the chief writes the run
+    runs.save_run(config["output_dir"], model, tokenizer, tokenizer,
+                  recipe="summarization", config=config, scores=scores,
+                  decoding=decoding_settings(config), source_format="text",
+                  overwrite=config["overwrite"])
+    plot_sample_attention(model, documents[0], tokenizer, config)
+    visualize.plot_history(history, path=os.path.join(config["output_dir"], "training.png"))
+    print(f"Saved the model, tokenizer, attention plot and training curves in "
+          f"{config['output_dir']}/")
+    return scores
+
+
+def plot_sample_attention(model, document, tokenizer, config):
+    """The copy attention of a greedy summary of `document`, as a PNG."""
+    source_ids = [int(t) for t in data.encode_sources(
+        [document], tokenizer, config["max_source_length"])[0] if t != 0]
+    _, sample = summarize(model, [document], tokenizer, dict(config, num_beams=1),
+                          return_attention=True)
+    target_ids = [int(t) for t in sample.token_ids[0] if t != 0]
+    visualize.plot_attention(
+        sample.attention[0, : len(target_ids), : len(source_ids)],
+        [tokenizer.id_to_token(i) for i in source_ids],
+        [tokenizer.id_to_token(i) for i in target_ids],
+        path=os.path.join(config["output_dir"], "attention.png"),
+        title="copy attention",
+    )

@@ -1,0 +1,237 @@
+"""
+Title: Neural machine translation with keras_attention
+Description: Train a Transformer (or a Bahdanau-attention RNN) translator from
+a file of sentence pairs, or from built-in data (human-written dates to ISO
+dates), report BLEU and chrF with sacrebleu on a held-out split, show sample
+translations and the attention of one of them, and save a model that
+`keras-attention generate` can use.
+Accelerator: none needed (2 CPU cores).
+
+## Introduction
+
+The recipe follows the usual steps: split the pairs (sources never shared
+between splits), train SentencePiece tokenizers on the training split only,
+batch by length, train with `model.fit`, then decode the test split with the
+cached, XLA-compiled beam search of `Seq2SeqModel.generate` and score the
+detokenized output with sacrebleu.
+
+Before anything is trained, the whole configuration is checked: every
+setting (`config.RULES`), the output folder (`runs.check_output_dir`), the
+backup folder (`--backup_dir` holds a backup of these settings, or none),
+the splits (none empty) and the vocabulary size (one SentencePiece can
+train on these sentences).
+
+Run: `keras-attention train translation [--data=PATH.tsv] [--architecture=rnn] [--key=value ...]`
+or `python examples/translation/train.py ...` (the settings and presets:
+`keras_attention/recipes/translation/config.py`; `--distribution=mirrored`
+for several GPUs: docs/guides/distributed.md)
+"""
+
+import os
+import sys
+import time
+
+import keras
+
+from keras_attention import data, distribute, metrics, runs, runtime, settings, visualize
+from keras_attention.models import rnn_seq2seq, transformer_seq2seq
+from keras_attention.recipes import backup, checks
+from keras_attention.recipes.translation import config as recipe_config
+
+## Settings
+
+
+def parse_settings(argv=None):
+    """The configuration from `--preset=NAME` and `--key=value` arguments
+    (`sys.argv[1:]` by default), checked (`keras_attention.settings`)."""
+    return settings.parse(sys.argv[1:] if argv is None else argv, recipe_config.PRESETS,
+                          recipe_config.RULES, description="Train a translation model.")
+
+
+def check_config(config):
+    """`config` if every setting is known, of its type and within its rule."""
+    return settings.check(config, recipe_config.get_config(), recipe_config.RULES)
+
+
+## Setup: data and tokenizers
+
+
+def load_pairs(config):
+    """Sentence pairs from `config["data"]`, or built-in date pairs."""
+    if config["data"]:
+        return data.load_sentence_pairs(config["data"], max_pairs=config["max_pairs"] or None)
+    return data.make_date_pairs(config["num_examples"], seed=config["seed"])
+
+
+def split_pairs(pairs, config):
+    """Train/validation/test; all translations of a source stay together.
+
+    Raises:
+        ValueError: naming the fraction of a split that came out empty.
+    """
+    train, validation, test = data.split_examples(
+        pairs,
+        validation_fraction=config["validation_fraction"],
+        test_fraction=config["test_fraction"],
+        seed=config["seed"],
+        group_key=lambda pair: pair[0],
+    )
+    checks.check_split("validation", validation, "validation_fraction",
+                       config["validation_fraction"])
+    checks.check_split("test", test, "test_fraction", config["test_fraction"])
+    return train, validation, test
+
+
+## Model
+
+PAD_TO_MULTIPLE = 16  # under XLA: batch lengths 16 or 32, one program each
+
+
+def execution_defaults(config):
+    """The dtype policy and `jit_compile` to train with (`runtime.fast_defaults`).
+
+    "auto" on a CPU is float32 graph mode: for this small model, XLA (on
+    batches padded to one shape) and mixed_bfloat16 both measured slower
+    (bench/RESULTS.md). On a GPU: XLA and mixed_bfloat16, with the batches
+    padded to a few fixed shapes (`pad_to_multiple`) so that XLA compiles
+    a few programs once.
+    """
+    return runtime.fast_defaults(config["precision"], config["jit_compile"], bf16_on_cpu=False)
+
+
+def build_model(config, source_tokenizer, target_tokenizer):
+    sizes = dict(
+        vocabulary_size=source_tokenizer.vocabulary_size(),
+        target_vocabulary_size=target_tokenizer.vocabulary_size(),
+        **data.special_token_ids(target_tokenizer),
+    )
+    if config["architecture"] == "rnn":
+        return rnn_seq2seq(
+            **sizes, embedding_dim=config["hidden_dim"], units=2 * config["hidden_dim"],
+            attention="bahdanau", dropout=config["dropout"],
+        )
+    return transformer_seq2seq(
+        **sizes, num_layers=config["num_layers"], hidden_dim=config["hidden_dim"],
+        num_heads=config["num_heads"], intermediate_dim=config["intermediate_dim"],
+        dropout=config["dropout"], max_length=config["max_length"] + 2,
+    )
+
+
+## Evaluation
+
+
+def decoding_settings(config):
+    """How this recipe decodes, as the run folder records it (`runs.save_run`)."""
+    return {
+        "source_length": config["max_length"], "target_length": config["max_length"],
+        "strategy": config["strategy"], "num_beams": config["num_beams"],
+        "length_penalty": config["length_penalty"], "coverage_penalty": 0.0,
+    }
+
+
+def translate(model, sources, source_tokenizer, target_tokenizer, config, **kwargs):
+    """Detokenized translations of `sources`, and the generation result."""
+    token_ids = data.encode_sources(sources, source_tokenizer, config["max_length"])
+    result = model.generate(
+        token_ids, max_length=config["max_length"], strategy=config["strategy"],
+        num_beams=config["num_beams"], length_penalty=config["length_penalty"],
+        batch_size=64, verbose=1, return_scores=True, **kwargs,
+    )
+    return data.detokenize(target_tokenizer, result.token_ids), result
+
+
+def main(argv=None):
+    """Trains, evaluates and saves with the settings of `argv` (`--preset=NAME`,
+    `--key=value`; `sys.argv[1:]` by default); returns the scores."""
+    return train_and_evaluate(parse_settings(argv))
+
+
+def train_and_evaluate(config):
+    """Trains with `config` (a full configuration dict, checked first), scores
+    the test split, saves the run in `config["output_dir"]`; returns the scores."""
+    config = check_config(config)
+    runs.check_output_dir(config["output_dir"], overwrite=config["overwrite"])
+    backup_record = backup.backup_record(config, recipe_config.BACKUP_MAY_DIFFER)
+    backup.check_backup_dir(config["backup_dir"], backup_record)
+    # First, before any TensorFlow op: multi_worker connects to the other workers.
+    strategy = distribute.get_strategy(config["distribution"])
+    keras.utils.set_random_seed(config["seed"])
+    pairs = load_pairs(config)
+    train, validation, test = split_pairs(pairs, config)
+    test = test[: config["max_test_examples"]]
+    print(f"{len(train)} training, {len(validation)} validation, {len(test)} test pairs.")
+
+    execution = execution_defaults(config)
+    print(runtime.describe(execution))
+
+    source_tokenizer = checks.train_tokenizer([s for s, _ in train], config["vocabulary_size"])
+    target_tokenizer = checks.train_tokenizer([t for _, t in train], config["vocabulary_size"])
+    datasets = [
+        data.make_dataset(
+            split, source_tokenizer, target_tokenizer, batch_size=config["batch_size"],
+            max_source_length=config["max_length"], max_target_length=config["max_length"],
+            shuffle=shuffle, seed=config["seed"],
+            pad_to_multiple=PAD_TO_MULTIPLE if execution["jit_compile"] else None,
+        )
+        for split, shuffle in ((train, True), (validation, False))
+    ]
+
+    # Under a strategy, the variables live on every replica and `fit` splits
+    # each (global) batch between them.
+    with strategy.scope(), runtime.dtype_policy_scope(execution["dtype_policy"]):
+        model = build_model(config, source_tokenizer, target_tokenizer)
+        model.compile(
+            optimizer=keras.optimizers.Adam(config["learning_rate"]),
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
+            metrics=["accuracy"],
+            jit_compile=execution["jit_compile"],  # generation is always compiled
+        )
+    callbacks = []
+    if config["backup_dir"]:  # an interrupted run resumes from its last epoch
+        backup.write_backup_record(config["backup_dir"], backup_record)
+        callbacks.append(distribute.backup_and_restore(config["backup_dir"], strategy))
+    print(f"Training a {config['architecture']} model with {model.count_params():,} parameters "
+          f"on {strategy.num_replicas_in_sync} replica(s).")
+    start = time.time()
+    history = model.fit(datasets[0], validation_data=datasets[1], epochs=config["epochs"],
+                        callbacks=callbacks, shuffle=False, verbose=2)  # shuffled by the dataset
+    train_seconds = time.time() - start
+
+    sources = [s for s, _ in test]
+    references = [t for _, t in test]
+    hypotheses, _ = translate(model, sources, source_tokenizer, target_tokenizer, config)
+    scores = {
+        "bleu": metrics.bleu(hypotheses, references),
+        "chrf": metrics.chrf(hypotheses, references),
+        "train_seconds": round(train_seconds, 1),
+        "parameters": model.count_params(),
+        "test_examples": len(test),
+    }
+    print(f"\nTest BLEU {scores['bleu']:.1f}, chrF {scores['chrf']:.1f} "
+          f"({config['strategy']} decoding, sacrebleu, detokenized), "
+          f"trained in {train_seconds:.0f} s.")
+    for source, hypothesis, reference in list(zip(sources, hypotheses, references))[:5]:
+        print(f"  {source!r} -> {hypothesis!r} (reference {reference!r})")
+
+    if not distribute.is_chief(strategy):
+        return scores  # one worker of several: the chief writes the run
+    runs.save_run(config["output_dir"], model, source_tokenizer, target_tokenizer,
+                  recipe="translation", config=config, scores=scores,
+                  decoding=decoding_settings(config), source_format="text",
+                  overwrite=config["overwrite"])
+    _, sample = translate(model, sources[:1], source_tokenizer, target_tokenizer,
+                          dict(config, strategy="greedy"), return_attention=True)
+    target_ids = [int(t) for t in sample.token_ids[0] if t != 0]
+    source_ids = [int(t) for t in data.encode_sources(sources[:1], source_tokenizer,
+                                                      config["max_length"])[0] if t != 0]
+    visualize.plot_attention(
+        sample.attention[0, : len(target_ids), : len(source_ids)],
+        [source_tokenizer.id_to_token(i) for i in source_ids],
+        [target_tokenizer.id_to_token(i) for i in target_ids],
+        path=os.path.join(config["output_dir"], "attention.png"),
+        title=f"{sources[0]!r}",
+    )
+    visualize.plot_history(history, path=os.path.join(config["output_dir"], "training.png"))
+    print(f"Saved the model, tokenizers, attention plot and training curves in "
+          f"{config['output_dir']}/")
+    return scores
