@@ -5,6 +5,8 @@ says `Received: ...`, in the Keras style, so bad input fails at construction.
 """
 
 import numbers
+import os
+import pathlib
 
 import numpy as np
 from keras import ops
@@ -78,6 +80,29 @@ def check_bool(name, value):
             f"Argument `{name}` must be a bool. Received: {name}={value!r}"
         )
     return value
+
+
+def check_file(name, value):
+    """Returns `value` as a `pathlib.Path` if it names an existing regular file.
+
+    Raises:
+        TypeError: `value` is not a str or path-like.
+        FileNotFoundError: nothing exists at `value` (the message names the path).
+        ValueError: `value` is a directory or a device, not a file.
+    """
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(
+            f"Argument `{name}` must be a str or path-like. Received: {name}={value!r}"
+        )
+    path = pathlib.Path(value)
+    if not path.exists():
+        raise FileNotFoundError(f"File not found: '{path}'")
+    if not path.is_file():
+        raise ValueError(
+            f"Argument `{name}` must be a file, not a directory or device. "
+            f"Received: {name}='{path}'"
+        )
+    return path
 
 
 def concrete_values(x):
