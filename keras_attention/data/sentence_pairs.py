@@ -1,7 +1,7 @@
 """Translation data: `(source, target)` pairs from Tatoeba / Anki TSV files."""
 
 from keras_attention.data.text_files import empty_error, line_error, read_lines, shorten
-from keras_attention.validation import check_file, check_positive_int
+from keras_attention.validation import check_bool, check_file, check_positive_int
 
 
 def load_sentence_pairs(path, *, max_pairs=None, lowercase=False):
@@ -39,8 +39,7 @@ def load_sentence_pairs(path, *, max_pairs=None, lowercase=False):
     """
     path = check_file("path", path)
     max_pairs = check_positive_int("max_pairs", max_pairs, allow_none=True)
-    if not isinstance(lowercase, bool):
-        raise TypeError(f"Argument `lowercase` must be a bool. Received: lowercase={lowercase!r}")
+    check_bool("lowercase", lowercase)
     expected = "'source<TAB>target' (at least two tab-separated columns)"
     pairs = []
     for line_number, text in read_lines(path):

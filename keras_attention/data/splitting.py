@@ -2,7 +2,7 @@
 
 import random
 
-from keras_attention.validation import check_rate
+from keras_attention.validation import check_callable, check_rate
 
 
 def split_examples(
@@ -59,10 +59,7 @@ def split_examples(
             "Arguments `validation_fraction` and `test_fraction` must sum to less than 1. "
             f"Received: validation_fraction={validation_fraction}, test_fraction={test_fraction}"
         )
-    if group_key is not None and not callable(group_key):
-        raise TypeError(
-            f"Argument `group_key` must be a function or None. Received: group_key={group_key!r}"
-        )
+    check_callable("group_key", group_key, allow_none=True)
     rng = random.Random(seed)
     size = len(examples)
     n_test = round(size * test_fraction)

@@ -7,7 +7,7 @@ from keras_attention.data.text_files import (
     read_lines,
     require_key,
 )
-from keras_attention.validation import check_file, check_positive_int
+from keras_attention.validation import check_file, check_positive_int, check_str
 
 
 def load_summaries(
@@ -60,14 +60,9 @@ def load_summaries(
     """
     path = check_file("path", path)
     max_examples = check_positive_int("max_examples", max_examples, allow_none=True)
-    for name, key in (("document_key", document_key), ("summary_key", summary_key)):
-        if not isinstance(key, str):
-            raise TypeError(f"Argument `{name}` must be a str. Received: {name}={key!r}")
-    if references_key is not None and not isinstance(references_key, str):
-        raise TypeError(
-            "Argument `references_key` must be a str or None. "
-            f"Received: references_key={references_key!r}"
-        )
+    check_str("document_key", document_key)
+    check_str("summary_key", summary_key)
+    check_str("references_key", references_key, allow_none=True)
     examples = []
     for line_number, text in read_lines(path):
         if not text.strip():
@@ -79,7 +74,8 @@ def load_summaries(
             key = references_key
         else:
             key = summary_key
-        summaries = nonblank_texts(path, line_number, key, require_key(path, line_number, record, key))
+        summary = require_key(path, line_number, record, key)
+        summaries = nonblank_texts(path, line_number, key, summary)
         examples.append({"document": document, "summaries": summaries})
         if max_examples is not None and len(examples) == max_examples:
             break
