@@ -24,30 +24,19 @@ import numpy as np
 import sacrebleu
 from rouge_score import rouge_scorer
 
-from keras_attention.validation import check_choice, check_positive_int
+from keras_attention.validation import (
+    check_callable,
+    check_choice,
+    check_positive_int,
+    check_str,
+    check_string_list,
+)
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
 METRICS = ("bleu", "chrf") + ROUGE_TYPES + ("exact_match", "f1")
 
 
 # Argument checks ---------------------------------------------------------
-def _string_list(name, values):
-    """`values` as a list of strings; TypeError for anything else."""
-    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
-        raise TypeError(
-            f"Argument `{name}` must be a list of strings. "
-            f"Received: {name}={values!r}"
-        )
-    values = list(values)
-    for i, value in enumerate(values):
-        if not isinstance(value, str):
-            raise TypeError(
-                f"Every item of `{name}` must be a string. "
-                f"Received: {name}[{i}]={value!r}"
-            )
-    return values
-
-
 def _reference_lists(name, references):
     """`references` as a list of non-empty lists of strings.
 
@@ -68,7 +57,7 @@ def _reference_lists(name, references):
                 f"Every item of `{name}` must be a string or a list of "
                 f"strings. Received: {name}[{i}]={item!r}"
             )
-        item = _string_list(f"{name}[{i}]", item)
+        item = check_string_list(f"{name}[{i}]", item)
         if not item:
             raise ValueError(
                 f"Every example needs at least one reference. "
@@ -80,7 +69,7 @@ def _reference_lists(name, references):
 
 def _check_pair(hypotheses, references, names=("hypotheses", "references")):
     """Validated `(hypotheses, reference_lists)` of equal, non-zero length."""
-    hypotheses = _string_list(names[0], hypotheses)
+    hypotheses = check_string_list(names[0], hypotheses)
     references = _reference_lists(names[1], references)
     if not hypotheses or not references:
         raise ValueError(
@@ -217,9 +206,7 @@ def normalize_answer(text):
     >>> normalize_answer("The  Denver Broncos!")
     'denver broncos'
     """
-    if not isinstance(text, str):
-        raise TypeError(f"Argument `text` must be a string. Received: text={text!r}")
-    text = text.lower()
+    text = check_str("text", text).lower()
     text = "".join(ch for ch in text if ch not in _PUNCTUATION)
     text = re.sub(r"\b(a|an|the)\b", " ", text)
     return " ".join(text.split())
@@ -380,11 +367,7 @@ class GenerationMetricsCallback(keras.callbacks.Callback):
                 f"`encoder_token_ids`. Received: len(references)={len(references)}, "
                 f"encoder_token_ids.shape={source.shape}"
             )
-        if not callable(detokenize):
-            raise TypeError(
-                "Argument `detokenize` must be callable. "
-                f"Received: detokenize={detokenize!r}"
-            )
+        check_callable("detokenize", detokenize)
         self.encoder_token_ids = source
         self.references = references
         self.detokenize = detokenize
@@ -404,7 +387,7 @@ class GenerationMetricsCallback(keras.callbacks.Callback):
         )
         token_ids = np.asarray(getattr(output, "token_ids", output))
         texts = self.detokenize(token_ids)
-        texts = _string_list("detokenize(token_ids)", texts)
+        texts = check_string_list("detokenize(token_ids)", texts)
         if len(texts) != len(self.references):
             raise ValueError(
                 "`detokenize` must return one string per row. Received: "

@@ -4,7 +4,10 @@ Each check raises a `ValueError` (or `TypeError`) that names the argument and
 says `Received: ...`, in the Keras style, so bad input fails at construction.
 """
 
+import math
 import numbers
+import os
+import pathlib
 
 import numpy as np
 from keras import ops
@@ -78,6 +81,128 @@ def check_bool(name, value):
             f"Argument `{name}` must be a bool. Received: {name}={value!r}"
         )
     return value
+
+
+def check_non_negative_float(name, value):
+    """Returns `value` as a `float` if it is a finite real number >= 0."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not math.isfinite(float(value))
+        or float(value) < 0.0
+    ):
+        raise ValueError(
+            f"Argument `{name}` must be a finite float >= 0. "
+            f"Received: {name}={value!r}"
+        )
+    return float(value)
+
+
+def check_str(name, value, allow_none=False):
+    """Returns `value` if it is a `str` (or `None` when `allow_none`)."""
+    if value is None and allow_none:
+        return None
+    if not isinstance(value, str):
+        expected = "a string or None" if allow_none else "a string"
+        raise TypeError(
+            f"Argument `{name}` must be {expected}. Received: {name}={value!r}"
+        )
+    return value
+
+
+def check_string_list(name, values):
+    """Returns `values` as a `list` of strings (a lone string is refused).
+
+    Raises:
+        TypeError: `values` is a string, bytes or not iterable, or one item
+            is not a string (the message gives its index).
+    """
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise TypeError(
+            f"Argument `{name}` must be a list of strings. "
+            f"Received: {name}={values!r}"
+        )
+    values = list(values)
+    for i, value in enumerate(values):
+        if not isinstance(value, str):
+            raise TypeError(
+                f"Every item of `{name}` must be a string. "
+                f"Received: {name}[{i}]={value!r}"
+            )
+    return values
+
+
+def check_callable(name, value, allow_none=False):
+    """Returns `value` if it is callable (or `None` when `allow_none`)."""
+    if value is None and allow_none:
+        return None
+    if not callable(value):
+        expected = "callable (a function) or None" if allow_none else "callable"
+        raise TypeError(
+            f"Argument `{name}` must be {expected}. Received: {name}={value!r}"
+        )
+    return value
+
+
+def check_rank(name, shape, rank, layout):
+    """Raises a `ValueError` unless `shape` (a tuple, or None) has `rank` dimensions.
+
+    `layout` describes the expected shape in the message, e.g.
+    `"(batch, source_len)"`.
+    """
+    if shape is None or len(shape) != rank:
+        shape = None if shape is None else tuple(shape)
+        raise ValueError(
+            f"`{name}` must be a rank-{rank} tensor of shape {layout}. "
+            f"Received: {name}.shape={shape}"
+        )
+
+
+def check_last_dim_known(name, shape):
+    """Raises a `ValueError` if the last dimension of `shape` is `None`."""
+    if shape[-1] is None:
+        raise ValueError(
+            f"The last dimension of `{name}` must be known. "
+            f"Received: {name}.shape={tuple(shape)}"
+        )
+
+
+def check_same_sizes(what, named_sizes):
+    """Raises a `ValueError` unless the known sizes in `named_sizes` agree.
+
+    Args:
+        what: str, the rule, naming the arguments (e.g. "`memory` and
+            `source_token_ids` must have the same batch size").
+        named_sizes: iterable of `(name, size)`; sizes that are `None`
+            (unknown) are left out of the comparison.
+    """
+    known = {name: size for name, size in named_sizes if size is not None}
+    if len(set(known.values())) > 1:
+        received = ", ".join(f"{name}={size}" for name, size in known.items())
+        raise ValueError(f"{what}. Received: {received}")
+
+
+def check_file(name, value):
+    """Returns `value` as a `pathlib.Path` if it names an existing regular file.
+
+    Raises:
+        TypeError: `value` is not a str or path-like.
+        FileNotFoundError: nothing exists at `value` (the message names the path).
+        ValueError: `value` is a directory or a device, not a file.
+    """
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(
+            f"Argument `{name}` must be a str or path-like. Received: {name}={value!r}"
+        )
+    path = pathlib.Path(value)
+    if not path.exists():
+        raise FileNotFoundError(f"File not found: '{path}'")
+    if not path.is_file():
+        raise ValueError(
+            f"Argument `{name}` must be a file, not a directory or device. "
+            f"Received: {name}='{path}'"
+        )
+    return path
 
 
 def concrete_values(x):

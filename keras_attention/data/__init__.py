@@ -1,4 +1,20 @@
-"""Data: file loaders, splits, tokenizers, tf.data pipelines and built-in synthetic tasks."""
+"""Data: file loaders, splits, tokenizers, tf.data pipelines and built-in synthetic tasks.
+
+One module per job:
+
+- `sentence_pairs`: `load_sentence_pairs`, Tatoeba / Anki TSV.
+- `summaries`: `load_summaries`, JSONL documents with reference summaries.
+- `babi`: `load_babi` / `load_babi_task`, the raw bAbI v1.2 task files.
+- `squad`: `load_squad`, SQuAD v1.1 JSON or JSONL.
+- `splitting`: `split_examples`, deterministic (optionally grouped) splits.
+- `text_files`: the line reader and line-numbered errors the loaders share.
+- `sentence_selection`, `tokenizers`, `pipeline`, `synthetic`.
+
+The loaders are pure Python: each reads one local UTF-8 file (nothing is
+downloaded or written) and returns plain lists. Malformed input raises a
+`ValueError` naming the file and the 1-based line; a missing file raises
+`FileNotFoundError` naming the path.
+"""
 
 from keras_attention.data.sentence_selection import (
     gap_sentence_pairs,
@@ -7,14 +23,11 @@ from keras_attention.data.sentence_selection import (
     principal_sentences,
     split_sentences,
 )
-from keras_attention.data.loaders import (
-    load_babi,
-    load_babi_task,
-    load_sentence_pairs,
-    load_squad,
-    load_summaries,
-    split_examples,
-)
+from keras_attention.data.babi import load_babi, load_babi_task
+from keras_attention.data.sentence_pairs import load_sentence_pairs
+from keras_attention.data.splitting import split_examples
+from keras_attention.data.squad import load_squad
+from keras_attention.data.summaries import load_summaries
 from keras_attention.data.pipeline import (
     encode_sources,
     encode_stories,

@@ -5,12 +5,13 @@ from keras import ops
 
 from keras_attention import masks
 from keras_attention.layers.bahdanau_attention import BahdanauAttention
-from keras_attention.layers.base_attention import check_rank3
 from keras_attention.layers.luong_attention import LuongAttention
 from keras_attention.validation import (
     check_bool,
     check_choice,
+    check_last_dim_known,
     check_positive_int,
+    check_rank,
     check_rate,
 )
 
@@ -42,14 +43,10 @@ def _serialize_attention(attention):
 
 def _check_shapes(inputs_shape, memory_shape):
     """Ranks, known feature sizes and equal batch sizes of the inputs."""
-    check_rank3("inputs", inputs_shape, _INPUTS_LAYOUT)
-    check_rank3("memory", memory_shape, _MEMORY_LAYOUT)
-    for name, shape in (("inputs", inputs_shape), ("memory", memory_shape)):
-        if shape[-1] is None:
-            raise ValueError(
-                f"The last dimension of `{name}` must be known. "
-                f"Received: {name}.shape={tuple(shape)}"
-            )
+    check_rank("inputs", inputs_shape, 3, _INPUTS_LAYOUT)
+    check_rank("memory", memory_shape, 3, _MEMORY_LAYOUT)
+    check_last_dim_known("inputs", inputs_shape)
+    check_last_dim_known("memory", memory_shape)
     batch, memory_batch = inputs_shape[0], memory_shape[0]
     if batch is not None and memory_batch is not None and batch != memory_batch:
         raise ValueError(

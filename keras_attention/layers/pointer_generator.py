@@ -1,7 +1,6 @@
 """`PointerGenerator`: a copy-or-generate output head with coverage."""
 
 import math
-import numbers
 
 import keras
 import numpy as np
@@ -9,10 +8,13 @@ from keras import ops
 
 from keras_attention import masks
 from keras_attention.layers import attention_core
-from keras_attention.layers.base_attention import check_rank3
 from keras_attention.validation import (
     check_bool,
+    check_last_dim_known,
+    check_non_negative_float,
     check_positive_int,
+    check_rank,
+    check_same_sizes,
     concrete_values,
 )
 
@@ -21,59 +23,23 @@ _MEMORY_LAYOUT = "(batch, source_len, memory_dim)"
 _NEG_INF = float("-inf")
 
 
-def _check_non_negative_float(name, value):
-    """Returns `value` as a `float` if it is a finite real number >= 0."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
-        or not math.isfinite(float(value))
-        or float(value) < 0.0
-    ):
-        raise ValueError(
-            f"Argument `{name}` must be a finite float >= 0. "
-            f"Received: {name}={value!r}"
-        )
-    return float(value)
-
-
-def _check_rank(name, shape, rank, layout):
-    if shape is None or len(shape) != rank:
-        shape = None if shape is None else tuple(shape)
-        raise ValueError(
-            f"`{name}` must be a rank-{rank} tensor of shape {layout}. "
-            f"Received: {name}.shape={shape}"
-        )
-
-
-def _check_same(what, named_sizes):
-    """Raises unless the known sizes in `named_sizes` agree."""
-    known = {name: size for name, size in named_sizes if size is not None}
-    if len(set(known.values())) > 1:
-        received = ", ".join(f"{name}={size}" for name, size in known.items())
-        raise ValueError(f"{what}. Received: {received}")
-
-
 def _check_shapes(states_shape, memory_shape, ids_shape, states_rank=3):
     """Ranks, known feature sizes, equal batch and source sizes."""
     if states_rank == 3:
-        check_rank3("decoder_states", states_shape, _STATES_LAYOUT)
+        check_rank("decoder_states", states_shape, 3, _STATES_LAYOUT)
         states_name = "decoder_states"
     else:
-        _check_rank(
+        check_rank(
             "decoder_state_t", states_shape, 2, "(batch, state_dim)"
         )
         states_name = "decoder_state_t"
-    check_rank3("memory", memory_shape, _MEMORY_LAYOUT)
-    _check_rank(
+    check_rank("memory", memory_shape, 3, _MEMORY_LAYOUT)
+    check_rank(
         "source_token_ids", ids_shape, 2, "(batch, source_len)"
     )
-    for name, shape in ((states_name, states_shape), ("memory", memory_shape)):
-        if shape[-1] is None:
-            raise ValueError(
-                f"The last dimension of `{name}` must be known. "
-                f"Received: {name}.shape={tuple(shape)}"
-            )
-    _check_same(
+    check_last_dim_known(states_name, states_shape)
+    check_last_dim_known("memory", memory_shape)
+    check_same_sizes(
         f"`{states_name}`, `memory` and `source_token_ids` must have the "
         "same batch size",
         (
@@ -82,7 +48,7 @@ def _check_shapes(states_shape, memory_shape, ids_shape, states_rank=3):
             ("source_token_ids.shape[0]", ids_shape[0]),
         ),
     )
-    _check_same(
+    check_same_sizes(
         "`source_token_ids` must have one id per `memory` position "
         "(source_len)",
         (
@@ -224,7 +190,7 @@ class PointerGenerator(keras.layers.Layer):
         )
         self.units = check_positive_int("units", units)
         self.use_coverage = check_bool("use_coverage", use_coverage)
-        self.coverage_loss_weight = _check_non_negative_float(
+        self.coverage_loss_weight = check_non_negative_float(
             "coverage_loss_weight", coverage_loss_weight
         )
         self.supports_masking = True
@@ -451,9 +417,9 @@ class PointerGenerator(keras.layers.Layer):
         _check_shapes(
             decoder_state_t.shape, memory.shape, source_token_ids.shape, 2
         )
-        _check_rank("coverage", coverage.shape, 2, "(batch, source_len)")
+        check_rank("coverage", coverage.shape, 2, "(batch, source_len)")
         for axis in (0, 1):
-            _check_same(
+            check_same_sizes(
                 "`coverage` must have the shape (batch, source_len) of "
                 "`source_token_ids`",
                 (

@@ -191,23 +191,43 @@ class RNNSeq2Seq(Seq2SeqModel):
         return {**super().get_config(), **self._arguments}
 
 
-def rnn_seq2seq(vocabulary_size, **kwargs):
-    """Builds an `RNNSeq2Seq` (a `Seq2SeqModel`); defaults are those of
-    `RNNSeq2Seq.__init__`.
+def rnn_seq2seq(
+    vocabulary_size,
+    *,
+    target_vocabulary_size=None,
+    embedding_dim=128,
+    units=256,
+    attention="bahdanau",
+    cell="gru",
+    input_feeding=True,
+    dropout=0.0,
+    pad_token_id=0,
+    start_token_id=1,
+    end_token_id=2,
+    dtype=None,
+    name=None,
+):
+    """Builds an `RNNSeq2Seq` (a `Seq2SeqModel`).
 
     Args:
-        vocabulary_size: source vocabulary size (and target, by default).
-        target_vocabulary_size: target vocabulary size.
-        embedding_dim: token embedding size.
-        units: decoder size; the bidirectional encoder has `units / 2` per
-            direction, so the memory has `units` features.
+        vocabulary_size: positive int, the source vocabulary size (and the
+            target's, by default).
+        target_vocabulary_size: positive int or `None` (the same as
+            `vocabulary_size`), the target vocabulary size `V`.
+        embedding_dim: positive int, the token embedding size.
+        units: positive even int, the decoder size; the bidirectional
+            encoder has `units / 2` per direction, so the memory has `units`
+            features.
         attention: `"bahdanau"`, `"luong_dot"`, `"luong_general"` or
             `"luong_concat"`.
         cell: `"gru"` or `"lstm"`.
-        input_feeding: feed the previous attentional state to the cell.
-        dropout: dropout rate.
-        pad_token_id, start_token_id, end_token_id: special tokens.
-        **kwargs: `name`, `dtype`.
+        input_feeding: bool, feed the previous attentional state to the cell.
+        dropout: float in [0, 1), the dropout rate.
+        pad_token_id, start_token_id, end_token_id: int, the special tokens,
+            kept in the config so that `generate` needs none.
+        dtype: `None`, a dtype or a `keras.DTypePolicy` name such as
+            `"mixed_bfloat16"`, for every layer.
+        name: str or `None`, the model's name.
 
     Returns:
         An `RNNSeq2Seq` with inputs `encoder_token_ids (B, S)` and
@@ -225,4 +245,18 @@ def rnn_seq2seq(vocabulary_size, **kwargs):
     >>> model.generate(np.array([[5, 6, 0]]), max_length=3).shape
     (1, 3)
     """
-    return RNNSeq2Seq(vocabulary_size, **kwargs)
+    return RNNSeq2Seq(
+        vocabulary_size,
+        target_vocabulary_size=target_vocabulary_size,
+        embedding_dim=embedding_dim,
+        units=units,
+        attention=attention,
+        cell=cell,
+        input_feeding=input_feeding,
+        dropout=dropout,
+        pad_token_id=pad_token_id,
+        start_token_id=start_token_id,
+        end_token_id=end_token_id,
+        dtype=dtype,
+        name=name,
+    )

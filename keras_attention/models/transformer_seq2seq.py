@@ -237,30 +237,54 @@ class TransformerSeq2Seq(Seq2SeqModel):
         return {**super().get_config(), **self._arguments}
 
 
-def transformer_seq2seq(vocabulary_size, **kwargs):
-    """Builds a `TransformerSeq2Seq` (a `Seq2SeqModel`); defaults are those of
-    `TransformerSeq2Seq.__init__`.
+def transformer_seq2seq(
+    vocabulary_size,
+    *,
+    target_vocabulary_size=None,
+    num_layers=2,
+    hidden_dim=256,
+    num_heads=8,
+    intermediate_dim=1024,
+    dropout=0.1,
+    max_length=512,
+    position="sinusoidal",
+    norm_first=True,
+    num_key_value_heads=None,
+    pointer_generator=False,
+    coverage_loss_weight=1.0,
+    pad_token_id=0,
+    start_token_id=1,
+    end_token_id=2,
+    dtype=None,
+    name=None,
+):
+    """Builds a `TransformerSeq2Seq` (a `Seq2SeqModel`).
 
     Args:
-        vocabulary_size: source vocabulary size (and target, by default).
-        target_vocabulary_size: target vocabulary size.
-        num_layers: encoder and decoder blocks each.
-        hidden_dim: model size `D` (divisible by `num_heads`).
-        num_heads: attention heads.
-        intermediate_dim: feed-forward hidden size.
-        dropout: dropout rate everywhere.
-        max_length: longest sequence (learned positions).
+        vocabulary_size: positive int, the source vocabulary size (and the
+            target's, by default).
+        target_vocabulary_size: positive int or `None` (the same as
+            `vocabulary_size`), the target vocabulary size `V`.
+        num_layers: positive int, encoder and decoder blocks each.
+        hidden_dim: int, the model size `D` (divisible by `num_heads`).
+        num_heads: int, attention heads.
+        intermediate_dim: int, the feed-forward hidden size.
+        dropout: float in [0, 1), the dropout rate everywhere.
+        max_length: int, the longest sequence (rows of learned positions).
         position: `"sinusoidal"`, `"learned"` or `"rotary"`.
-        norm_first: pre-norm (default) or post-norm blocks.
-        num_key_value_heads: grouped-query attention in every block.
+        norm_first: bool, pre-norm (default) or post-norm blocks.
+        num_key_value_heads: int or `None`; grouped-query attention in every
+            block (`None`: one key/value head per query head).
         pointer_generator: bool; a `PointerGenerator` output layer (copy
             attention with coverage) in place of the output projection: the
             model outputs log-probabilities. Needs one shared vocabulary.
         coverage_loss_weight: float >= 0, the weight of the coverage loss
             (with `pointer_generator=True`).
-        pad_token_id, start_token_id, end_token_id: special tokens, kept in
-            the config so that `generate` needs none.
-        **kwargs: `name`, `dtype`.
+        pad_token_id, start_token_id, end_token_id: int, the special tokens,
+            kept in the config so that `generate` needs none.
+        dtype: `None`, a dtype or a `keras.DTypePolicy` name such as
+            `"mixed_bfloat16"`, for every layer.
+        name: str or `None`, the model's name.
 
     Returns:
         A `TransformerSeq2Seq` with inputs `encoder_token_ids (B, S)` and
@@ -279,4 +303,23 @@ def transformer_seq2seq(vocabulary_size, **kwargs):
     >>> model.generate(np.array([[5, 6, 0]]), max_length=4).shape
     (1, 4)
     """
-    return TransformerSeq2Seq(vocabulary_size, **kwargs)
+    return TransformerSeq2Seq(
+        vocabulary_size,
+        target_vocabulary_size=target_vocabulary_size,
+        num_layers=num_layers,
+        hidden_dim=hidden_dim,
+        num_heads=num_heads,
+        intermediate_dim=intermediate_dim,
+        dropout=dropout,
+        max_length=max_length,
+        position=position,
+        norm_first=norm_first,
+        num_key_value_heads=num_key_value_heads,
+        pointer_generator=pointer_generator,
+        coverage_loss_weight=coverage_loss_weight,
+        pad_token_id=pad_token_id,
+        start_token_id=start_token_id,
+        end_token_id=end_token_id,
+        dtype=dtype,
+        name=name,
+    )
