@@ -224,7 +224,11 @@ class AttentionSteps:
     (contexts concatenated on `context_query_axis`); `flash_operands(k, v)`
     -> `(key (B, K, S, d), value (B, K, S, dv))` or None (then each block is
     wrapped in `keras.remat`), `flash_query(prepared_query)` -> `(B, K, G,
-    t, d)` scaled, `flash_context(output)`.
+    t, d)` scaled, `flash_context(output)`. `remat_safe`: False where
+    `keras.remat` cannot recompute a block (torch under a mixed policy:
+    its recomputation runs outside Keras' autocast scope, so the weights
+    come back float32 and torch refuses them); blocks then keep their
+    weights for the backward pass (correct, without the memory saving).
 
     Fused path (scaled dot-product layers): `fused_heads(query, value, key)`
     -> `(query (B, T, H, d) scaled, key (B, S, K, d), value (B, S, K, dv))`
@@ -245,6 +249,7 @@ class AttentionSteps:
     flash_query: Callable
     flash_context: Callable
     context_query_axis: int
+    remat_safe: bool = True
     fused_heads: Optional[Callable] = None
     fused_output: Optional[Callable] = None
 
@@ -294,8 +299,16 @@ def fused_attention(query, value, key, parts, steps):
     if only_causal(parts, query.shape[1], key.shape[1]):
         # T == S: Keras' causal mask is then the usual lower triangle, and
         # `is_causal` lets the kernels skip the masked half.
-        heads = steps.fused_heads(query, value, key)
-        context = ops.dot_product_attention(*heads, scale=1.0, is_causal=True)
+        query_heads, key_heads, value_heads = steps.fused_heads(query, value, key)
+        key_heads, value_heads = _one_head_per_group(
+            query_heads, key_heads, value_heads
+        )
+        query_heads, key_heads, value_heads, value_dim = _same_head_sizes(
+            query_heads, key_heads, value_heads
+        )
+        context = ops.dot_product_attention(
+            query_heads, key_heads, value_heads, scale=1.0, is_causal=True
+        )[..., :value_dim]
         return steps.fused_output(context)
     mask = block_mask(parts, 0, ops.shape(query)[1])
     query, value, key = zero_unused(query, value, key, mask)
@@ -318,10 +331,15 @@ def fused_context(query_heads, key_heads, value_heads, mask=None):
         Contexts `(B, T, H, dv)` in the dtype of the heads; exactly 0 in a
         row whose keys are all masked.
     """
+    key_heads, value_heads = _one_head_per_group(query_heads, key_heads, value_heads)
+    query_heads, key_heads, value_heads, value_dim = _same_head_sizes(
+        query_heads, key_heads, value_heads
+    )
     if mask is None:
-        return ops.dot_product_attention(
+        context = ops.dot_product_attention(
             query_heads, key_heads, value_heads, scale=1.0
         )
+        return context[..., :value_dim]
     has_key = ops.any(mask, axis=-1)  # (B, T)
     first_key = ops.equal(ops.arange(ops.shape(mask)[-1]), 0)  # (S,)
     visible = ops.logical_or(
@@ -330,7 +348,45 @@ def fused_context(query_heads, key_heads, value_heads, mask=None):
     context = ops.dot_product_attention(
         query_heads, key_heads, value_heads, mask=visible[:, None], scale=1.0
     )
+    context = context[..., :value_dim]
     return ops.where(has_key[:, :, None, None], context, ops.zeros_like(context))
+
+
+def _same_head_sizes(query_heads, key_heads, value_heads):
+    """JAX's kernels need value heads of the key heads' size: the smaller
+    is padded with zeros (which changes no dot product and no context
+    entry; the caller keeps the first `value_dim` entries). Other backends
+    take different sizes (nothing done). Returns `(query, key, value,
+    value_dim)`."""
+    key_dim, value_dim = key_heads.shape[-1], value_heads.shape[-1]
+    if keras.backend.backend() != "jax" or key_dim == value_dim:
+        return query_heads, key_heads, value_heads, value_dim
+
+    def padded(x, size):
+        pad = [(0, 0)] * (len(x.shape) - 1) + [(0, size - x.shape[-1])]
+        return ops.pad(x, pad)
+
+    size = max(key_dim, value_dim)
+    return (
+        padded(query_heads, size),
+        padded(key_heads, size),
+        padded(value_heads, size),
+        value_dim,
+    )
+
+
+def _one_head_per_group(query_heads, key_heads, value_heads):
+    """Key and value heads as Keras' TensorFlow path takes them: it repeats
+    `K > 1` heads itself but fails on multi-query `K = 1` (its einsum does
+    not broadcast the head axis), so that one head is repeated here. JAX
+    and torch broadcast it (nothing done)."""
+    heads, kv_heads = query_heads.shape[2], key_heads.shape[2]
+    if keras.backend.backend() != "tensorflow" or kv_heads != 1 or heads == 1:
+        return key_heads, value_heads
+    return (
+        ops.repeat(key_heads, heads, axis=2),
+        ops.repeat(value_heads, heads, axis=2),
+    )
 
 
 # ---------------------------------------------------------------- blocked
@@ -404,9 +460,9 @@ def blocked_attention(query, value, key, parts, steps, block_size):
             continue
         if link is not None:
             query_block = query_block + ops.cast(link, query_block.dtype)
-        block = keras.remat(
-            lambda q, k, v, start=start, size=size: attend(q, k, v, start, size)
-        )
+        block = lambda q, k, v, start=start, size=size: attend(q, k, v, start, size)  # noqa: E731
+        if steps.remat_safe:
+            block = keras.remat(block)
         contexts.append(block(query_block, prepared_key, prepared_value))
     context = ops.concatenate(contexts, axis=steps.context_query_axis)
     return steps.finish_output(context)

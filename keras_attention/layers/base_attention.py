@@ -342,6 +342,10 @@ class BaseAttention(keras.layers.Layer):
             flash_query=self._flash_query,
             flash_context=self._flash_context,
             context_query_axis=self._context_query_axis,
+            remat_safe=(
+                keras.backend.backend() != "torch"
+                or self.compute_dtype == self.variable_dtype
+            ),
             fused_heads=self._fused_heads,
             fused_output=self._fused_output,
         )
