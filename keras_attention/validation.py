@@ -218,3 +218,29 @@ def concrete_values(x):
         return np.asarray(ops.convert_to_numpy(x))
     except Exception:  # symbolic tensors cannot be read
         return None
+
+
+# --- Layer-input checks moved from keras_attention/layers/base_attention.py
+# (issue 13: validators live here); names kept.
+
+
+def check_query_block_size(value):
+    """`"auto"`, None or a positive int."""
+    if value is None or value == "auto":
+        return value
+    if isinstance(value, str):
+        raise ValueError(
+            "Argument `query_block_size` must be 'auto', None or a positive "
+            f"int. Received: query_block_size={value!r}"
+        )
+    return check_positive_int("query_block_size", value)
+
+
+def check_rank3(name, shape, layout):
+    """Raises a `ValueError` unless `shape` has rank 3 (`layout` names the
+    axes in the message, e.g. "(batch, target_len, query_dim)")."""
+    if shape is None or len(shape) != 3:
+        raise ValueError(
+            f"`{name}` must be a rank-3 tensor of shape {layout}. "
+            f"Received: {name}.shape={None if shape is None else tuple(shape)}"
+        )

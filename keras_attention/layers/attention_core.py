@@ -12,6 +12,8 @@ One rule holds for every layer, path and dtype policy:
   gradients.
 """
 
+import functools
+
 import numpy as np
 from keras import ops
 
@@ -244,3 +246,37 @@ def flash_attention(query, key, value, mask_fn=None, link=None):
     if link is None:
         link = ops.zeros((), "float32")
     return attend(query, key, value, ops.cast(link, "float32"))
+
+
+# A causal bias is a constant of T * S float32 entries in the program: up to
+# 16 MiB (T = S = 2048); longer calls build their mask with ops instead.
+CAUSAL_BIAS_MAX_ENTRIES = 2048 * 2048
+_MASKED_LOGIT = -1e30  # added to a finite logit: exp() of it underflows to 0
+
+
+@functools.lru_cache(maxsize=8)
+def causal_bias(query_length, key_length):
+    """The additive causal mask `(T, S)`: 0 where `j <= i`, -1e30 above.
+
+    A NumPy constant (built once per shape); added to finite float32 logits
+    it gives masked keys an exp() of exactly 0, like `masked_softmax`'s
+    `where`, but the gradient of an add is the identity. Only for causal
+    self-attention (`T == S`), where every row has a key: a fully masked row
+    would get uniform weights instead of zeros.
+    """
+    rows = np.arange(query_length)[:, None]
+    columns = np.arange(key_length)[None, :]
+    return np.where(columns <= rows, 0.0, _MASKED_LOGIT).astype("float32")
+
+
+def biased_softmax(logits, bias):
+    """float32 `softmax(logits + bias)` over the last axis.
+
+    Args:
+        logits: tensor `(..., T, S)`; cast to float32.
+        bias: float32 array broadcastable to `logits` (`causal_bias`).
+    """
+    logits = ops.cast(logits, "float32")
+    if logits.shape[-1] == 1:
+        return ops.ones_like(logits)
+    return ops.softmax(ops.add(logits, bias), axis=-1)

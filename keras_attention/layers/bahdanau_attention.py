@@ -44,6 +44,9 @@ class BahdanauAttention(BaseAttention):
         dropout: float in [0, 1), dropout on the attention weights.
         kernel_initializer: initializer of `W`, `U` and `v`.
         seed: optional int seed for dropout.
+        query_block_size, implementation: see `BaseAttention`
+            (`implementation="fused"` is refused: no fused kernel computes
+            these scores).
         **kwargs: `keras.layers.Layer` arguments.
 
     Example:
@@ -62,6 +65,8 @@ class BahdanauAttention(BaseAttention):
         Bahdanau, Cho, Bengio, "Neural Machine Translation by Jointly
         Learning to Align and Translate", ICLR 2015.
     """
+
+    _fused_capable = False  # additive / Luong scores: no fused kernel
 
     def __init__(
         self,

@@ -9,42 +9,16 @@ import keras
 from keras import ops
 
 from keras_attention import masks
-from keras_attention.layers import attention_core
-from keras_attention.validation import (
+from keras_attention.layers import attention_implementations as implementations
+from keras_attention.validation import (  # check_rank3: re-exported
+    check_choice,
     check_non_negative_int,
-    check_positive_int,
+    check_query_block_size,
+    check_rank3,
     check_rate,
 )
 
-# `query_block_size="auto"` blocks the queries when one (batch, head) score
-# matrix would hold at least this many entries (e.g. T = S = 2048).
-AUTO_BLOCK_MIN_SCORES = 2048 * 2048
-AUTO_BLOCK_SIZE = 512
-
-
-def check_query_block_size(value):
-    """`"auto"`, None or a positive int."""
-    if value is None or value == "auto":
-        return value
-    if isinstance(value, str):
-        raise ValueError(
-            "Argument `query_block_size` must be 'auto', None or a positive "
-            f"int. Received: query_block_size={value!r}"
-        )
-    return check_positive_int("query_block_size", value)
-
-
-def _rank_error(name, shape, layout):
-    return ValueError(
-        f"`{name}` must be a rank-3 tensor of shape {layout}. "
-        f"Received: {name}.shape={tuple(shape)}"
-    )
-
-
-def check_rank3(name, shape, layout):
-    """Raises a `ValueError` unless `shape` has rank 3."""
-    if shape is None or len(shape) != 3:
-        raise _rank_error(name, shape, layout)
+__all__ = ["BaseAttention", "check_rank3"]
 
 
 def _static(dim):
@@ -79,17 +53,37 @@ class BaseAttention(keras.layers.Layer):
     value)`; they may override `build_attention(query_shape, value_shape,
     key_shape)` to create weights.
 
-    Memory-efficient attention: with a query block size `b`, queries are
-    processed `b` at a time and each block's scores are recomputed in the
-    backward pass, so no `(B, H, T, S)` tensor is ever held: peak memory
-    grows as `b * S` instead of `T * S`. Layers whose logits are dot
-    products of prepared heads (`_flash_operands`; `MultiHeadAttention`)
-    use `attention_core.flash_attention`, whose backward pass recomputes
-    only the weights; the others wrap each block in `keras.remat`. The
-    results equal the exact path (same float32 softmax, same masks, same
-    fully-masked-row rule). Blocking needs a static query length and is
-    skipped when the weights are returned or dropped out (training with
-    `dropout > 0`).
+    Implementations (`implementation`; all compute the same function, side
+    by side in `attention_implementations`, picked per call by
+    `attention_implementations.choose_implementation`):
+
+    - `"exact"`: the `(B, H, T, S)` weights are materialised.
+    - `"blocked"`: queries are processed `b = query_block_size` at a time
+      (512 unless `query_block_size` is an int) and each block's scores are
+      recomputed in the backward pass, so peak memory grows as `b * S`
+      instead of `T * S`. Layers whose logits are dot products of prepared
+      heads (`MultiHeadAttention`) use `attention_core.flash_attention`,
+      whose backward pass recomputes only the weights; the others wrap each
+      block in `keras.remat`. Needs a static query length (else exact).
+    - `"fused"`: `keras.ops.dot_product_attention` (cuDNN flash attention
+      on JAX, SDPA on torch, Splash on TPU), for scaled dot-product scores
+      only (`MultiHeadAttention`, `ScaledDotProductAttention`,
+      `SelfAttention(score="scaled_dot")`; other layers refuse it at
+      construction). Masks are passed explicitly as a boolean `(B, 1, T,
+      S)` mask (decode steps stay bottom-right), a fully masked row gets
+      exactly 0 and finite gradients, unused positions are zeroed first.
+    - `"auto"` (default): fused on a GPU or TPU under JAX or torch; else
+      (CPU, TensorFlow, whose `dot_product_attention` is no fused kernel)
+      blocked once a score matrix reaches 2048 x 2048 entries (as
+      `query_block_size` says), exact below: measured fastest for a
+      training step on CPU (docs/concepts/performance.md).
+
+    A call that returns the weights (`return_attention_scores=True`) or
+    drops them out (training with `dropout > 0`) needs them materialised:
+    it runs the exact path whatever `implementation` says (a documented
+    fall-back, not an error, so that the same layer serves training with
+    dropout and inference). Outputs agree across implementations within
+    float32 rounding (1e-5).
 
     Args:
         dropout: float in [0, 1), dropout rate on the attention weights
@@ -97,7 +91,10 @@ class BaseAttention(keras.layers.Layer):
         seed: optional int, the dropout seed.
         query_block_size: `"auto"` (default: blocks of 512 queries once a
             score matrix would reach 2048 x 2048 entries), None (never
-            block) or a positive int (block whenever `T` exceeds it).
+            block) or a positive int (block whenever `T` exceeds it); under
+            `implementation="blocked"`, the block size (512 unless an int).
+        implementation: `"auto"` (default), `"exact"`, `"blocked"` or
+            `"fused"`; see above.
         **kwargs: standard `keras.layers.Layer` arguments (`name`, `dtype`,
             ...).
     """
@@ -107,8 +104,28 @@ class BaseAttention(keras.layers.Layer):
     _value_layout = "(batch, source_len, value_dim)"
     _key_layout = "(batch, source_len, key_dim)"
 
-    def __init__(self, dropout=0.0, seed=None, query_block_size="auto", **kwargs):
+    # Whether the layer's scores can be scaled dot products at all (False:
+    # `implementation="fused"` is refused at construction).
+    _fused_capable = True
+
+    def __init__(
+        self,
+        dropout=0.0,
+        seed=None,
+        query_block_size="auto",
+        implementation="auto",
+        **kwargs,
+    ):
         super().__init__(**kwargs)
+        self.implementation = check_choice(
+            "implementation", implementation, implementations.IMPLEMENTATIONS
+        )
+        if self.implementation == "fused" and not self._fused_capable:
+            raise ValueError(
+                f"`{type(self).__name__}` has no scaled dot-product scores, so "
+                "no fused kernel: use implementation='auto', 'exact' or "
+                "'blocked'. Received: implementation='fused'"
+            )
         self.dropout = check_rate("dropout", dropout)
         self.seed = check_non_negative_int("seed", seed, allow_none=True)
         self.query_block_size = check_query_block_size(query_block_size)
@@ -200,31 +217,26 @@ class BaseAttention(keras.layers.Layer):
             attention_mask=attention_mask,
             use_causal_mask=use_causal_mask,
         )
-        block_size = self._block_size(
+        steps = self._steps(training)
+        implementation = self._implementation_of_call(
             query, key, return_attention_scores, training
         )
-        if block_size is not None:
-            return self._blocked_attention(
-                query, value, key, mask_parts, block_size
+        if implementation == "blocked":
+            return implementations.blocked_attention(
+                query,
+                value,
+                key,
+                mask_parts,
+                steps,
+                implementations.block_length(self.query_block_size),
             )
-        mask = self._block_mask(mask_parts, 0, ops.shape(query)[1])
-        if mask is not None:
-            query = attention_core.zero_unused_positions(
-                query, ops.any(mask, axis=2)
+        if implementation == "fused":
+            return implementations.fused_attention(
+                query, value, key, mask_parts, steps
             )
-            used_keys = ops.any(mask, axis=1)
-            key = attention_core.zero_unused_positions(key, used_keys)
-            value = attention_core.zero_unused_positions(value, used_keys)
-        logits = self._compute_logits(query, key)
-        weights = attention_core.masked_softmax(
-            logits, self._broadcast_mask(mask, logits)
+        return implementations.exact_attention(
+            query, value, key, mask_parts, steps, return_attention_scores
         )
-        output = self._compute_output(
-            self._drop(weights, training), value
-        )
-        if return_attention_scores:
-            return output, self._public_scores(weights)
-        return output
 
     def _as_float(self, x):
         """`x` as a tensor; integer or boolean inputs in the compute dtype.
@@ -248,7 +260,8 @@ class BaseAttention(keras.layers.Layer):
         use_causal_mask,
     ):
         """What the `(B, T, S)` mask of a call is made of, checked once;
-        `_block_mask` builds it for any range of queries."""
+        `attention_implementations.block_mask` builds it for any range
+        of queries."""
         batch_size = _static(query.shape[0])
         query_length, key_length = query.shape[1], key.shape[1]
         dynamic_query_length = ops.shape(query)[1]
@@ -286,147 +299,56 @@ class BaseAttention(keras.layers.Layer):
             "key_length": dynamic_key_length,
         }
 
-    @staticmethod
-    def _block_mask(parts, start, size):
-        """The boolean mask `(B, size, S)` of queries `start .. start+size-1`
-        (all of them for `start=0, size=T`), or None: the AND of padding, the
-        explicit mask and the causal mask at those positions."""
-        query_mask, explicit = parts["query_mask"], parts["explicit"]
-        if query_mask is not None:
-            query_mask = query_mask[:, start : start + size]
-        if explicit is not None:
-            explicit = explicit[:, start : start + size]
-        causal = None
-        if parts["causal"]:
-            causal = masks.causal_mask(size, parts["key_length"], offset=start)
-        padding = masks.padding_mask(
-            query_mask,
-            parts["key_mask"],
-            query_length=size,
-            key_length=parts["key_length"],
+    # -------------------------------------------------- implementations
+    def _dropout_active(self, training):
+        return bool(training) and self._seed_generator is not None
+
+    def _scores_are_scaled_dot_products(self):
+        """Whether the logits are `(q / sqrt(d)) . k` (the fused kernels'
+        score); the default is False."""
+        return False
+
+    def _implementation_of_call(self, query, key, scores_requested, training):
+        """"exact", "blocked" or "fused" for this call
+        (`attention_implementations.choose_implementation`)."""
+        backend = keras.backend.backend()
+        return implementations.choose_implementation(
+            self.implementation,
+            backend=backend,
+            device=implementations.default_device(backend),
+            dtype=self.compute_dtype,
+            query_length=_static(query.shape[1]),
+            key_length=_static(key.shape[1]),
+            scores_requested=bool(scores_requested),
+            dropout_active=self._dropout_active(training),
+            score_is_scaled_dot=self._scores_are_scaled_dot_products(),
+            query_block_size=self.query_block_size,
         )
-        return masks.merge_masks(padding, explicit, causal)
 
-    # ------------------------------------------------------ blocked path
-    def _block_size(self, query, key, return_attention_scores, training):
-        """The query block size of this call, or None for the exact path."""
-        if self.query_block_size is None or return_attention_scores:
-            return None
-        if training and self._seed_generator is not None:
-            return None  # dropout masks cannot be replayed by remat
-        query_length, key_length = query.shape[1], key.shape[1]
-        if not isinstance(query_length, int):
-            return None
-        if self.query_block_size == "auto":
-            if not isinstance(key_length, int):
-                return None
-            if query_length * key_length < AUTO_BLOCK_MIN_SCORES:
-                return None
-            block = AUTO_BLOCK_SIZE
-        else:
-            block = self.query_block_size
-        return block if query_length > block else None
-
-    def _blocked_attention(self, query, value, key, parts, block_size):
-        """The output of `call`, `block_size` queries at a time."""
-        length = query.shape[1]
-        starts = list(range(0, length, block_size))
-        sizes = [min(block_size, length - start) for start in starts]
-        # Keys and values no query may use are zeroed, as on the exact path.
-        # Block masks are rebuilt here and in `attend` rather than kept: all
-        # of them together would be a full (B, T, S) tensor again.
-        used_keys = None
-        for start, size in zip(starts, sizes):
-            block_mask = self._block_mask(parts, start, size)
-            if block_mask is None:
-                break
-            block_used = ops.any(block_mask, axis=1)
-            used_keys = (
-                block_used
-                if used_keys is None
-                else ops.logical_or(used_keys, block_used)
-            )
-        if used_keys is not None:
-            key = attention_core.zero_unused_positions(key, used_keys)
-            value = attention_core.zero_unused_positions(value, used_keys)
-        prepared_key = self._prepare_key(key)
-        prepared_value = self._prepare_value(value)
-        flash = self._flash_operands(prepared_key, prepared_value)
-
-        def flash_attend(query_block, start, size, link=None):
-            mask = self._block_mask(parts, start, size)
-            if mask is not None:
-                query_block = attention_core.zero_unused_positions(
-                    query_block, ops.any(mask, axis=2)
-                )
-            # Under a causal mask, the keys after the block's last query
-            # are masked for all of its rows: they are left out (half the
-            # work of causal self-attention).
-            key_end = None
-            if parts["causal"] and isinstance(key.shape[1], int):
-                key_end = min(start + size, key.shape[1])
-            mask_fn = None
-            if mask is not None:
-                # (B, 1, 1, t, S): rebuilt in the backward pass.
-                def mask_fn():
-                    block_mask = self._block_mask(parts, start, size)
-                    return block_mask[:, None, None, :, :key_end]
-
-            operands = flash
-            if key_end is not None and key_end < key.shape[1]:
-                operands = [operand[:, :, :key_end] for operand in flash]
-            return self._flash_context(
-                attention_core.flash_attention(
-                    self._flash_query(self._prepare_query(query_block, start)),
-                    *operands,
-                    mask_fn=mask_fn,
-                    link=link,
-                )
-            )
-
-        def attend(query_block, prepared_key, prepared_value, start, size):
-            mask = self._block_mask(parts, start, size)
-            if mask is not None:
-                query_block = attention_core.zero_unused_positions(
-                    query_block, ops.any(mask, axis=2)
-                )
-            logits = self._prepared_logits(
-                self._prepare_query(query_block, start), prepared_key
-            )
-            weights = attention_core.masked_softmax(
-                logits, self._broadcast_mask(mask, logits)
-            )
-            return self._prepared_context(weights, prepared_value)
-
-        contexts = []
-        for start, size in zip(starts, sizes):
-            if flash is not None:
-                block = lambda q, k, v, start=start, size=size: flash_attend(  # noqa: E731
-                    q, start, size
-                )
-            else:
-                block = keras.remat(
-                    lambda q, k, v, start=start, size=size: attend(
-                        q, k, v, start, size
-                    )
-                )
-            query_block = query[:, start : start + size]
-            if contexts:
-                # A zero that depends on the previous block chains the blocks:
-                # graph executors would otherwise run several blocks (and, in
-                # the backward pass, their recomputations) at once, holding
-                # several blocks' scores in memory.
-                # (Finite by construction, even when the previous context
-                # holds NaN or inf: those would otherwise leak across blocks.)
-                previous = ops.sum(ops.cast(contexts[-1], "float32"))
-                zero = ops.where(ops.isfinite(previous), 0.0 * previous, 0.0)
-                if flash is not None:  # the core chains its own backward
-                    contexts.append(flash_attend(query_block, start, size, zero))
-                    continue
-                query_block = query_block + ops.cast(zero, query_block.dtype)
-            contexts.append(block(query_block, prepared_key, prepared_value))
-        context = ops.concatenate(contexts, axis=self._context_query_axis)
-        return self._finish_output(context)
+    def _steps(self, training):
+        """This layer's hooks, as the implementations take them."""
+        return implementations.AttentionSteps(
+            compute_logits=self._compute_logits,
+            compute_output=self._compute_output,
+            drop=lambda weights: self._drop(weights, training),
+            public_scores=self._public_scores,
+            prepare_query=self._prepare_query,
+            prepare_key=self._prepare_key,
+            prepare_value=self._prepare_value,
+            prepared_logits=self._prepared_logits,
+            prepared_context=self._prepared_context,
+            finish_output=self._finish_output,
+            flash_operands=self._flash_operands,
+            flash_query=self._flash_query,
+            flash_context=self._flash_context,
+            context_query_axis=self._context_query_axis,
+            remat_safe=(
+                keras.backend.backend() != "torch"
+                or self.compute_dtype == self.variable_dtype
+            ),
+            fused_heads=self._fused_heads,
+            fused_output=self._fused_output,
+        )
 
     # Hooks of the blocked path; the defaults reuse `_compute_logits` and
     # `_compute_output` (correct for every layer, but projections inside
@@ -469,13 +391,16 @@ class BaseAttention(keras.layers.Layer):
         returns it."""
         raise NotImplementedError
 
-    def _broadcast_mask(self, mask, logits):
-        """Adds axes to a `(B, T, S)` mask to match rank-4 logits."""
-        if mask is None:
-            return None
-        while len(mask.shape) < len(logits.shape):
-            mask = mask[:, None]
-        return mask
+    # Hooks of the fused path (`keras.ops.dot_product_attention`), for
+    # layers whose `_scores_are_scaled_dot_products()` is True.
+    def _fused_heads(self, query, value, key):
+        """`(query (B, T, H, d) scaled, key (B, S, K, d), value (B, S, K,
+        dv))` in the compute dtype, the logits being `query . key`."""
+        raise NotImplementedError
+
+    def _fused_output(self, context):
+        """The output from the kernel's contexts `(B, T, H, dv)`."""
+        raise NotImplementedError
 
     def _drop(self, weights, training):
         if self._seed_generator is None or not training:
@@ -505,6 +430,7 @@ class BaseAttention(keras.layers.Layer):
                 "dropout": self.dropout,
                 "seed": self.seed,
                 "query_block_size": self.query_block_size,
+                "implementation": self.implementation,
             }
         )
         return config

@@ -45,6 +45,9 @@ class LuongAttention(BaseAttention):
         dropout: float in [0, 1), dropout on the attention weights.
         kernel_initializer: initializer of `W_a` and `v_a`.
         seed: optional int seed for dropout.
+        query_block_size, implementation: see `BaseAttention`
+            (`implementation="fused"` is refused: no fused kernel computes
+            these scores).
         **kwargs: `keras.layers.Layer` arguments.
 
     Example:
@@ -62,6 +65,8 @@ class LuongAttention(BaseAttention):
         Luong, Pham, Manning, "Effective Approaches to Attention-based Neural
         Machine Translation", EMNLP 2015.
     """
+
+    _fused_capable = False  # additive / Luong scores: no fused kernel
 
     def __init__(
         self,

@@ -92,6 +92,12 @@ class MultiHeadAttention(BaseAttention):
         rotary: bool, apply rotary position embeddings (RoPE, Su et al.
             2021, keras-hub's `RotaryEmbedding`) to query and key heads at
             their positions (self-attention; needs an even `key_dim`).
+        query_block_size: see `BaseAttention`.
+        implementation: `"auto"` (default), `"exact"`, `"blocked"` or
+            `"fused"` (`keras.ops.dot_product_attention`; a call returning
+            or dropping out the weights runs the exact path): see
+            `BaseAttention`. `call_with_cache` always runs the exact path
+            (it returns the weights).
         **kwargs: `keras.layers.Layer` arguments.
 
     Caching: `compute_cache(value)` projects a memory once;
@@ -315,6 +321,24 @@ class MultiHeadAttention(BaseAttention):
 
     def _flash_context(self, output):
         return output  # (B, K, G, t, value_dim), as `_prepared_context`
+
+    # Fused path: (B, T, H, d) heads, head h = k * G + g as everywhere.
+    def _fused_heads(self, query, value, key):
+        grouped = self._query_heads(query)
+        shape = ops.shape(grouped)
+        query_heads = ops.reshape(
+            grouped, (shape[0], shape[1], self.num_heads, self.key_dim)
+        )
+        scale = ops.cast(1.0 / math.sqrt(self.key_dim), query_heads.dtype)
+        return query_heads * scale, self._key_heads(key), self._value_heads(value)
+
+    def _fused_output(self, context):
+        output = ops.einsum(
+            "bthd,hdo->bto", context, ops.cast(self.output_kernel, context.dtype)
+        )
+        if self.output_bias is not None:
+            output = output + self.output_bias
+        return output
 
     def _finish_output(self, context):
         output_kernel = ops.reshape(

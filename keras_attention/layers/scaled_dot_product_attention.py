@@ -3,6 +3,7 @@
 import math
 
 import keras
+from keras import ops
 
 from keras_attention.layers import attention_core
 from keras_attention.layers.base_attention import BaseAttention
@@ -31,6 +32,8 @@ class ScaledDotProductAttention(BaseAttention):
     Args:
         dropout: float in [0, 1), dropout on the attention weights.
         seed: optional int seed for dropout.
+        query_block_size, implementation: see `BaseAttention` (`"fused"`
+            runs `keras.ops.dot_product_attention`).
         **kwargs: `keras.layers.Layer` arguments.
 
     Call arguments:
@@ -64,6 +67,17 @@ class ScaledDotProductAttention(BaseAttention):
                 f"difference). Received: query.shape={tuple(query_shape)}, "
                 f"key.shape={tuple(key_shape)}"
             )
+
+    def _scores_are_scaled_dot_products(self):
+        return True
+
+    def _fused_heads(self, query, value, key):
+        # One head: (B, L, D) -> (B, L, 1, D), the queries scaled.
+        scale = ops.cast(1.0 / math.sqrt(query.shape[-1]), query.dtype)
+        return query[:, :, None] * scale, key[:, :, None], value[:, :, None]
+
+    def _fused_output(self, context):
+        return context[:, :, 0]
 
     def _compute_logits(self, query, key):
         scale = 1.0 / math.sqrt(query.shape[-1])

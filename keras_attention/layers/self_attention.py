@@ -55,6 +55,8 @@ class SelfAttention(MultiHeadAttention):
         window: optional non-negative int, the local attention radius.
         dropout: float in [0, 1), dropout on the attention weights.
         num_key_value_heads: positive int dividing `num_heads` (GQA / MQA).
+        implementation: `"auto"`, `"exact"`, `"blocked"` or `"fused"` (see
+            `BaseAttention`); `"fused"` needs `score="scaled_dot"`.
         **kwargs: `use_bias`, `kernel_initializer`, `bias_initializer`,
             `seed` as in `MultiHeadAttention`, and `keras.layers.Layer`
             arguments.
@@ -105,6 +107,12 @@ class SelfAttention(MultiHeadAttention):
         self.score = check_choice("score", score, SCORES)
         self.use_causal_mask = check_bool("use_causal_mask", use_causal_mask)
         self.window = check_non_negative_int("window", window, allow_none=True)
+        if self.implementation == "fused" and self.score != "scaled_dot":
+            raise ValueError(
+                "`implementation='fused'` needs `score='scaled_dot'` (the "
+                "fused kernels compute scaled dot products only). Received: "
+                f"implementation='fused', score={self.score!r}"
+            )
 
     def build(self, x_shape):
         if x_shape is None or len(x_shape) != 3:

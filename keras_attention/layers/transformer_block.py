@@ -4,8 +4,10 @@ import keras
 
 from keras_attention.layers.feed_forward import FeedForward, residual
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
+from keras_attention.layers.attention_implementations import IMPLEMENTATIONS
 from keras_attention.validation import (
     check_bool,
+    check_choice,
     check_positive_int,
     check_rate,
 )
@@ -19,6 +21,14 @@ def head_size(dim, num_heads):
             f"Received: dim={dim}, num_heads={num_heads}"
         )
     return dim // num_heads
+
+
+def attention_with_scores(attention, return_attention_scores, *args, **kwargs):
+    """`(output, scores)` of an attention call; scores are None (and not
+    computed) unless `return_attention_scores`."""
+    if return_attention_scores:
+        return attention(*args, return_attention_scores=True, **kwargs)
+    return attention(*args, **kwargs), None
 
 
 class TransformerBlock(keras.layers.Layer):
@@ -36,9 +46,13 @@ class TransformerBlock(keras.layers.Layer):
         activation="relu",
         layer_norm_epsilon=1e-5,
         rotary=False,
+        implementation="auto",
         **kwargs,
     ):
         super().__init__(**kwargs)
+        self.implementation = check_choice(
+            "implementation", implementation, IMPLEMENTATIONS
+        )
         self.num_heads = check_positive_int("num_heads", num_heads)
         self.intermediate_dim = check_positive_int("intermediate_dim", intermediate_dim)
         self.dropout = check_rate("dropout", dropout)
@@ -69,6 +83,7 @@ class TransformerBlock(keras.layers.Layer):
             num_key_value_heads=self.num_key_value_heads,
             dropout=self.dropout,
             rotary=rotary,
+            implementation=self.implementation,
             dtype=self.dtype_policy,
             name=name,
         )
@@ -92,16 +107,21 @@ class TransformerBlock(keras.layers.Layer):
         self.self_attention_norm = self._norm("self_attention_norm")
         self.self_attention_norm.build(x_shape)
 
-    def _self_attention_residual(self, x, padding, training, **attention_kwargs):
-        """The self-attention sub-block; returns `(h, scores)`."""
+    def _self_attention_residual(
+        self, x, padding, training, return_attention_scores, **attention_kwargs
+    ):
+        """The self-attention sub-block; returns `(h, scores)` (scores None
+        unless `return_attention_scores`: a call that asks for no weights
+        lets the attention take its fused or blocked path)."""
 
         def attend(h):
-            return self.self_attention(
+            return attention_with_scores(
+                self.self_attention,
+                return_attention_scores,
                 h,
                 h,
                 query_mask=padding,
                 value_mask=padding,
-                return_attention_scores=True,
                 training=training,
                 **attention_kwargs,
             )
@@ -144,6 +164,7 @@ class TransformerBlock(keras.layers.Layer):
                 "activation": keras.activations.serialize(self.activation),
                 "layer_norm_epsilon": self.layer_norm_epsilon,
                 "rotary": self.rotary,
+                "implementation": self.implementation,
             }
         )
         return config

@@ -5,7 +5,11 @@ from keras import ops
 
 from keras_attention import masks
 from keras_attention.layers.feed_forward import residual
-from keras_attention.layers.transformer_block import TransformerBlock, head_size
+from keras_attention.layers.transformer_block import (
+    TransformerBlock,
+    attention_with_scores,
+    head_size,
+)
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -36,8 +40,9 @@ class TransformerDecoderBlock(TransformerBlock):
 
     Args: as `TransformerEncoderBlock` (`num_heads`, `intermediate_dim`,
         `dropout`, `norm_first`, `num_key_value_heads`, `activation`,
-        `layer_norm_epsilon`, `rotary`; `rotary` applies to self-attention
-        only).
+        `layer_norm_epsilon`, `rotary`, `implementation`; `rotary` applies
+        to self-attention only; `implementation` to both attentions, and
+        `call_with_cache` always runs their exact path).
 
     Call arguments:
         x: `(B, T, D)`.
@@ -96,18 +101,19 @@ class TransformerDecoderBlock(TransformerBlock):
         self._check_memory(memory)
         padding = x_mask if x_mask is not None else mask
         h, self_scores = self._self_attention_residual(
-            x, padding, training, use_causal_mask=True
+            x, padding, training, return_attention_scores, use_causal_mask=True
         )
         cross_scores = None
         if memory is not None:
 
             def cross_attend(z):
-                return self.cross_attention(
+                return attention_with_scores(
+                    self.cross_attention,
+                    return_attention_scores,
                     z,
                     memory,
                     query_mask=padding,
                     value_mask=memory_mask,
-                    return_attention_scores=True,
                     training=training,
                 )
 

@@ -33,6 +33,10 @@ class TransformerEncoderBlock(TransformerBlock):
         activation: feed-forward activation (default `"relu"`).
         layer_norm_epsilon: float.
         rotary: bool, rotary position embeddings in self-attention.
+        implementation: `"auto"` (default), `"exact"`, `"blocked"` or
+            `"fused"`, passed to the attention sublayer (see
+            `BaseAttention`); a call with `return_attention_scores=True`
+            runs its exact path.
         **kwargs: `keras.layers.Layer` arguments.
 
     Call arguments:
@@ -70,7 +74,11 @@ class TransformerEncoderBlock(TransformerBlock):
     ):
         padding = mask if mask is not None else x_mask
         h, scores = self._self_attention_residual(
-            x, padding, training, attention_mask=attention_mask
+            x,
+            padding,
+            training,
+            return_attention_scores,
+            attention_mask=attention_mask,
         )
         y = self._feed_forward_residual(h, training)
         return (y, scores) if return_attention_scores else y

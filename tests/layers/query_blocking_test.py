@@ -6,6 +6,7 @@ import pytest
 from keras import ops
 
 from keras_attention import layers, masks
+from keras_attention.layers.attention_implementations import block_length, block_mask
 from tests.layers.factories import DIM, FACTORIES
 from tests.test_case import gradients, to_numpy, to_tensor
 
@@ -131,15 +132,23 @@ def test_blocked_path_runs_under_xla_and_keeps_nan_padding_out():
     np.testing.assert_allclose(grad_b, grad_a, atol=1e-5)
 
 
+def implementation_of(layer, length, scores=False, training=False):
+    x = np.zeros((1, length, 4))
+    return layer._implementation_of_call(x, x, scores, training)
+
+
 def test_auto_blocks_only_long_sequences_and_never_when_scores_are_returned():
     layer = layers.ScaledDotProductAttention()
-    short, long = np.zeros((1, 8, 4)), np.zeros((1, 2048, 4))
-    assert layer._block_size(short, short, False, False) is None
-    assert layer._block_size(long, long, False, False) == 512
-    assert layer._block_size(long, long, True, False) is None
+    assert implementation_of(layer, 8) == "exact"
+    assert implementation_of(layer, 2048) == "blocked"
+    assert implementation_of(layer, 2048, scores=True) == "exact"
+    assert block_length(layer.query_block_size) == 512
     dropped = layers.ScaledDotProductAttention(dropout=0.1)
-    assert dropped._block_size(long, long, False, True) is None  # no replayable dropout
-    assert dropped._block_size(long, long, False, False) == 512
+    assert implementation_of(dropped, 2048, training=True) == "exact"  # no replayable dropout
+    assert implementation_of(dropped, 2048) == "blocked"
+    assert implementation_of(layers.ScaledDotProductAttention(query_block_size=None), 2048) == "exact"
+    sized = layers.ScaledDotProductAttention(query_block_size=4)
+    assert implementation_of(sized, 4) == "exact" and implementation_of(sized, 5) == "blocked"
 
 
 def test_query_block_size_is_validated_and_serialized():
@@ -161,11 +170,11 @@ def test_block_masks_tile_the_full_mask():
         query, query, query_mask=np.arange(T)[None] < np.array([[T], [6]]),
         key_mask=None, attention_mask=explicit, use_causal_mask=True,
     )
-    full = np.asarray(layer._block_mask(parts, 0, T))
+    full = np.asarray(block_mask(parts, 0, T))
     expected = explicit & np.tril(np.ones((T, S), bool))[None]
     expected[1, 6:] = False
     np.testing.assert_array_equal(full, expected)
-    rows = [np.asarray(layer._block_mask(parts, start, min(4, T - start)))
+    rows = [np.asarray(block_mask(parts, start, min(4, T - start)))
             for start in range(0, T, 4)]
     np.testing.assert_array_equal(np.concatenate(rows, axis=1), full)
 

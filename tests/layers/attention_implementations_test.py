@@ -1,0 +1,403 @@
+"""The fused implementation equals the exact one; the chooser picks by rule.
+
+Runs unchanged under KERAS_BACKEND=tensorflow, jax and torch (CPU kernels
+of `keras.ops.dot_product_attention`: TensorFlow's einsum path, JAX's XLA
+path, torch's SDPA). Tolerances: outputs 1e-5 absolute (float32 rounding of
+a different summation order); gradients 1e-5 times the largest entry of the
+exact gradient (a weight's gradient sums over every position).
+"""
+
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from keras_attention import layers, masks
+from keras_attention.layers.attention_implementations import (
+    AUTO_BLOCK_MIN_SCORES,
+    choose_implementation,
+    default_device,
+)
+from tests.layers.factories import empty_row_output
+from tests.test_case import (
+    IMPLEMENTATION_TOLERANCE,
+    PRECISION_TOLERANCE,
+    gradients,
+    run_layer_test,
+    to_numpy,
+    to_tensor,
+)
+
+B, T, S, DIM = 2, 6, 6, 8
+DECODE_T, DECODE_S = 3, 7
+
+FUSABLE = {
+    "scaled_dot_product": lambda **kw: layers.ScaledDotProductAttention(**kw),
+    "multi_head": lambda **kw: layers.MultiHeadAttention(
+        2, 4, bias_initializer="random_normal", **kw
+    ),
+    "grouped_query": lambda **kw: layers.MultiHeadAttention(
+        4, 2, num_key_value_heads=2, bias_initializer="random_normal", **kw
+    ),
+    "multi_query": lambda **kw: layers.MultiHeadAttention(
+        4, 2, num_key_value_heads=1, value_dim=3, **kw
+    ),
+    "rotary": lambda **kw: layers.MultiHeadAttention(2, 4, rotary=True, **kw),
+    "self_attention": lambda **kw: layers.SelfAttention(num_heads=2, **kw),
+}
+
+
+def key_padding(lengths, length):
+    return np.arange(length)[None] < np.asarray(lengths)[:, None]
+
+
+def mask_cases():
+    """name -> (query length, key length, call kwargs, NaN-filled key
+    positions `(b, s)` or None). Query padding also pads the keys (it is
+    self-attention), as a Keras mask on `x` does."""
+    empty_rows = np.ones((B, T, S), bool)
+    empty_rows[0, 2] = False  # a fully masked query row
+    empty_rows[1, :, 4:] = False  # keys no query may use
+    two_d = np.tril(np.ones((T, S), bool), 1)
+    return {
+        "none": (T, S, {}, None),
+        "key_padding": (T, S, {"value_mask": key_padding([S, 3], S)}, None),
+        "query_padding": (
+            T, S,
+            {"query_mask": key_padding([T, 4], T), "value_mask": key_padding([T, 4], S)},
+            None,
+        ),
+        "causal": (T, S, {"use_causal_mask": True}, None),
+        "causal_padding": (
+            T, S,
+            {"use_causal_mask": True, "query_mask": key_padding([T, 2], T),
+             "value_mask": key_padding([T, 2], S)},
+            None,
+        ),
+        "decode_step": (
+            DECODE_T, DECODE_S,
+            {"attention_mask": masks.causal_mask(
+                DECODE_T, DECODE_S, offset=DECODE_S - DECODE_T)},
+            None,
+        ),
+        "fully_masked_rows": (T, S, {"attention_mask": empty_rows}, None),
+        "explicit_2d": (T, S, {"attention_mask": two_d}, None),
+        "explicit_3d": (T, S, {"attention_mask": empty_rows.astype("int32")}, None),
+        "nan_in_padding": (
+            T, S,
+            {"query_mask": key_padding([T, 3], T), "value_mask": key_padding([T, 3], S)},
+            (1, slice(3, None)),
+        ),
+    }
+
+
+CASES = mask_cases()
+SELF_ONLY = {"decode_step"}  # SelfAttention attends to its own sequence
+
+
+def call(layer, query, value, kwargs):
+    if isinstance(layer, layers.SelfAttention):
+        kwargs = dict(kwargs)
+        padding = kwargs.pop("query_mask", None)
+        if padding is None:
+            padding = kwargs.pop("value_mask", None)
+        kwargs.pop("value_mask", None)
+        if padding is not None:
+            kwargs["x_mask"] = padding
+        return layer(query, **kwargs)
+    return layer(query, value, **kwargs)
+
+
+def twins(name, **kwargs):
+    """Exact and fused layers with the same weights."""
+    keras.utils.set_random_seed(0)
+    exact = FUSABLE[name](implementation="exact", **kwargs)
+    fused = FUSABLE[name](implementation="fused", **kwargs)
+    return exact, fused
+
+
+def case_inputs(case, seed=1):
+    query_length, key_length, kwargs, nan_at = CASES[case]
+    rng = np.random.default_rng(seed)
+    query = rng.normal(size=(B, query_length, DIM)).astype("float32")
+    value = rng.normal(size=(B, key_length, DIM)).astype("float32")
+    if nan_at is not None:  # stored in padded queries, keys and values
+        query[nan_at] = np.nan
+        value[nan_at] = np.nan
+    return query, value, kwargs
+
+
+def output_and_gradients(layer, query, value, kwargs):
+    def loss_terms(q, v):
+        out = ops.cast(call(layer, q, v, kwargs), "float32")
+        return out * ops.sin(out)
+
+    q, v = to_tensor(query), to_tensor(value)
+    out = to_numpy(ops.cast(call(layer, q, v, kwargs), "float32"))
+    return out, gradients(loss_terms, [q, v], layer.trainable_weights)
+
+
+def build_pair(exact, fused, query, value, kwargs):
+    call(exact, query, value, kwargs)
+    call(fused, query, value, kwargs)
+    fused.set_weights(exact.get_weights())
+
+
+PAIRS = [
+    (name, case)
+    for name in FUSABLE
+    for case in CASES
+    if not (name == "self_attention" and case in SELF_ONLY)
+]
+
+
+@pytest.mark.parametrize("name,case", PAIRS)
+def test_fused_outputs_and_gradients_equal_the_exact_path(name, case):
+    query, value, kwargs = case_inputs(case)
+    exact, fused = twins(name)
+    build_pair(exact, fused, query, value, kwargs)
+    (out_a, grads_a), (out_b, grads_b) = [
+        output_and_gradients(layer, query, value, kwargs) for layer in (exact, fused)
+    ]
+    assert np.isfinite(out_b).all(), "NaN in padding reached the fused output"
+    np.testing.assert_allclose(out_b, out_a, atol=IMPLEMENTATION_TOLERANCE)
+    for a, b in zip(grads_a, grads_b):
+        if a is None:
+            assert b is None
+            continue
+        a, b = to_numpy(a), to_numpy(b)
+        assert np.isfinite(b).all(), "non-finite fused gradient"
+        scale = max(1.0, float(np.abs(a).max()))
+        np.testing.assert_allclose(b, a, atol=1e-5 * scale)
+
+
+@pytest.mark.parametrize("name", ["scaled_dot_product", "multi_head", "multi_query"])
+def test_fused_fully_masked_row_is_exactly_zero_context(name):
+    query, value, kwargs = case_inputs("fully_masked_rows")
+    exact, fused = twins(name)
+    build_pair(exact, fused, query, value, kwargs)
+    out = to_numpy(call(fused, query, value, kwargs))
+    # Keras' fused kernel alone would give the mean of the values here.
+    np.testing.assert_array_equal(out[0, 2], np.broadcast_to(empty_row_output(fused), out[0, 2].shape))
+
+
+@pytest.mark.parametrize("name", sorted(FUSABLE))
+def test_fused_output_equals_the_output_with_scores(name):
+    """A call returning the weights runs the exact path (documented
+    fall-back); both outputs agree within the implementation tolerance."""
+    query, value, kwargs = case_inputs("causal_padding")
+    _, fused = twins(name)
+    plain = to_numpy(call(fused, query, value, kwargs))
+    scored, weights = call(fused, query, value, dict(kwargs, return_attention_scores=True))
+    np.testing.assert_allclose(to_numpy(scored), plain, atol=IMPLEMENTATION_TOLERANCE)
+    assert np.isfinite(to_numpy(weights)).all()
+
+
+@pytest.mark.parametrize("policy", sorted(PRECISION_TOLERANCE))
+@pytest.mark.parametrize("name", ["scaled_dot_product", "grouped_query", "self_attention"])
+def test_fused_path_under_mixed_precision(name, policy):
+    query, value, kwargs = case_inputs("causal_padding")
+    query, value = 3 * query, 3 * value  # logits large enough to matter
+    exact, _ = twins(name)
+    call(exact, query, value, kwargs)
+    keras.utils.set_random_seed(0)
+    mixed = FUSABLE[name](implementation="fused", dtype=policy)
+    call(mixed, query, value, kwargs)
+    mixed.set_weights(exact.get_weights())
+    expected = to_numpy(call(exact, query, value, kwargs))
+    out, grads = output_and_gradients(mixed, query, value, kwargs)
+    assert np.isfinite(out).all(), policy
+    np.testing.assert_allclose(out, expected, atol=3 * PRECISION_TOLERANCE[policy])
+    for grad in grads:
+        if grad is not None:
+            assert np.isfinite(to_numpy(grad).astype("float32")).all(), policy
+    # The padded query row of example 1 is fully masked: exactly the bias.
+    np.testing.assert_array_equal(
+        out[1, 3], np.broadcast_to(empty_row_output(mixed), out[1, 3].shape)
+    )
+
+
+def test_fused_dropout_in_training_runs_the_exact_path():
+    query, value, kwargs = case_inputs("causal")
+    layer = layers.MultiHeadAttention(2, 4, dropout=0.5, seed=3, implementation="fused")
+    assert layer._implementation_of_call(query, value, False, True) == "exact"
+    assert layer._implementation_of_call(query, value, False, False) == "fused"
+    assert layer._implementation_of_call(query, value, True, False) == "exact"
+    trained = to_numpy(layer(query, value, training=True, **kwargs))
+    inferred = to_numpy(layer(query, value, training=False, **kwargs))
+    assert not np.allclose(trained, inferred)  # dropout did act
+
+
+# ---------------------------------------------------------------- chooser
+def choose(requested="auto", **overrides):
+    arguments = dict(
+        backend="jax", device="cpu", dtype="float32", query_length=256,
+        key_length=256, scores_requested=False, dropout_active=False,
+        score_is_scaled_dot=True, query_block_size="auto",
+    )
+    arguments.update(overrides)
+    return choose_implementation(requested, **arguments)
+
+
+def test_chooser_auto_rules():
+    assert choose() == "exact"  # CPU, short
+    assert choose(query_length=2048, key_length=2048) == "blocked"  # CPU, long
+    assert 2048 * 2048 == AUTO_BLOCK_MIN_SCORES
+    assert choose(query_length=2048, key_length=2047) == "exact"
+    assert choose(query_length=None) == "exact"  # unknown length: never blocked
+    assert choose(query_block_size=None, query_length=4096, key_length=4096) == "exact"
+    assert choose(query_block_size=64, query_length=65) == "blocked"
+    for backend in ("jax", "torch"):
+        for device in ("gpu", "tpu"):
+            assert choose(backend=backend, device=device) == "fused"
+            assert choose(backend=backend, device=device, dtype="bfloat16") == "fused"
+            assert choose(backend=backend, device=device, scores_requested=True) == "exact"
+            assert choose(backend=backend, device=device, dropout_active=True) == "exact"
+            assert choose(backend=backend, device=device, score_is_scaled_dot=False) == "exact"
+    # TensorFlow's dot_product_attention is no fused kernel.
+    assert choose(backend="tensorflow", device="gpu") == "exact"
+    assert choose(backend="tensorflow", device="gpu", query_length=4096,
+                  key_length=4096) == "blocked"
+
+
+def test_chooser_explicit_requests_and_fallbacks():
+    assert choose("exact", device="gpu") == "exact"
+    assert choose("exact", query_length=4096, key_length=4096) == "exact"
+    assert choose("fused") == "fused"
+    assert choose("fused", scores_requested=True) == "exact"
+    assert choose("fused", dropout_active=True) == "exact"
+    assert choose("blocked") == "blocked"
+    assert choose("blocked", query_length=None) == "exact"
+    assert choose("blocked", scores_requested=True) == "exact"
+    with pytest.raises(ValueError, match=r"implementation.*Received: implementation='fused'"):
+        choose("fused", score_is_scaled_dot=False)
+
+
+def test_default_device_names_a_device_kind():
+    assert default_device() in ("cpu", "gpu", "tpu")
+
+
+# ----------------------------------------------------- arguments, configs
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: layers.BahdanauAttention(4, implementation="fused"),
+        lambda: layers.LuongAttention("general", implementation="fused"),
+        lambda: layers.SelfAttention(num_heads=2, score="additive", implementation="fused"),
+    ],
+    ids=["bahdanau", "luong", "self_attention_additive"],
+)
+def test_fused_is_refused_for_other_scores(make):
+    with pytest.raises(ValueError, match=r"implementation.*Received: implementation='fused'"):
+        make()
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda value: layers.MultiHeadAttention(2, 4, implementation=value),
+        lambda value: layers.ScaledDotProductAttention(implementation=value),
+        lambda value: layers.BahdanauAttention(4, implementation=value),
+        lambda value: layers.TransformerEncoderBlock(2, 8, implementation=value),
+        lambda value: layers.TransformerDecoderBlock(2, 8, implementation=value),
+    ],
+)
+def test_bad_implementation_is_refused(make):
+    with pytest.raises(ValueError, match=r"implementation.*Received: implementation='flash'"):
+        make("flash")
+    with pytest.raises(ValueError, match=r"Received: implementation=None"):
+        make(None)
+
+
+@pytest.mark.parametrize("block", [layers.TransformerEncoderBlock, layers.TransformerDecoderBlock])
+def test_blocks_pass_implementation_to_their_attention(block):
+    layer = block(num_heads=2, intermediate_dim=8, implementation="fused")
+    x = np.random.default_rng(0).normal(size=(2, 4, 8)).astype("float32")
+    if block is layers.TransformerDecoderBlock:
+        layer(x, x)
+        assert layer.cross_attention.implementation == "fused"
+    else:
+        layer(x)
+    assert layer.self_attention.implementation == "fused"
+    assert layer.get_config()["implementation"] == "fused"
+    assert block.from_config(layer.get_config()).implementation == "fused"
+
+
+def test_blocks_with_fused_attention_equal_exact_blocks():
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(2, 5, 8)).astype("float32")
+    memory = rng.normal(size=(2, 7, 8)).astype("float32")
+    padding = key_padding([7, 4], 7)
+    keras.utils.set_random_seed(0)
+    exact = layers.TransformerDecoderBlock(2, 16, implementation="exact")
+    fused = layers.TransformerDecoderBlock(2, 16, implementation="fused")
+    exact(x, memory, memory_mask=padding)
+    fused(x, memory, memory_mask=padding)
+    fused.set_weights(exact.get_weights())
+    np.testing.assert_allclose(
+        to_numpy(fused(x, memory, memory_mask=padding)),
+        to_numpy(exact(x, memory, memory_mask=padding)),
+        atol=IMPLEMENTATION_TOLERANCE,
+    )
+
+
+QUERY = np.random.default_rng(7).normal(size=(2, 4, 8)).astype("float32")
+VALUE = np.random.default_rng(8).normal(size=(2, 5, 8)).astype("float32")
+
+LAYER_TESTS = {
+    "multi_head_fused": (
+        layers.MultiHeadAttention, {"num_heads": 2, "key_dim": 4, "implementation": "fused"},
+        {"query": QUERY, "value": VALUE}, {}, (2, 4, 8), (2, 2, 4, 5), False,
+    ),
+    "multi_head_blocked": (
+        layers.MultiHeadAttention,
+        {"num_heads": 2, "key_dim": 4, "implementation": "blocked", "query_block_size": 2},
+        {"query": QUERY, "value": VALUE}, {}, (2, 4, 8), (2, 2, 4, 5), False,
+    ),
+    "scaled_dot_fused": (
+        layers.ScaledDotProductAttention, {"implementation": "fused"},
+        {"query": QUERY, "value": VALUE}, {}, (2, 4, 8), (2, 4, 5), False,
+    ),
+    "self_attention_fused_causal": (
+        layers.SelfAttention, {"num_heads": 2, "implementation": "fused", "use_causal_mask": True},
+        {"x": QUERY}, {}, (2, 4, 8), (2, 2, 4, 4), False,
+    ),
+    "bahdanau_exact": (
+        layers.BahdanauAttention, {"units": 4, "implementation": "exact"},
+        {"query": QUERY, "value": VALUE}, {}, (2, 4, 8), (2, 4, 5), False,
+    ),
+    "luong_blocked": (
+        layers.LuongAttention, {"score": "general", "implementation": "blocked"},
+        {"query": QUERY, "value": VALUE}, {}, (2, 4, 8), (2, 4, 5), False,
+    ),
+    "encoder_fused": (
+        layers.TransformerEncoderBlock,
+        {"num_heads": 2, "intermediate_dim": 16, "implementation": "fused"},
+        {"x": QUERY}, {}, (2, 4, 8), (2, 2, 4, 4), True,
+    ),
+    "decoder_fused": (
+        layers.TransformerDecoderBlock,
+        {"num_heads": 2, "intermediate_dim": 16, "implementation": "fused"},
+        {"x": QUERY, "memory": VALUE}, {}, (2, 4, 8), [(2, 2, 4, 4), (2, 2, 4, 5)], True,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAYER_TESTS))
+def test_layer_behaviors_with_an_implementation(name, tmp_path):
+    """Config and `.keras` round trips keep `implementation`; every
+    structural and numerical check of `run_layer_test` holds on that path."""
+    cls, init_kwargs, inputs, call_kwargs, out_shape, scores_shape, position_wise = (
+        LAYER_TESTS[name]
+    )
+    assert cls(**init_kwargs).get_config()["implementation"] == init_kwargs["implementation"]
+    run_layer_test(
+        cls,
+        init_kwargs,
+        inputs,
+        call_kwargs,
+        expected_output_shape=out_shape,
+        expected_scores_shape=scores_shape,
+        tmp_dir=tmp_path,
+        position_wise=position_wise,
+    )
