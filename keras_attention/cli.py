@@ -117,6 +117,10 @@ def _read_lines(path):
 def generate(args):
     """Writes one output line per line of `--input` (or stdin) to `--output`
     (or stdout). No input line, no output line (and no model call)."""
+    if args.output and os.path.isdir(args.output):
+        raise ValueError(
+            f"Argument `--output` must be a file, not a folder. Received: --output={args.output!r}"
+        )
     lines = _read_lines(args.input) if args.input else None
     run = runs.SavedRun(args.run_dir)
     if lines is None:

@@ -257,6 +257,8 @@ def test_missing_input_and_data_files_are_one_line(run_dir, tmp_path, monkeypatc
                                str(tmp_path), "--output", str(tmp_path / "out.txt"))
     assert "`--input` must be a readable file" in _one_error_line(code, capsys)
     assert not (tmp_path / "out.txt").exists()
+    code = _run_console_script(monkeypatch, "generate", str(run_dir), "--output", str(tmp_path))
+    assert "`--output` must be a file, not a folder" in _one_error_line(code, capsys)
 
 
 def test_a_malformed_data_file_is_one_line_naming_file_and_line(run_dir, tmp_path,
