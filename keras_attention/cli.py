@@ -58,8 +58,21 @@ def _non_negative_int(text):
 
 
 def _recipe_module(recipe):
-    """The recipe's module, `keras_attention.recipes.<recipe>` (it has `main(argv)`)."""
-    return importlib.import_module(f"keras_attention.recipes.{recipe}")
+    """The recipe's module, `keras_attention.recipes.<recipe>` (it has `main(argv)`).
+
+    Raises:
+        ValueError: naming the recipe, when this installation lacks its module.
+    """
+    name = f"keras_attention.recipes.{recipe}"
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as error:
+        if error.name is None or not (name + ".").startswith(error.name + "."):
+            raise  # a module the recipe imports is missing: not the user's doing
+        raise ValueError(
+            f"Argument `recipe` names a recipe this installation lacks ({name} is missing; "
+            f"reinstall keras_attention). Received: recipe={recipe!r}"
+        ) from None
 
 
 def train(recipe, overrides):
@@ -104,6 +117,10 @@ def _read_lines(path):
 def generate(args):
     """Writes one output line per line of `--input` (or stdin) to `--output`
     (or stdout). No input line, no output line (and no model call)."""
+    if args.output and os.path.isdir(args.output):
+        raise ValueError(
+            f"Argument `--output` must be a file, not a folder. Received: --output={args.output!r}"
+        )
     lines = _read_lines(args.input) if args.input else None
     run = runs.SavedRun(args.run_dir)
     if lines is None:

@@ -293,29 +293,33 @@ def check_source_format(source_format):
     Raises:
         ValueError: naming `source_format`.
     """
-    if source_format == "text":
-        return source_format
-    problem = None
-    if not isinstance(source_format, str):
-        problem = "not a string"
-    else:
-        try:
-            parsed = list(string.Formatter().parse(source_format))
-        except ValueError as error:
-            parsed, problem = [], str(error)
-        fields = [field for _, field, spec, conversion in parsed if field is not None]
-        if problem is None and not fields:
-            problem = "no field"
-        elif problem is None and (set(fields) - set(SOURCE_FIELDS) or len(set(fields)) < len(
-                fields) or any(spec or conversion for _, field, spec, conversion in parsed
-                               if field is not None)):
-            problem = f"fields must be distinct, plain and among {', '.join(SOURCE_FIELDS)}"
+    problem = _source_format_problem(source_format)
     if problem:
         raise ValueError(
             f'Argument `source_format` must be "text" or a template such as '
             f'"{{context}} | {{question}}" ({problem}). Received: source_format={source_format!r}'
         )
     return source_format
+
+
+def _source_format_problem(source_format):
+    """What is wrong with `source_format`, or `None`."""
+    if source_format == "text":
+        return None
+    if not isinstance(source_format, str):
+        return "not a string"
+    try:
+        parsed = [(field, spec, conversion) for _, field, spec, conversion
+                  in string.Formatter().parse(source_format) if field is not None]
+    except ValueError as error:
+        return str(error)
+    fields = [field for field, _, _ in parsed]
+    if not fields:
+        return "no field"
+    if (set(fields) - set(SOURCE_FIELDS) or len(set(fields)) < len(fields)
+            or any(spec or conversion for _, spec, conversion in parsed)):
+        return f"fields must be distinct, plain and among {', '.join(SOURCE_FIELDS)}"
+    return None
 
 
 def format_source(source_format, record):

@@ -257,6 +257,8 @@ def test_missing_input_and_data_files_are_one_line(run_dir, tmp_path, monkeypatc
                                str(tmp_path), "--output", str(tmp_path / "out.txt"))
     assert "`--input` must be a readable file" in _one_error_line(code, capsys)
     assert not (tmp_path / "out.txt").exists()
+    code = _run_console_script(monkeypatch, "generate", str(run_dir), "--output", str(tmp_path))
+    assert "`--output` must be a file, not a folder" in _one_error_line(code, capsys)
 
 
 def test_a_malformed_data_file_is_one_line_naming_file_and_line(run_dir, tmp_path,
@@ -299,3 +301,16 @@ def test_the_installed_script_prints_one_line_and_no_traceback(run_dir, tmp_path
         assert message in ours[0]
         assert "Traceback" not in process.stderr
         assert process.stdout == ""
+
+
+def test_a_recipe_module_this_installation_lacks_is_one_line(monkeypatch, capsys):
+    def missing(name):
+        raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+    monkeypatch.setattr(cli.importlib, "import_module", missing)
+    line = _one_error_line(_run_console_script(monkeypatch, "train", "translation"), capsys)
+    assert "keras_attention.recipes.translation is missing" in line
+    monkeypatch.setattr(cli.importlib, "import_module", lambda name: (_ for _ in ()).throw(
+        ModuleNotFoundError("No module named 'keras'", name="keras")))
+    with pytest.raises(ModuleNotFoundError, match="keras"):  # not a user error
+        cli.main(["train", "translation"])

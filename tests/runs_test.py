@@ -337,3 +337,27 @@ def test_a_folder_with_other_files_is_not_a_run_folder(model, tokenizer, tmp_pat
     assert not runs.is_run_folder(run_dir)
     with pytest.raises(ValueError, match="other files"):
         runs.check_output_dir(run_dir, overwrite=True)
+
+
+def test_memory_network_run_answers_from_its_classes(tokenizer, tmp_path):
+    from keras_attention.models import memory_network
+
+    classes = ["kitchen", "office", "garden"]
+    network = memory_network(tokenizer.vocabulary_size(), len(classes), hidden_dim=8,
+                             num_hops=1, max_memories=4, seed=0)
+    runs.save_run(tmp_path / "qa", network, tokenizer, tokenizer, recipe="question_answering",
+                  config={"max_memories": 4}, scores={}, extra={"answer_classes": classes})
+    run = runs.SavedRun(tmp_path / "qa")
+    assert run.metadata["decoding"] is None and run.decoding == {}
+    assert run.source_format == "{story} | {question}" and run.answer_classes == classes
+    answers = run.generate(["Mary went to the kitchen. John left. | Where is Mary?", "| Who?"])
+    assert len(answers) == 2 and set(answers) <= set(classes)
+    squad = tmp_path / "squad.jsonl"
+    squad.write_text(json.dumps({"id": "1", "context": "Mary went to the kitchen.",
+                                 "question": "Where is Mary?", "answers": ["kitchen"]}) + "\n")
+    assert run.evaluation_examples(squad)[0] == ["Mary went to the kitchen. | Where is Mary?"]
+    assert run.evaluate(squad)["examples"] == 1
+    (tmp_path / "qa" / "config.json").write_text(json.dumps(dict(
+        run.metadata, config={})))
+    with pytest.raises(runs.RunFolderError, match=r"answer_classes without .*max_memories"):
+        runs.SavedRun(tmp_path / "qa")
