@@ -73,5 +73,7 @@ then
   fail "a second run replaced run/ without --overwrite"
 fi
 [[ "$(cksum run/model.keras)" == "$before" ]] || fail "the refused run changed run/model.keras"
+grep -q "output_dir" again.log || fail "the refusal does not name output_dir: $(tail -n 3 again.log)"
+echo "wheel_smoke: refused: $(tail -n 1 again.log)"
 
 step "passed"

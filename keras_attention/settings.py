@@ -228,7 +228,10 @@ def _pop_preset(argv, presets):
     while index < len(argv):
         argument = argv[index]
         index += 1
-        if argument == "--preset" and index < len(argv):
+        if argument == "--preset":
+            if index == len(argv) or argv[index].startswith("--"):
+                raise ValueError("Setting `preset` needs a value (`--preset=NAME`). "
+                                 "Received: --preset")
             preset = argv[index]
             index += 1
         elif argument.startswith("--preset="):

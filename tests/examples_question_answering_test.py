@@ -77,6 +77,7 @@ def test_memory_network_quick_config_trains_saves_plots_and_the_cli_answers_the_
         assert (output / name).exists(), name
     metadata = json.loads((output / "config.json").read_text())
     assert metadata["recipe"] == "question_answering" and metadata["answer_classes"]
+    assert metadata["source_format"] == "{story} | {question}" and metadata["decoding"] is None
 
     lines = _cli_answers(cli, output, SOURCES, tmp_path)
     model, tokenizer, _, _ = recipe.runs.load_run(output)
@@ -98,6 +99,9 @@ def test_transformer_quick_config_and_the_cli_answers_the_same(tmp_path):
     scores = recipe.train_and_evaluate(config)
     assert 0.0 <= scores["mean_accuracy"] <= 100.0
     assert (output / "training.png").exists()
+    metadata = json.loads((output / "config.json").read_text())
+    assert metadata["source_format"] == "{context} | {question}"
+    assert metadata["decoding"]["target_length"] == config["max_answer_length"]
     lines = _cli_answers(cli, output, SOURCES, tmp_path)
     model, source_tokenizer, target_tokenizer, _ = recipe.runs.load_run(output)
     assert lines == recipe.answer(model, SOURCES, source_tokenizer, target_tokenizer, config)

@@ -27,9 +27,13 @@ def test_recipe_saves_a_complete_run_and_no_partial_folder(run_dir):
     for name in ("model.keras", "source.spm", "target.spm", "config.json", "attention.png",
                  "training.png"):
         assert (output / name).exists(), name
-    assert not list(output.parent.glob(".partial-*"))
+    assert [path.name for path in output.parent.iterdir()] == ["translation"]  # nothing staged
     saved = json.loads((output / "config.json").read_text())
     assert saved["scores"]["bleu"] == scores["bleu"]
+    # What a reader needs to decode, written by the recipe (the quick config decodes greedily).
+    assert saved["source_format"] == "text" and saved["decoding"] == {
+        "source_length": 32, "target_length": 32, "strategy": "greedy", "num_beams": 4,
+        "length_penalty": 0.6, "coverage_penalty": 0.0}
 
 
 def test_cli_generate_matches_the_reloaded_model_and_evaluate_scores(run_dir, tmp_path, capsys):
@@ -50,27 +54,6 @@ def test_cli_generate_matches_the_reloaded_model_and_evaluate_scores(run_dir, tm
     (tmp_path / "pairs.tsv").write_text("March 3, 2021\t2021-03-03\n", encoding="utf-8")
     scores = cli.main(["evaluate", str(output), "--data", str(tmp_path / "pairs.tsv")])
     assert set(scores) == {"bleu", "chrf", "examples"} and scores["examples"] == 1
-
-
-def test_cli_refuses_a_folder_that_is_not_a_run(tmp_path):
-    from keras_attention import cli
-
-    with pytest.raises(SystemExit, match="model.keras is missing"):
-        cli.main(["generate", str(tmp_path)])
-
-
-def test_cli_train_runs_a_recipe_with_overrides(tmp_path, monkeypatch):
-    import types
-
-    from keras_attention import cli
-
-    ran = {}
-    monkeypatch.setattr(cli, "_recipe_module", lambda name: types.SimpleNamespace(
-        main=lambda argv: ran.update(name=name, argv=argv)))
-    cli.main(["train", "question_answering", "--epochs=1"])
-    assert ran == {"name": "question_answering", "argv": ["--epochs=1"]}
-    with pytest.raises(SystemExit):
-        cli.main(["train", "poetry"])
 
 
 def test_execution_keys_resolve_through_fast_defaults():

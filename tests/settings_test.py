@@ -59,6 +59,7 @@ def test_any_other_boolean_is_refused(text):
                             r"Received: architecture='lstm'"),
     ("--preset=huge", r"`preset` must be one of 'default', 'quick'. Received: preset='huge'"),
     ("--epochs", r"`epochs` needs a value.*Received: --epochs"),
+    ("--preset", r"`preset` needs a value.*Received: --preset"),
     ("epochs=3", r"Expected `--key=value` settings. Received: 'epochs=3'"),
 ])
 def test_bad_values_are_refused_naming_the_setting(argument, message):
@@ -105,5 +106,7 @@ def test_help_lists_presets_settings_and_rules(capsys):
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
     assert out.startswith("Train it.") and "Presets (--preset=NAME): default, quick" in out
-    assert "--epochs=3 (int, >= 1)" in out and "--overwrite=false (bool)" in out and "--architecture='transformer' (transformer|rnn)" \
-        in out and "--learning_rate=0.001 (float, > 0)" in out
+    for line in ("--epochs=3 (int, >= 1)", "--overwrite=false (bool)",
+                 "--architecture='transformer' (transformer|rnn)",
+                 "--learning_rate=0.001 (float, > 0)"):
+        assert line in out
