@@ -14,22 +14,21 @@ Public modules:
 - `keras_attention.runtime`: fast execution defaults for the machine at hand.
 - `keras_attention.distribute`: `tf.distribute` strategies by name for training.
 - `keras_attention.export`: a run folder as a strings-to-strings SavedModel.
+
+The core (`layers`, `masks`, `models`, `decoding`) is imported with the
+package and needs only Keras and NumPy, on every backend. The toolkit modules
+(`data`, `metrics`, `visualize`, `runs`, `runtime`, `distribute`, `export`)
+are imported on first use (`keras_attention.metrics`, or
+`from keras_attention import metrics`), so TensorFlow, tensorflow-text,
+keras-hub, matplotlib, sacrebleu and rouge-score load only when they are used.
 """
 
-from keras_attention import (
-    data,
-    decoding,
-    distribute,
-    export,
-    layers,
-    masks,
-    metrics,
-    models,
-    runs,
-    runtime,
-    visualize,
-)
+import importlib
+
+from keras_attention import decoding, layers, masks, models
 from keras_attention.version import __version__
+
+_TOOLKIT_MODULES = ("data", "distribute", "export", "metrics", "runs", "runtime", "visualize")
 
 __all__ = [
     "__version__",
@@ -45,3 +44,14 @@ __all__ = [
     "runtime",
     "visualize",
 ]
+
+
+def __getattr__(name):
+    """Imports a toolkit module on first access (PEP 562)."""
+    if name in _TOOLKIT_MODULES:
+        return importlib.import_module(f"keras_attention.{name}")
+    raise AttributeError(f"module 'keras_attention' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_TOOLKIT_MODULES))

@@ -3,7 +3,6 @@
 import math
 
 import keras
-import keras_hub
 from keras import ops
 
 from keras_attention.validation import (
@@ -15,6 +14,98 @@ from keras_attention.validation import (
 POSITIONS = ("sinusoidal", "learned", "none")
 
 
+class SinusoidalPositionEncoding(keras.layers.Layer):
+    """Fixed sine/cosine position encodings (Vaswani et al. 2017); no weights.
+
+    ```
+    P[t, 2i]   = sin(t / max_wavelength^(2i / dim))
+    P[t, 2i+1] = cos(t / max_wavelength^(2i / dim))
+    ```
+
+    The same numbers as keras-hub's `SinePositionEncoding` (computed in the
+    layer's compute dtype), written with `keras.ops` so that the core needs
+    no keras-hub (which imports TensorFlow when it is installed).
+
+    Call arguments:
+        inputs: `(B, T, dim)`, only its shape is used.
+        start_index: int or scalar tensor, the position of the first row.
+
+    Returns:
+        `(B, T, dim)`, the encodings of positions `start_index + t`.
+    """
+
+    def __init__(self, max_wavelength=10000, **kwargs):
+        super().__init__(**kwargs)
+        self.max_wavelength = check_positive_int("max_wavelength", max_wavelength)
+        self.built = True
+
+    def call(self, inputs, start_index=0):
+        shape = ops.shape(inputs)
+        seq_length, hidden_size = shape[-2], shape[-1]
+        dtype = self.compute_dtype
+        positions = ops.cast(ops.arange(seq_length) + start_index, dtype)
+        min_freq = ops.cast(1 / self.max_wavelength, dtype)
+        timescales = ops.power(
+            min_freq,
+            ops.cast(2 * (ops.arange(hidden_size) // 2), dtype) / ops.cast(hidden_size, dtype),
+        )
+        angles = positions[:, None] * timescales[None, :]  # (T, dim)
+        cos_mask = ops.cast(ops.arange(hidden_size) % 2, dtype)
+        sin_mask = 1 - cos_mask
+        encodings = ops.sin(angles) * sin_mask + ops.cos(angles) * cos_mask
+        return ops.broadcast_to(encodings[None], shape)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        return {**super().get_config(), "max_wavelength": self.max_wavelength}
+
+
+class LearnedPositionEmbedding(keras.layers.Layer):
+    """A trained `(sequence_length, dim)` table of position embeddings.
+
+    Holds one weight, `embeddings`, initialized like keras-hub's
+    `PositionEmbedding` (Glorot uniform), and stored at the same place in a
+    saved model, so models saved with the keras-hub layer load unchanged.
+
+    Call arguments:
+        inputs: `(B, T, dim)`, only its shape is used.
+        positions: int tensor `(T,)`, the rows to read.
+
+    Returns:
+        `(B, T, dim)`, `embeddings[positions]` broadcast over the batch.
+    """
+
+    def __init__(self, sequence_length, initializer="glorot_uniform", **kwargs):
+        super().__init__(**kwargs)
+        self.sequence_length = check_positive_int("sequence_length", sequence_length)
+        self.initializer = keras.initializers.get(initializer)
+
+    def build(self, inputs_shape):
+        self.position_embeddings = self.add_weight(
+            name="embeddings",
+            shape=(self.sequence_length, inputs_shape[-1]),
+            initializer=self.initializer,
+            trainable=True,
+        )
+        self.built = True
+
+    def call(self, inputs, positions):
+        embeddings = ops.take(ops.convert_to_tensor(self.position_embeddings), positions, axis=0)
+        return ops.broadcast_to(embeddings[None], ops.shape(inputs))
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "sequence_length": self.sequence_length,
+            "initializer": keras.initializers.serialize(self.initializer),
+        }
+
+
 @keras.saving.register_keras_serializable(package="keras_attention")
 class TokenAndPositionEmbedding(keras.layers.Layer):
     """Token embeddings scaled by `sqrt(dim)` plus a position encoding.
@@ -23,9 +114,10 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
     x_t = sqrt(dim) * E[token_t] + P(start_index + t)     (B, T, dim)
     ```
 
-    `P` is keras-hub's `SinePositionEncoding` (`"sinusoidal"`, Vaswani et
-    al.), keras-hub's `PositionEmbedding` (`"learned"`, needs
-    `max_length`), or nothing (`"none"`, for rotary attention, which encodes
+    `P` is a `SinusoidalPositionEncoding` (`"sinusoidal"`, Vaswani et
+    al.; the numbers of keras-hub's `SinePositionEncoding`), a
+    `LearnedPositionEmbedding` (`"learned"`, needs `max_length`; keras-hub's
+    `PositionEmbedding`), or nothing (`"none"`, for rotary attention, which encodes
     positions inside the attention layers). The Keras mask of the output is
     `token_ids != pad_token_id`; the embedding sublayer itself carries no
     mask, so no "will destroy the mask" warnings are raised.
@@ -82,11 +174,11 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         )
         self.position_encoding = None
         if self.position == "sinusoidal":
-            self.position_encoding = keras_hub.layers.SinePositionEncoding(
+            self.position_encoding = SinusoidalPositionEncoding(
                 dtype=self.dtype_policy, name="position_encoding"
             )
         elif self.position == "learned":
-            self.position_encoding = keras_hub.layers.PositionEmbedding(
+            self.position_encoding = LearnedPositionEmbedding(
                 self.max_length, dtype=self.dtype_policy, name="position_embedding"
             )
 
@@ -107,8 +199,8 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
             math.sqrt(self.dim), self.compute_dtype
         )
         if self.position == "learned":
-            # Positions as indices, not keras-hub's slice: slicing to a
-            # symbolic length fails under JAX's shape polymorphism.
+            # Positions as indices, not a slice: slicing to a symbolic
+            # length fails under JAX's shape polymorphism.
             positions = start_index + ops.arange(ops.shape(x)[1], dtype="int32")
             x = x + self.position_encoding(x, positions=positions)
         elif self.position_encoding is not None:

@@ -3,6 +3,10 @@ import numpy as np
 import pytest
 
 from keras_attention.layers import TokenAndPositionEmbedding
+from keras_attention.layers.token_and_position_embedding import (
+    LearnedPositionEmbedding,
+    SinusoidalPositionEncoding,
+)
 
 
 @pytest.mark.parametrize("position", ["sinusoidal", "learned", "none"])
@@ -35,3 +39,66 @@ def test_invalid_args():
         TokenAndPositionEmbedding(10, 4, position="rope")
     with pytest.raises(ValueError, match=r"token_ids.*Received: token_ids.shape=\(2, 3, 1\)"):
         TokenAndPositionEmbedding(10, 4)(np.ones((2, 3, 1), "int32"))
+
+
+# The position layers are written with keras.ops (the core imports no keras-hub, which imports
+# TensorFlow when installed); they give keras-hub's numbers and load keras-hub-era saved models.
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("start_index", [0, 7])
+def test_sinusoidal_positions_equal_keras_hub(dtype, start_index):
+    keras_hub = pytest.importorskip("keras_hub")
+    x = np.zeros((2, 5, 9), "float32")  # odd dim: the last column is a sine
+    ours = SinusoidalPositionEncoding(dtype=dtype)(x, start_index=start_index)
+    theirs = keras_hub.layers.SinePositionEncoding(dtype=dtype)(x, start_index=start_index)
+    assert ours.dtype == theirs.dtype
+    np.testing.assert_array_equal(
+        keras.ops.convert_to_numpy(keras.ops.cast(ours, "float32")),
+        keras.ops.convert_to_numpy(keras.ops.cast(theirs, "float32")),
+    )
+    assert np.abs(keras.ops.convert_to_numpy(ours)).max() > 0.5
+
+
+def test_learned_positions_equal_keras_hub():
+    keras_hub = pytest.importorskip("keras_hub")
+    x = np.zeros((2, 4, 6), "float32")
+    ours, theirs = LearnedPositionEmbedding(10), keras_hub.layers.PositionEmbedding(10)
+    ours.build(x.shape)
+    theirs.build(x.shape)
+    assert [w.shape for w in ours.weights] == [w.shape for w in theirs.weights] == [(10, 6)]
+    ours.set_weights(theirs.get_weights())
+    positions = 3 + np.arange(4, dtype="int32")
+    np.testing.assert_array_equal(ours(x, positions=positions), theirs(x, positions=positions))
+    np.testing.assert_array_equal(ours(x, positions=positions)[1, 0], theirs.get_weights()[0][3])
+
+
+@pytest.mark.parametrize("position", ["sinusoidal", "learned"])
+def test_model_saved_with_keras_hub_positions_loads_unchanged(position, tmp_path):
+    """A `.keras` file written when the layer held keras-hub's layers loads into ours."""
+    keras_hub = pytest.importorskip("keras_hub")
+    layer = TokenAndPositionEmbedding(20, 8, position=position, max_length=10)
+    layer.position_encoding = (
+        keras_hub.layers.SinePositionEncoding(name="position_encoding")
+        if position == "sinusoidal"
+        else keras_hub.layers.PositionEmbedding(10, name="position_embedding")
+    )
+    inputs = keras.Input((None,), dtype="int32")
+    model = keras.Model(inputs, layer(inputs))
+    ids = np.array([[3, 4, 5, 0], [6, 7, 0, 0]])
+    model.save(tmp_path / "keras_hub_era.keras")
+    loaded = keras.saving.load_model(tmp_path / "keras_hub_era.keras")
+    revived = loaded.layers[1].position_encoding
+    assert not type(revived).__module__.startswith("keras_hub")
+    np.testing.assert_array_equal(loaded(ids), model(ids))
+
+
+def test_position_layers_validate_and_serialize():
+    with pytest.raises(ValueError, match="Received: max_wavelength=0"):
+        SinusoidalPositionEncoding(max_wavelength=0)
+    with pytest.raises(ValueError, match="Received: sequence_length=None"):
+        LearnedPositionEmbedding(None)
+    layer = LearnedPositionEmbedding(7, initializer="zeros")
+    revived = LearnedPositionEmbedding.from_config(layer.get_config())
+    assert revived.get_config() == layer.get_config()
+    assert SinusoidalPositionEncoding(100).get_config()["max_wavelength"] == 100
