@@ -220,12 +220,13 @@ IMPLEMENTATION_TOLERANCE = 1e-5
 def runs_one_path(layer):
     """Whether every call of `layer` (and of its attention sublayers) on
     these short test inputs runs the exact path: `implementation` "exact",
-    or "auto" on a CPU (where "auto" picks exact below 2048 x 2048 scores)."""
+    or "auto" on a TensorFlow or torch CPU (where "auto" picks exact below
+    2048 x 2048 scores; on JAX's CPU it blocks scaled dot products)."""
     from keras_attention.layers.attention_implementations import default_device
 
     implementation = getattr(layer, "implementation", "exact")
     return implementation == "exact" or (
-        implementation == "auto" and default_device() == "cpu"
+        implementation == "auto" and default_device() == "cpu" and BACKEND != "jax"
     )
 
 

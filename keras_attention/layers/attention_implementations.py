@@ -21,7 +21,7 @@ dictionary of `BaseAttention._mask_parts` and are built here, per block, by
 
 import dataclasses
 import functools
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import keras
 from keras import ops
@@ -41,9 +41,15 @@ AUTO_BLOCK_SIZE = 512
 # path's work with a `(B, H, T, S)` tensor in between, and no flash kernel).
 FUSED_BACKENDS = ("jax", "torch")
 ACCELERATORS = ("gpu", "tpu")
+# Backends on whose CPU the blocked path's flash gradient trains scaled
+# dot-product attention faster than the exact path at every length measured
+# (JAX: XLA's CPU passes over (B, H, T, S) tensors cost more than the
+# recomputation saves; docs/concepts/performance.md). On TensorFlow's CPU
+# (oneDNN) the exact path is faster below 2048 x 2048 scores.
+FLASH_GRADIENT_CPU_BACKENDS = ("jax",)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def default_device(backend=None):
     """The kind of the backend's default device: "cpu", "gpu" or "tpu"."""
     backend = backend or keras.backend.backend()
@@ -98,11 +104,14 @@ def choose_implementation(
        dot-product scores: a ValueError otherwise); "blocked" needs a static
        query length (else "exact").
     3. "auto": "fused" for scaled dot-product scores on a GPU or TPU under
-       JAX or torch; otherwise (CPU, TensorFlow, other scores) "blocked" once
-       a score matrix reaches `AUTO_BLOCK_MIN_SCORES` entries (or `T`
-       exceeds an int `query_block_size`), else "exact": measured fastest
-       for a training step on this project's CPU, where the fused call is
-       the exact path's work done by Keras (docs/concepts/performance.md).
+       JAX or torch; "blocked" for scaled dot-product scores on a CPU under
+       JAX (static `T`, `query_block_size` not None); otherwise (CPU under
+       TensorFlow or torch, TensorFlow anywhere, other scores) "blocked"
+       once a score matrix reaches `AUTO_BLOCK_MIN_SCORES` entries (or `T`
+       exceeds an int `query_block_size`), else "exact". The CPU choices are
+       what measured fastest for a training step on this project's CPU,
+       where the fused call is no faster than the exact path
+       (docs/concepts/performance.md).
     """
     del dtype  # the rule does not depend on it today (see Args)
     if requested == "fused" and not score_is_scaled_dot:
@@ -120,6 +129,14 @@ def choose_implementation(
         return "blocked" if static_query else "exact"
     if score_is_scaled_dot and backend in FUSED_BACKENDS and device in ACCELERATORS:
         return "fused"
+    if (
+        score_is_scaled_dot
+        and backend in FLASH_GRADIENT_CPU_BACKENDS
+        and device == "cpu"
+        and static_query
+        and query_block_size is not None
+    ):
+        return "blocked"
     if static_query and _auto_blocks(query_block_size, query_length, key_length):
         return "blocked"
     return "exact"
@@ -250,8 +267,8 @@ class AttentionSteps:
     flash_context: Callable
     context_query_axis: int
     remat_safe: bool = True
-    fused_heads: Optional[Callable] = None
-    fused_output: Optional[Callable] = None
+    fused_heads: Callable | None = None
+    fused_output: Callable | None = None
 
 
 # ------------------------------------------------------------------ exact
@@ -460,7 +477,7 @@ def blocked_attention(query, value, key, parts, steps, block_size):
             continue
         if link is not None:
             query_block = query_block + ops.cast(link, query_block.dtype)
-        block = lambda q, k, v, start=start, size=size: attend(q, k, v, start, size)  # noqa: E731
+        block = lambda q, k, v, start=start, size=size: attend(q, k, v, start, size)
         if steps.remat_safe:
             block = keras.remat(block)
         contexts.append(block(query_block, prepared_key, prepared_value))

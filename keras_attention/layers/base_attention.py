@@ -72,11 +72,12 @@ class BaseAttention(keras.layers.Layer):
       construction). Masks are passed explicitly as a boolean `(B, 1, T,
       S)` mask (decode steps stay bottom-right), a fully masked row gets
       exactly 0 and finite gradients, unused positions are zeroed first.
-    - `"auto"` (default): fused on a GPU or TPU under JAX or torch; else
-      (CPU, TensorFlow, whose `dot_product_attention` is no fused kernel)
-      blocked once a score matrix reaches 2048 x 2048 entries (as
-      `query_block_size` says), exact below: measured fastest for a
-      training step on CPU (docs/concepts/performance.md).
+    - `"auto"` (default): fused on a GPU or TPU under JAX or torch; blocked
+      for scaled dot-product scores on a CPU under JAX; else (CPU under
+      TensorFlow or torch, TensorFlow anywhere: its `dot_product_attention`
+      is no fused kernel) blocked once a score matrix reaches 2048 x 2048
+      entries (as `query_block_size` says), exact below: measured fastest
+      for a training step on CPU (docs/concepts/performance.md).
 
     A call that returns the weights (`return_attention_scores=True`) or
     drops them out (training with `dropout > 0`) needs them materialised:
@@ -264,7 +265,6 @@ class BaseAttention(keras.layers.Layer):
         of queries."""
         batch_size = _static(query.shape[0])
         query_length, key_length = query.shape[1], key.shape[1]
-        dynamic_query_length = ops.shape(query)[1]
         dynamic_key_length = ops.shape(key)[1]
         explicit = None
         if attention_mask is not None:
@@ -274,23 +274,22 @@ class BaseAttention(keras.layers.Layer):
                 query_length=_static(query_length),
                 key_length=_static(key_length),
             )
-        causal = None
-        if use_causal_mask:
-            if (
-                _static(query_length) is not None
-                and _static(key_length) is not None
-                and query_length != key_length
-            ):
-                raise ValueError(
-                    "`use_causal_mask=True` needs target_len == source_len; "
-                    "a causal mask between sequences of different lengths "
-                    "(a decode step) needs an explicit offset. Build it with "
-                    "`keras_attention.masks.causal_mask(target_len, "
-                    "source_len, offset=...)` and pass it as "
-                    "`attention_mask`. Received: query.shape="
-                    f"{tuple(query.shape)}, key.shape={tuple(key.shape)}, "
-                    "offset=None"
-                )
+        if (
+            use_causal_mask
+            and _static(query_length) is not None
+            and _static(key_length) is not None
+            and query_length != key_length
+        ):
+            raise ValueError(
+                "`use_causal_mask=True` needs target_len == source_len; "
+                "a causal mask between sequences of different lengths "
+                "(a decode step) needs an explicit offset. Build it with "
+                "`keras_attention.masks.causal_mask(target_len, "
+                "source_len, offset=...)` and pass it as "
+                "`attention_mask`. Received: query.shape="
+                f"{tuple(query.shape)}, key.shape={tuple(key.shape)}, "
+                "offset=None"
+            )
         return {
             "query_mask": query_mask,
             "key_mask": key_mask,

@@ -79,6 +79,18 @@ class ScaledDotProductAttention(BaseAttention):
     def _fused_output(self, context):
         return context[:, :, 0]
 
+    # Blocked path: the flash gradient of `attention_core.flash_attention`,
+    # one head (K = G = 1).
+    def _flash_operands(self, key, value):
+        return key[:, None], value[:, None]  # (B, 1, S, d), (B, 1, S, dv)
+
+    def _flash_query(self, query):
+        scale = 1.0 / math.sqrt(query.shape[-1])
+        return (ops.cast(query, "float32") * scale)[:, None, None]  # (B, 1, 1, t, d)
+
+    def _flash_context(self, output):
+        return output[:, 0, 0]  # (B, t, dv)
+
     def _compute_logits(self, query, key):
         scale = 1.0 / math.sqrt(query.shape[-1])
         return attention_core.dot_product_logits(query, key, scale)

@@ -2,9 +2,9 @@
 
 import keras
 
+from keras_attention.layers.attention_implementations import IMPLEMENTATIONS
 from keras_attention.layers.feed_forward import FeedForward, residual
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
-from keras_attention.layers.attention_implementations import IMPLEMENTATIONS
 from keras_attention.validation import (
     check_bool,
     check_choice,

@@ -8,7 +8,6 @@ from keras_attention.layers.feed_forward import residual
 from keras_attention.layers.transformer_block import (
     TransformerBlock,
     attention_with_scores,
-    head_size,
 )
 
 

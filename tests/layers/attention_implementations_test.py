@@ -240,13 +240,25 @@ def choose(requested="auto", **overrides):
 
 
 def test_chooser_auto_rules():
-    assert choose() == "exact"  # CPU, short
-    assert choose(query_length=2048, key_length=2048) == "blocked"  # CPU, long
+    assert choose(backend="tensorflow") == "exact"  # CPU, short
+    assert choose(backend="torch") == "exact"
+    # JAX's CPU: the flash gradient of the blocked path, at every length.
+    assert choose() == "blocked"
+    assert choose(query_length=1, key_length=9) == "blocked"
+    assert choose(query_block_size=None) == "exact"
+    assert choose(query_length=None) == "exact"
+    assert choose(score_is_scaled_dot=False) == "exact"
+    assert choose(scores_requested=True) == "exact"
+    for backend in ("tensorflow", "torch"):
+        long = {"backend": backend, "query_length": 2048, "key_length": 2048}
+        assert choose(**long) == "blocked"  # CPU, long
+        assert choose(**long, score_is_scaled_dot=False) == "blocked"
+        assert choose(backend=backend, query_length=2048, key_length=2047) == "exact"
+        assert choose(backend=backend, query_length=None) == "exact"  # unknown length
+        assert choose(**long, query_block_size=None) == "exact"
+        assert choose(backend=backend, query_block_size=64, query_length=65) == "blocked"
+        assert choose(backend=backend, query_block_size=64, query_length=64) == "exact"
     assert 2048 * 2048 == AUTO_BLOCK_MIN_SCORES
-    assert choose(query_length=2048, key_length=2047) == "exact"
-    assert choose(query_length=None) == "exact"  # unknown length: never blocked
-    assert choose(query_block_size=None, query_length=4096, key_length=4096) == "exact"
-    assert choose(query_block_size=64, query_length=65) == "blocked"
     for backend in ("jax", "torch"):
         for device in ("gpu", "tpu"):
             assert choose(backend=backend, device=device) == "fused"

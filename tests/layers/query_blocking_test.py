@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from keras_attention import layers, masks
+from keras_attention import layers
 from keras_attention.layers.attention_implementations import block_length, block_mask
 from tests.layers.factories import DIM, FACTORIES
 from tests.test_case import gradients, to_numpy, to_tensor
@@ -138,16 +138,16 @@ def implementation_of(layer, length, scores=False, training=False):
 
 
 def test_auto_blocks_only_long_sequences_and_never_when_scores_are_returned():
-    layer = layers.ScaledDotProductAttention()
+    layer = layers.BahdanauAttention(4)  # (scaled dot products block at every length on JAX)
     assert implementation_of(layer, 8) == "exact"
     assert implementation_of(layer, 2048) == "blocked"
     assert implementation_of(layer, 2048, scores=True) == "exact"
     assert block_length(layer.query_block_size) == 512
-    dropped = layers.ScaledDotProductAttention(dropout=0.1)
+    dropped = layers.BahdanauAttention(4, dropout=0.1)
     assert implementation_of(dropped, 2048, training=True) == "exact"  # no replayable dropout
     assert implementation_of(dropped, 2048) == "blocked"
-    assert implementation_of(layers.ScaledDotProductAttention(query_block_size=None), 2048) == "exact"
-    sized = layers.ScaledDotProductAttention(query_block_size=4)
+    assert implementation_of(layers.BahdanauAttention(4, query_block_size=None), 2048) == "exact"
+    sized = layers.BahdanauAttention(4, query_block_size=4)
     assert implementation_of(sized, 4) == "exact" and implementation_of(sized, 5) == "blocked"
 
 
@@ -219,8 +219,9 @@ def test_blocked_path_is_finite_and_close_under_mixed_precision(name, policy):
 
 
 def test_dot_product_heads_take_the_flash_path_and_other_scores_remat():
-    """Scaled-dot heads (MultiHeadAttention, SelfAttention) take the flash
-    gradient; other scores (additive, general, concat, single-head) keep remat."""
+    """Scaled-dot heads (MultiHeadAttention, SelfAttention,
+    ScaledDotProductAttention) take the flash gradient; other scores
+    (additive, general, concat) keep remat."""
     x = np.zeros((1, 3, DIM), "float32")
     flash = [ALL["multi_head"](), ALL["grouped_query"](), ALL["rotary_self"](),
              ALL["self_attention"](), ALL["self_attention_window"]()]
@@ -228,8 +229,8 @@ def test_dot_product_heads_take_the_flash_path_and_other_scores_remat():
         layers.SelfAttention(num_heads=2, score="additive"),
         layers.BahdanauAttention(6),
         layers.LuongAttention("concat", units=5),
-        layers.ScaledDotProductAttention(),
     ]
+    flash.append(layers.ScaledDotProductAttention())
     for layer in flash + remat:
         call(layer, x, x)
         operands = layer._flash_operands(layer._prepare_key(x), layer._prepare_value(x))
