@@ -150,6 +150,7 @@ def test_invalid_builder_args():
         transformer_seq2seq(10, **SMALL, pad_token_id=1, start_token_id=1)
 
 
+@pytest.mark.tf_only("tf.data input pipeline")
 def test_fits_on_a_tf_data_dataset_of_inputs_and_labels():
     import tensorflow as tf
 
