@@ -348,21 +348,33 @@ class Seq2SeqModel(keras.Model):
             prompt = None
         if prompt is not None:
             prompt = ops.convert_to_tensor(prompt, "int32")
-        memory, memory_mask = self.encode(source)
-        beams = sampler.num_beams
-        if beams > 1:
-            tile = lambda x: ops.repeat(x, beams, axis=0)  # noqa: E731
-            memory = keras.tree.map_structure(tile, memory)
-            memory_mask = tile(memory_mask)
-        state = self.init_decoder_state(memory, memory_mask, max_length)
-        output = sampler.search(
-            self.decode_step, state, values, batch_size=batch_size, max_length=max_length,
-            start_id=self.start_token_id, end_id=self.end_token_id, pad_id=self.pad_token_id,
-            vocab_size=self.target_vocabulary_size, prompt=prompt, source_mask=memory_mask,
-            source_length=source_length, collect_logits=return_logits,
-            collect_attention=return_attention,
-        )
+        with self._autocast():
+            memory, memory_mask = self.encode(source)
+            beams = sampler.num_beams
+            if beams > 1:
+                tile = lambda x: ops.repeat(x, beams, axis=0)  # noqa: E731
+                memory = keras.tree.map_structure(tile, memory)
+                memory_mask = tile(memory_mask)
+            state = self.init_decoder_state(memory, memory_mask, max_length)
+            output = sampler.search(
+                self.decode_step, state, values, batch_size=batch_size, max_length=max_length,
+                start_id=self.start_token_id, end_id=self.end_token_id,
+                pad_id=self.pad_token_id, vocab_size=self.target_vocabulary_size,
+                prompt=prompt, source_mask=memory_mask, source_length=source_length,
+                collect_logits=return_logits, collect_attention=return_attention,
+            )
         return GenerationResult(*output)
+
+    def _autocast(self):
+        """Variables read in the compute dtype under a mixed policy, as in a
+        layer's `__call__` (the hooks call layer methods directly, and torch's
+        einsum does not promote `bfloat16 x float32`)."""
+        from keras.src.backend import AutocastScope
+
+        mixed = [layer.compute_dtype for layer in self.layers
+                 if layer.compute_dtype != layer.variable_dtype]
+        return AutocastScope(mixed[0] if mixed else None)
+
 
     def _search(self, source, prompt, static, temperature, p, length_penalty,
                 coverage_penalty, seed):
