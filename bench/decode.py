@@ -10,7 +10,8 @@ A benchmark run by hand, not a test, one process per backend:
 On JAX the variants are `ours_greedy`, `ours_beam4` and `keras_hub_greedy`
 (compiled with `jax.jit` over the variables' values in a
 `keras.StatelessScope`, as keras-hub's `CausalLM.generate` does on JAX); the
-recomputing loops are TensorFlow only.
+recomputing loops are TensorFlow only. On torch (`KERAS_BACKEND=torch`) the
+same three run eagerly under `torch.no_grad()`.
 
 One model size for everyone (vocabulary 8000, 2 encoder + 2 decoder layers,
 d=256, 8 heads, feed-forward 1024, pre-norm, ReLU, untied output projection,
@@ -314,12 +315,30 @@ class _CountedJit:
         return self.traces
 
 
+class _Eager:
+    """`hub.generate_step` under `torch.no_grad()`, eagerly (as ours on torch)."""
+
+    def __init__(self, hub):
+        self.hub = hub
+
+    def __call__(self, *args):
+        import torch
+
+        with torch.no_grad():
+            return self.hub.generate_step(*args)
+
+    def experimental_get_tracing_count(self):
+        return 0
+
+
 def make_hub(size, source, new_tokens, seed):
     import keras
 
     hub = HubSeq2Seq(size, source.shape[1], new_tokens + 1, seed=seed)
     if keras.config.backend() == "jax":
         generate_step = _CountedJit(hub)
+    elif keras.config.backend() == "torch":
+        generate_step = _Eager(hub)
     else:
         import tensorflow as tf
 
@@ -332,7 +351,7 @@ def make_hub(size, source, new_tokens, seed):
 
     def run():
         out = generate_step(source, decoder_token_ids, decoder_padding_mask)
-        return np.asarray(out)[:, 1:]
+        return np.asarray(keras.ops.convert_to_numpy(out))[:, 1:]
 
     return run, generate_step
 
@@ -368,10 +387,14 @@ def main(argv=None):
         engine = tf
         threads = {"intra": tf.config.threading.get_intra_op_parallelism_threads(),
                    "inter": tf.config.threading.get_inter_op_parallelism_threads()}
-    else:
+    elif backend == "jax":
         import jax
 
         engine, threads = jax, {}
+    else:
+        import torch
+
+        engine, threads = torch, {"intra": torch.get_num_threads()}
     import_s = time.perf_counter() - t_import
     info = {
         "kind": "setup",
