@@ -8,13 +8,6 @@ attention)` (see `keras_attention.decoding.search`).
 """
 
 from keras_attention.decoding.beam_search import beam_search
-from keras_attention.decoding.sampling import (
-    STRATEGIES,
-    select_tokens,
-    top_k_logits,
-    top_p_logits,
-    validate_generation_args,
-)
 from keras_attention.decoding.samplers import (
     BeamSampler,
     GreedySampler,
@@ -25,6 +18,13 @@ from keras_attention.decoding.samplers import (
     get_sampler,
     sampler_from_strategy,
     serialize_sampler,
+)
+from keras_attention.decoding.sampling import (
+    STRATEGIES,
+    select_tokens,
+    top_k_logits,
+    top_p_logits,
+    validate_generation_args,
 )
 from keras_attention.decoding.search import SearchOutput, sampling_search
 

@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from keras_attention.decoding import beam_search, sampling_search, select_tokens
 from tests.decoding.scripted import END, PAD, START, log_table, row_state, table_step_fn

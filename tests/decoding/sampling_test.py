@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from keras_attention.decoding import sampling_search, select_tokens, top_k_logits, top_p_logits
 from keras_attention.decoding.sampling import validate_generation_args

@@ -90,8 +90,10 @@ def test_bad_sampler_arguments(kwargs, pattern, model):
 @pytest.mark.parametrize(
     "argument, value, where, pattern",
     [
-        ("encoder_token_ids", 20, (1, 3), r"`encoder_token_ids`.*\[0, 20\)\. Received: 20 at \[1, 3\]"),
-        ("encoder_token_ids", -1, (0, 0), r"`encoder_token_ids`.*\[0, 20\)\. Received: -1 at \[0, 0\]"),
+        ("encoder_token_ids", 20, (1, 3),
+         r"`encoder_token_ids`.*\[0, 20\)\. Received: 20 at \[1, 3\]"),
+        ("encoder_token_ids", -1, (0, 0),
+         r"`encoder_token_ids`.*\[0, 20\)\. Received: -1 at \[0, 0\]"),
         ("decoder_prompt", 24, (1, 1), r"`decoder_prompt`.*\[0, 24\)\. Received: 24 at \[1, 1\]"),
         ("decoder_prompt", -3, (0, 1), r"`decoder_prompt`.*\[0, 24\)\. Received: -3 at \[0, 1\]"),
     ],
