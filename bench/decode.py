@@ -1,10 +1,17 @@
 """Generation throughput: ours vs a recomputing loop vs keras-hub's cache.
 
-A benchmark run by hand, not a test:
+A benchmark run by hand, not a test, one process per backend:
 
     cd /work/main && TF_CPP_MIN_LOG_LEVEL=3 KERAS_BACKEND=tensorflow \
         .venv/bin/python bench/decode.py [--reps 5] [--batch 8] \
         [--new-tokens 64] [--source-length 32] [--no-eager] [--quick]
+    cd /work/main && KERAS_BACKEND=jax .venv/bin/python bench/decode.py
+
+On JAX the variants are `ours_greedy`, `ours_beam4` and `keras_hub_greedy`
+(compiled with `jax.jit` over the variables' values in a
+`keras.StatelessScope`, as keras-hub's `CausalLM.generate` does on JAX); the
+recomputing loops are TensorFlow only. On torch (`KERAS_BACKEND=torch`) the
+same three run eagerly under `torch.no_grad()`.
 
 One model size for everyone (vocabulary 8000, 2 encoder + 2 decoder layers,
 d=256, 8 heads, feed-forward 1024, pre-norm, ReLU, untied output projection,
@@ -12,8 +19,8 @@ dropout 0), batch 8, source length 32 (random tokens 3..7999), 64 new tokens.
 Variants, all in one process and timed round-robin (`bench/common.py`):
 
 - `ours_greedy`: `TransformerSeq2Seq.generate(src, max_length=64,
-  strategy="greedy")`: encode once, KV caches, one XLA-compiled while loop.
-- `ours_beam4`: the same with `strategy="beam", num_beams=4` (tokens/s
+  sampler="greedy")`: encode once, KV caches, one compiled while loop.
+- `ours_beam4`: the same with `sampler="beam"` (`BeamSampler(num_beams=4)`; tokens/s
   counts the B x 64 tokens returned, not the hypotheses explored).
 - `recompute`: the keras.io "English-to-Spanish translation with a
   sequence-to-sequence Transformer" loop: a Python loop of 64 steps, each
@@ -97,6 +104,8 @@ def parse_args(argv=None):
 # 1. Ours
 # ---------------------------------------------------------------------------
 def build_ours(size):
+    import keras
+
     from keras_attention.models import transformer_seq2seq
 
     model = transformer_seq2seq(
@@ -113,7 +122,7 @@ def build_ours(size):
     # Random weights: forbid pad/start/end so that every row runs to the end
     # in every implementation (and the recomputing loop never feeds a pad,
     # which the model would mask).
-    bias = np.asarray(model.output_projection.bias.numpy())
+    bias = np.array(keras.ops.convert_to_numpy(model.output_projection.bias))
     bias[[PAD, START, END]] = -1e9
     model.output_projection.bias.assign(bias)
     return model
@@ -194,7 +203,7 @@ class HubSeq2Seq:
         self.output_projection(self.decoder_norm(hidden))
         # As for ours: never pick pad/start/end (the loop runs to the end
         # anyway, since no stop token is passed; this keeps counts equal).
-        bias = np.asarray(self.output_projection.bias.numpy())
+        bias = np.array(keras.ops.convert_to_numpy(self.output_projection.bias))
         bias[[PAD, START, END]] = -1e9
         self.output_projection.bias.assign(bias)
 
@@ -276,11 +285,64 @@ class HubSeq2Seq:
         )
 
 
+    def layers(self):
+        return [self.source_embedding, self.target_embedding, *self.encoders, *self.decoders,
+                self.encoder_norm, self.decoder_norm, self.output_projection]
+
+
+class _CountedJit:
+    """`jax.jit` of `hub.generate_step` over the variables' values (keras-hub's
+    `CausalLM.generate` on JAX), with a trace counter."""
+
+    def __init__(self, hub):
+        import jax
+        import keras
+
+        self.variables = [v for layer in hub.layers() for v in layer.variables]
+        self.traces = 0
+
+        def stateless(values, *args):
+            self.traces += 1
+            with keras.StatelessScope(state_mapping=list(zip(self.variables, values))):
+                return hub.generate_step(*args)
+
+        self.compiled = jax.jit(stateless)
+
+    def __call__(self, *args):
+        return self.compiled([v.value for v in self.variables], *args)
+
+    def experimental_get_tracing_count(self):
+        return self.traces
+
+
+class _Eager:
+    """`hub.generate_step` under `torch.no_grad()`, eagerly (as ours on torch)."""
+
+    def __init__(self, hub):
+        self.hub = hub
+
+    def __call__(self, *args):
+        import torch
+
+        with torch.no_grad():
+            return self.hub.generate_step(*args)
+
+    def experimental_get_tracing_count(self):
+        return 0
+
+
 def make_hub(size, source, new_tokens, seed):
-    import tensorflow as tf
+    import keras
 
     hub = HubSeq2Seq(size, source.shape[1], new_tokens + 1, seed=seed)
-    generate_step = tf.function(hub.generate_step, jit_compile=True)
+    if keras.config.backend() == "jax":
+        generate_step = _CountedJit(hub)
+    elif keras.config.backend() == "torch":
+        generate_step = _Eager(hub)
+    else:
+        import tensorflow as tf
+
+        generate_step = tf.function(hub.generate_step, jit_compile=True)
     batch = source.shape[0]
     decoder_token_ids = np.zeros((batch, new_tokens + 1), "int32")
     decoder_token_ids[:, 0] = START
@@ -288,9 +350,8 @@ def make_hub(size, source, new_tokens, seed):
     decoder_padding_mask[:, 0] = True
 
     def run():
-        out = generate_step(tf.constant(source), tf.constant(decoder_token_ids),
-                            tf.constant(decoder_padding_mask))
-        return np.asarray(out)[:, 1:]
+        out = generate_step(source, decoder_token_ids, decoder_padding_mask)
+        return np.asarray(keras.ops.convert_to_numpy(out))[:, 1:]
 
     return run, generate_step
 
@@ -316,17 +377,31 @@ def main(argv=None):
     t_import = time.perf_counter()
     import keras
     import keras_hub
-    import tensorflow as tf
 
     import keras_attention
 
+    backend = keras.config.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        engine = tf
+        threads = {"intra": tf.config.threading.get_intra_op_parallelism_threads(),
+                   "inter": tf.config.threading.get_inter_op_parallelism_threads()}
+    elif backend == "jax":
+        import jax
+
+        engine, threads = jax, {}
+    else:
+        import torch
+
+        engine, threads = torch, {"intra": torch.get_num_threads()}
     import_s = time.perf_counter() - t_import
     info = {
         "kind": "setup",
+        "backend": backend,
         "machine": machine_info(),
-        "versions": versions(tf, keras, keras_hub, keras_attention),
-        "tf_threads": {"intra": tf.config.threading.get_intra_op_parallelism_threads(),
-                       "inter": tf.config.threading.get_inter_op_parallelism_threads()},
+        "versions": versions(engine, keras, keras_hub, keras_attention),
+        "tf_threads": threads,
         "config": {"batch": args.batch, "source_length": args.source_length,
                    "new_tokens": args.new_tokens, "reps": args.reps, **args.size},
         "loadavg_before": load_before,
@@ -341,12 +416,14 @@ def main(argv=None):
     n = args.new_tokens
 
     variants = {
-        "ours_greedy": lambda: ours.generate(source, max_length=n, strategy="greedy"),
-        "ours_beam4": lambda: ours.generate(source, max_length=n, strategy="beam", num_beams=4),
+        "ours_greedy": lambda: ours.generate(source, max_length=n, sampler="greedy"),
+        "ours_beam4": lambda: ours.generate(source, max_length=n, sampler="beam"),
     }
-    variants["recompute"], recompute_fn = make_recompute(ours, source, n, compiled=True)
-    if not args.no_eager:
-        variants["recompute_eager"], _ = make_recompute(ours, source, n, compiled=False)
+    recompute_fn = None
+    if backend == "tensorflow":
+        variants["recompute"], recompute_fn = make_recompute(ours, source, n, compiled=True)
+        if not args.no_eager:
+            variants["recompute_eager"], _ = make_recompute(ours, source, n, compiled=False)
     variants["keras_hub_greedy"], hub_fn = make_hub(args.size, source, n, args.seed)
 
     # First calls (compilation), correctness and no-early-stop checks, all
@@ -358,7 +435,9 @@ def main(argv=None):
         first_call_s[name] = time.perf_counter() - start  # tracing + XLA compile
     checks = {name: count_generated(out, n) for name, out in outputs.items()}
     expected = args.batch * n
-    match = float(np.mean(outputs["ours_greedy"] == outputs["recompute"]))
+    match = None
+    if "recompute" in outputs:
+        match = float(np.mean(outputs["ours_greedy"] == outputs["recompute"]))
     emit({"kind": "check", "generated_tokens": checks, "expected": expected,
           "ours_greedy_vs_recompute_token_match": match})
     short = {k: v for k, v in checks.items() if v != expected}
@@ -404,13 +483,13 @@ def main(argv=None):
                              "meets_target": None if target is None else bool(value >= target)}
     load_after = loadavg()
     emit({"kind": "ratios", "ratios": ratios, "loadavg_before": load_before, "loadavg_after": load_after,
-          "traces": {"recompute": recompute_fn.experimental_get_tracing_count(),
+          "traces": {"recompute": recompute_fn and recompute_fn.experimental_get_tracing_count(),
                      "keras_hub": hub_fn.experimental_get_tracing_count(),
                      "ours": ours.generate_trace_count()}})
 
     m = info["machine"]
     print()
-    print(f"machine: {m['cpu']}, {m['cores']} cores; python {m['python']}")
+    print(f"backend: {backend}; machine: {m['cpu']}, {m['cores']} cores; python {m['python']}")
     print("versions: " + ", ".join(f"{k} {v}" for k, v in info["versions"].items()))
     print(f"config: batch {args.batch}, source {args.source_length}, {n} new tokens, reps {args.reps}, "
           f"model {json.dumps(args.size)}")

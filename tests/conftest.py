@@ -6,6 +6,12 @@ quiet logs, seeded randomness, and the `tf_only` marker.
 `tf.function` signature); under another backend it is skipped with that
 reason. `make test-jax` runs the layer and block tests on JAX,
 `make test-torch` on torch.
+
+`@pytest.mark.slow_on_torch("why")` marks a test (a training run to an
+accuracy target) that torch, which runs eagerly, makes minutes long; under
+KERAS_BACKEND=torch it is skipped with that reason. The code it covers is
+also covered on torch by faster tests (cached generation == recomputation,
+one `fit` step).
 """
 
 import os
@@ -23,6 +29,11 @@ def pytest_configure(config):
         "markers",
         "tf_only(reason): needs the TensorFlow backend; skipped, with the "
         "reason, under KERAS_BACKEND=jax or torch",
+    )
+    config.addinivalue_line(
+        "markers",
+        "slow_on_torch(reason): minutes long on eager torch; skipped, with the "
+        "reason, under KERAS_BACKEND=torch",
     )
 
 
@@ -63,6 +74,10 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(
                 pytest.mark.skip(reason=f"TensorFlow only ({why}); backend={backend}")
             )
+        marker = item.get_closest_marker("slow_on_torch")
+        if marker is not None and backend == "torch":
+            why = marker.args[0] if marker.args else "minutes long on eager torch"
+            item.add_marker(pytest.mark.skip(reason=f"slow on torch ({why})"))
 
 
 @pytest.fixture(autouse=True)

@@ -1,10 +1,24 @@
 """Decoding: how tokens are picked and how hypotheses are kept.
 
-Model-free: every function works on a `step_fn(token_ids, index, state) ->
-(logits, state, attention)` (see `keras_attention.decoding.search`).
+Samplers (`GreedySampler`, `BeamSampler`, `TopKSampler`, `TopPSampler`,
+`RandomSampler`) are what `Seq2SeqModel.generate(..., sampler=...)` takes;
+`get_sampler` makes one from a name or a config. Underneath, model-free
+loops work on a `step_fn(token_ids, index, state) -> (logits, state,
+attention)` (see `keras_attention.decoding.search`).
 """
 
 from keras_attention.decoding.beam_search import beam_search
+from keras_attention.decoding.samplers import (
+    BeamSampler,
+    GreedySampler,
+    RandomSampler,
+    Sampler,
+    TopKSampler,
+    TopPSampler,
+    get_sampler,
+    sampler_from_strategy,
+    serialize_sampler,
+)
 from keras_attention.decoding.sampling import (
     STRATEGIES,
     select_tokens,
@@ -15,7 +29,16 @@ from keras_attention.decoding.sampling import (
 from keras_attention.decoding.search import SearchOutput, sampling_search
 
 __all__ = [
+    "BeamSampler",
+    "GreedySampler",
+    "RandomSampler",
     "STRATEGIES",
+    "Sampler",
+    "TopKSampler",
+    "TopPSampler",
+    "get_sampler",
+    "sampler_from_strategy",
+    "serialize_sampler",
     "SearchOutput",
     "beam_search",
     "sampling_search",

@@ -87,14 +87,16 @@ def validate_generation_args(
 def top_k_logits(logits, k):
     """Logits outside the `k` largest set to `-inf` (ties at the k-th value
     are kept)."""
+    logits = ops.convert_to_tensor(logits)
     kth = ops.top_k(logits, k)[0][:, -1:]
-    return ops.where(logits >= kth, logits, float("-inf"))
+    return ops.where(ops.greater_equal(logits, kth), logits, float("-inf"))
 
 
 def top_p_logits(logits, p):
     """Logits outside the nucleus set to `-inf`: the smallest set of most
     likely tokens whose probability reaches `p` (the top token is always
     kept)."""
+    logits = ops.convert_to_tensor(logits)
     sorted_logits = ops.top_k(logits, ops.shape(logits)[-1])[0]
     probs = ops.softmax(sorted_logits, axis=-1)
     before = ops.cumsum(probs, axis=-1) - probs  # mass of better tokens
@@ -102,7 +104,7 @@ def top_p_logits(logits, p):
     threshold = ops.min(
         ops.where(kept, sorted_logits, float("inf")), axis=-1, keepdims=True
     )
-    return ops.where(logits >= threshold, logits, float("-inf"))
+    return ops.where(ops.greater_equal(logits, threshold), logits, float("-inf"))
 
 
 def select_tokens(logits, *, strategy, k, p, temperature, seed, step):

@@ -287,7 +287,7 @@ class AttentionRNNDecoder(keras.layers.Layer):
         which therefore trains under XLA only with a static batch size.
         """
         length = inputs.shape[1]
-        if length is None or length == 0:
+        if not isinstance(length, int) or length == 0:  # None, or JAX's symbolic dim
             return self._decode_in_loop(inputs, memory, memory_mask, state, training)
         outputs, alignments = [], []
         for t in range(length):

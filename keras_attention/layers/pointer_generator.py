@@ -545,7 +545,7 @@ class PointerGenerator(keras.layers.Layer):
             )
         projected_states = self._project_states(decoder_states)  # (B, T, U)
         length = decoder_states.shape[1]
-        if length is None or length == 0:
+        if not isinstance(length, int) or length == 0:  # None, or JAX's symbolic dim
             attention, covloss = self._attend_in_loop(
                 projected_states, source, state_mask
             )

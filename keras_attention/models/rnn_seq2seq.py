@@ -158,6 +158,10 @@ class RNNSeq2Seq(Seq2SeqModel):
         ]
 
     @property
+    def source_vocabulary_size(self):
+        return self._arguments["vocabulary_size"]
+
+    @property
     def target_vocabulary_size(self):
         return self._arguments["target_vocabulary_size"]
 

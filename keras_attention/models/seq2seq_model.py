@@ -7,15 +7,18 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_attention import decoding
-from keras_attention.decoding.sampling import validate_generation_args
-from keras_attention.validation import check_non_negative_int, check_positive_int
+from keras_attention.decoding.samplers import get_sampler, sampler_from_strategy
+from keras_attention.validation import (
+    check_non_negative_int,
+    check_positive_int,
+    concrete_values,
+)
 
 GenerationResult = collections.namedtuple(
     "GenerationResult", ["token_ids", "scores", "logits", "attention"]
 )
 GenerationResult.__doc__ = """What `generate(..., return_scores=True)` (or
-`return_logits` / `return_attention`) returns.
+`return_logits` / `return_attention`) and `search` return.
 
 token_ids: int `(B, L)`, or `(B, n, L)` with `num_return_sequences=n > 1`.
 scores: float32 `(B,)` (or `(B, n)`): the sum of log-probabilities of the
@@ -36,8 +39,38 @@ def token_inputs():
     }
 
 
-def _is_tensorflow():
-    return keras.config.backend() == "tensorflow"
+def check_token_ids(name, token_ids, vocabulary_size):
+    """Raises a ValueError naming `name` and the first id of the integer
+    array `token_ids` outside `[0, vocabulary_size)`."""
+    outside = np.argwhere((token_ids < 0) | (token_ids >= vocabulary_size))
+    if len(outside):
+        where = tuple(int(i) for i in outside[0])
+        raise ValueError(
+            f"`{name}` must hold token ids in [0, {vocabulary_size}). "
+            f"Received: {int(token_ids[where])} at {list(where)}"
+        )
+
+
+def _integer_array(name, value, batch_size=None):
+    """`value` as a 2-D integer NumPy array `(batch, length)`."""
+    array = np.asarray(value)
+    valid = array.ndim == 2 and (array.size == 0 or np.issubdtype(array.dtype, np.integer))
+    if valid and batch_size is not None:
+        valid = array.shape[0] == batch_size
+    if not valid:
+        batch = "batch" if batch_size is None else f"batch={batch_size}"
+        raise ValueError(
+            f"`{name}` must be an integer array of shape ({batch}, length). "
+            f"Received: shape {array.shape}, dtype {array.dtype}"
+        )
+    return array.astype("int32")
+
+
+class _TraceCounter:
+    """How many times the compiled generation functions were traced."""
+
+    def __init__(self):
+        self.count = 0
 
 
 class Seq2SeqModel(keras.Model):
@@ -46,8 +79,9 @@ class Seq2SeqModel(keras.Model):
     Inputs are a dict `{"encoder_token_ids": (B, S), "decoder_token_ids":
     (B, T)}` of int tokens; the output is logits `(B, T, vocab)`. The token
     ids (pad, start, end) live in the model's config, so `generate` needs
-    none. Subclasses build the graph and implement three hooks used by
-    generation:
+    none; they are checked against the target vocabulary when the model is
+    made. Subclasses build the graph, give `source_vocabulary_size` and
+    `target_vocabulary_size`, and implement three hooks used by generation:
 
     - `encode(encoder_token_ids) -> (memory, memory_mask)`, where `memory`
       is a tensor or a nested structure of tensors with batch first,
@@ -56,9 +90,11 @@ class Seq2SeqModel(keras.Model):
       attention (N, S))`.
 
     `generate` encodes once, then runs one `keras.ops.while_loop` over
-    fixed-size caches, compiled with XLA (`jit_compile=True`, TensorFlow
-    backend) and traced once per shape bucket: batch size, source length
-    rounded up to a multiple of 8, and the static generation arguments.
+    fixed-size caches, compiled once per shape bucket (batch size, source
+    length rounded up to a multiple of 8) and static sampler settings:
+    with XLA on TensorFlow (`tf.function(jit_compile=True)`), with `jax.jit`
+    over the variables' values on JAX; on torch it runs eagerly under
+    `torch.no_grad()`.
     """
 
     def __init__(self, *args, pad_token_id=0, start_token_id=1, end_token_id=2, **kwargs):
@@ -75,10 +111,25 @@ class Seq2SeqModel(keras.Model):
                 "`pad_token_id`, `start_token_id` and `end_token_id` must "
                 f"differ. Received: {ids}"
             )
+        self._check_special_token_ids(ids)
         self.pad_token_id = pad_token_id
         self.start_token_id = start_token_id
         self.end_token_id = end_token_id
         self._generate_functions = {}
+        self._generate_traces = _TraceCounter()
+
+    def _check_special_token_ids(self, ids):
+        """Special ids must be target tokens: the logits' last dimension."""
+        outputs = getattr(self, "outputs", None) or []
+        vocabulary_size = outputs[0].shape[-1] if outputs else None
+        if vocabulary_size is None:
+            return
+        for name, value in ids.items():
+            if value >= vocabulary_size:
+                raise ValueError(
+                    f"Argument `{name}` must be a token id in [0, {vocabulary_size}) "
+                    f"(the target vocabulary). Received: {name}={value}"
+                )
 
     # Hooks implemented by subclasses -----------------------------------
     def encode(self, encoder_token_ids):
@@ -91,7 +142,13 @@ class Seq2SeqModel(keras.Model):
         raise NotImplementedError
 
     @property
+    def source_vocabulary_size(self):
+        """The number of source token ids (`encoder_token_ids` < this)."""
+        raise NotImplementedError
+
+    @property
     def target_vocabulary_size(self):
+        """The number of target token ids (the logits' last dimension)."""
         raise NotImplementedError
 
     # Generation ----------------------------------------------------------
@@ -99,16 +156,8 @@ class Seq2SeqModel(keras.Model):
         self,
         encoder_token_ids,
         max_length,
-        strategy="greedy",
+        sampler="greedy",
         *,
-        num_beams=4,
-        num_return_sequences=1,
-        length_penalty=0.0,
-        coverage_penalty=0.0,
-        k=50,
-        p=0.9,
-        temperature=1.0,
-        seed=None,
         decoder_prompt=None,
         batch_size=None,
         return_scores=False,
@@ -116,94 +165,63 @@ class Seq2SeqModel(keras.Model):
         return_attention=False,
         jit_compile=True,
         verbose=0,
+        strategy=None,
+        **strategy_arguments,
     ):
         """Generates target tokens for a batch of source sequences.
 
         Args:
-            encoder_token_ids: int array `(B, S)`, padded with
-                `pad_token_id`.
+            encoder_token_ids: int array `(B, S)` of ids in
+                `[0, source_vocabulary_size)`, padded with `pad_token_id`.
             max_length: int `L`, the number of target tokens to produce
                 (after the start token; includes the prompt).
-            strategy: `"greedy"`, `"beam"`, `"top_k"`, `"top_p"` or
-                `"sample"`.
-            num_beams: beam width `K` (beam search).
-            num_return_sequences: `n <= K` best hypotheses per source (beam).
-            length_penalty: GNMT `alpha >= 0` (beam).
-            coverage_penalty: GNMT `beta >= 0` (beam).
-            k: top-k size, in [1, vocab].
-            p: top-p mass, in (0, 1].
-            temperature: >= 0; 0 means greedy, for every sampling strategy.
-            seed: int, the seed of sampling; the same seed gives the same
-                tokens (default 0).
-            decoder_prompt: optional int array `(B, P)` of target tokens
-                forced at the first `P` positions (not scored, cannot end a
-                row).
+            sampler: a `keras_attention.decoding` sampler
+                (`GreedySampler()`, `BeamSampler(num_beams=4, ...)`,
+                `TopKSampler`, `TopPSampler`, `RandomSampler`), its name or
+                its config dict (see `decoding.get_sampler`).
+            decoder_prompt: optional int array `(B, P)` of target ids forced
+                at the first `P` positions (not scored, cannot end a row).
             batch_size: split the sources into batches of this size (the
                 last batch is padded, so all batches share one compiled
                 function); a progress bar is shown with `verbose=1`.
             return_scores, return_logits, return_attention: return a
-                `GenerationResult` instead of the token ids alone.
-            jit_compile: compile the loop with XLA (TensorFlow backend).
+                `GenerationResult` instead of the token ids alone
+                (`return_logits` is not available with beam search).
+            jit_compile: compile the loop (XLA on TensorFlow, `jax.jit` on
+                JAX; torch always runs eagerly).
             verbose: 0 or 1 (a progress bar over batches).
+            strategy, **strategy_arguments: the older keyword form, e.g.
+                `generate(x, 32, strategy="beam", num_beams=4,
+                length_penalty=0.6)` or `generate(x, 32, "top_k", k=10,
+                seed=3)`; see `decoding.sampler_from_strategy`. Not
+                together with a sampler object.
 
         Returns:
-            int32 token ids `(B, L)` (`(B, n, L)` when `n > 1`), padded with
-            `pad_token_id` after each row's end token; or a
-            `GenerationResult` when any `return_*` flag is set.
+            int32 token ids `(B, L)` (`(B, n, L)` when a beam sampler returns
+            `n > 1` sequences), padded with `pad_token_id` after each row's
+            end token; or a `GenerationResult` when any `return_*` flag is
+            set.
         """
-        source = np.asarray(encoder_token_ids)
-        if source.ndim != 2 or not np.issubdtype(source.dtype, np.integer):
-            raise ValueError(
-                "`encoder_token_ids` must be an integer array of shape "
-                f"(batch, source_len). Received: shape {source.shape}, "
-                f"dtype {source.dtype}"
-            )
+        source = _integer_array("encoder_token_ids", encoder_token_ids)
         prompt = None
         if decoder_prompt is not None:
-            prompt = np.asarray(decoder_prompt, "int32")
-            if prompt.ndim != 2 or prompt.shape[0] != source.shape[0]:
-                raise ValueError(
-                    "`decoder_prompt` must have shape (batch, prompt_len) "
-                    f"with batch={source.shape[0]}. Received: shape {prompt.shape}"
-                )
-        validate_generation_args(
-            strategy=strategy,
-            max_length=max_length,
-            prompt_length=0 if prompt is None else prompt.shape[1],
-            num_beams=num_beams,
-            num_return_sequences=num_return_sequences,
-            k=k,
-            p=p,
-            temperature=temperature,
-            length_penalty=length_penalty,
-            coverage_penalty=coverage_penalty,
-            vocab_size=self.target_vocabulary_size,
+            prompt = _integer_array("decoder_prompt", decoder_prompt, source.shape[0])
+        prompt_length = 0 if prompt is None else prompt.shape[1]
+        sampler = self._resolve_sampler(
+            sampler, strategy, strategy_arguments, max_length, prompt_length
         )
-        if return_logits and strategy == "beam":
-            raise ValueError(
-                "`return_logits` is not available with beam search. "
-                "Received: return_logits=True, strategy='beam'"
-            )
-        seed = 0 if seed is None else check_non_negative_int("seed", seed)
-        static = {
-            "strategy": strategy,
-            "max_length": int(max_length),
-            "num_beams": int(num_beams) if strategy == "beam" else 1,
-            "num_return_sequences": int(num_return_sequences),
-            "k": int(k) if strategy == "top_k" else 0,
-            "return_logits": bool(return_logits),
-            "return_attention": bool(return_attention),
-            "jit_compile": bool(jit_compile),
-        }
-        dynamic = {
-            "temperature": np.float32(temperature),
-            "p": np.float32(p),
-            "length_penalty": np.float32(length_penalty),
-            "coverage_penalty": np.float32(coverage_penalty),
-            "seed": np.int32(seed),
-        }
+        self._check_search_arguments(
+            source, prompt, prompt_length, sampler, max_length, return_logits
+        )
+        function = self._generate_function(
+            sampler, int(max_length), bool(return_logits), bool(return_attention),
+            bool(jit_compile),
+        )
+        values = sampler.dynamic_values()
+        empty_prompt = np.zeros((source.shape[0], 0), "int32")
         results = [
-            self._generate_batch(source[i], None if prompt is None else prompt[i], static, dynamic)
+            self._generate_batch(function, source[i], (empty_prompt if prompt is None
+                                                       else prompt)[i], values)
             for i in self._batches(source.shape[0], batch_size, verbose)
         ]
         result = GenerationResult(
@@ -212,15 +230,168 @@ class Seq2SeqModel(keras.Model):
                 for parts in zip(*results)
             )
         )
-        if num_return_sequences == 1 and strategy == "beam":
-            result = result._replace(
-                token_ids=result.token_ids[:, 0],
-                scores=result.scores[:, 0],
-                attention=None if result.attention is None else result.attention[:, 0],
-            )
         if return_scores or return_logits or return_attention:
             return result
         return result.token_ids
+
+    @staticmethod
+    def _resolve_sampler(sampler, strategy, strategy_arguments, max_length, prompt_length):
+        """The sampler of `generate`'s arguments, new form or older form."""
+        if strategy is not None:
+            if not (isinstance(sampler, str) and sampler == "greedy"):
+                raise ValueError(
+                    "Pass either `sampler` or the older `strategy=...` keywords, not both. "
+                    f"Received: sampler={sampler!r}, strategy={strategy!r}"
+                )
+            sampler = strategy
+        if strategy_arguments or strategy is not None:
+            if not isinstance(sampler, str):
+                name = sorted(strategy_arguments)[0]
+                raise ValueError(
+                    f"`{name}` belongs to the older `strategy=...` form; set it on the "
+                    f"sampler instead. Received: sampler={sampler!r}, "
+                    f"{name}={strategy_arguments[name]!r}"
+                )
+            return sampler_from_strategy(
+                sampler, max_length=max_length, prompt_length=prompt_length,
+                **strategy_arguments,
+            )
+        return get_sampler(sampler)
+
+    def _check_search_arguments(self, source, prompt, prompt_length, sampler, max_length,
+                                return_logits):
+        """Raises a ValueError naming the first argument `search` cannot use.
+
+        `source` and `prompt` are NumPy arrays, or None where there is no
+        prompt or the values are not known (symbolic tensors): then their
+        ids are not checked.
+        """
+        if (
+            not isinstance(max_length, (int, np.integer))
+            or isinstance(max_length, bool)
+            or max_length < max(prompt_length, 1)
+        ):
+            raise ValueError(
+                "Argument `max_length` must be an integer >= 1 and >= the prompt "
+                f"length ({prompt_length}). Received: max_length={max_length!r}"
+            )
+        if source is not None:
+            check_token_ids("encoder_token_ids", source, self.source_vocabulary_size)
+        if prompt is not None:
+            check_token_ids("decoder_prompt", prompt, self.target_vocabulary_size)
+        sampler.check_vocabulary(self.target_vocabulary_size)
+        if return_logits and not sampler.returns_logits:
+            raise ValueError(
+                f"`return_logits` is not available with {type(sampler).__name__}. "
+                f"Received: return_logits=True, sampler={sampler!r}"
+            )
+
+    def search(self, encoder_token_ids, sampler, max_length, decoder_prompt=None,
+               return_attention=False, return_logits=False):
+        """The decoding loop of `generate` as tensors, traceable.
+
+        Usable inside a `tf.function` (symbolic `B` and `S` included, as
+        `keras_attention.export` does), `jax.jit` or eagerly; no batching,
+        no source bucketing, no conversion to NumPy. Token ids are checked
+        (as in `generate`) when their values are known.
+
+        Args:
+            encoder_token_ids: int32 `(B, S)`.
+            sampler: a sampler, its name or config (`decoding.get_sampler`).
+            max_length: int `L`.
+            decoder_prompt: optional int32 `(B, P)` forced prefix.
+            return_attention, return_logits: fill those fields.
+
+        Returns:
+            A `GenerationResult` of tensors (`token_ids (B, L)`, or `(B, n,
+            L)` for a beam sampler with `n > 1` sequences).
+        """
+        sampler = get_sampler(sampler)
+        source_values = concrete_values(encoder_token_ids)
+        prompt_values = None if decoder_prompt is None else concrete_values(decoder_prompt)
+        prompt_length = 0 if decoder_prompt is None else decoder_prompt.shape[1]
+        self._check_search_arguments(
+            source_values, prompt_values, prompt_length, sampler, max_length, return_logits
+        )
+        result = self._search_with_values(
+            encoder_token_ids, decoder_prompt, sampler, max_length, sampler.dynamic_values(),
+            return_logits, return_attention,
+        )
+        return self._best_only(result, sampler)
+
+    @staticmethod
+    def _best_only(result, sampler):
+        """Drops the n-best axis of a beam result when `n == 1`."""
+        if len(result.token_ids.shape) == 3 and sampler.num_return_sequences == 1:
+            return GenerationResult(
+                result.token_ids[:, 0],
+                result.scores[:, 0],
+                None,
+                None if result.attention is None else result.attention[:, 0],
+            )
+        return result
+
+    def _search_with_values(self, source, prompt, sampler, max_length, values,
+                            return_logits, return_attention):
+        """Encodes once, then runs the sampler's loop; a `GenerationResult`.
+
+        `values` are the sampler's dynamic values (NumPy scalars or scalar
+        tensors). `B` and `S` come from the static shape of `source`, or at
+        run time where it has none (a serving graph over a `(None,)` batch of
+        strings).
+        """
+        source = ops.convert_to_tensor(source, "int32")
+        batch_size, source_length = source.shape
+        if batch_size is None or source_length is None:
+            batch_size, source_length = ops.shape(source)
+        if prompt is not None and prompt.shape[1] == 0:
+            prompt = None
+        if prompt is not None:
+            prompt = ops.convert_to_tensor(prompt, "int32")
+        with self._autocast():
+            memory, memory_mask = self.encode(source)
+            beams = sampler.num_beams
+            if beams > 1:
+                tile = lambda x: ops.repeat(x, beams, axis=0)  # noqa: E731
+                memory = keras.tree.map_structure(tile, memory)
+                memory_mask = tile(memory_mask)
+            state = self.init_decoder_state(memory, memory_mask, max_length)
+            output = sampler.search(
+                self.decode_step, state, values, batch_size=batch_size, max_length=max_length,
+                start_id=self.start_token_id, end_id=self.end_token_id,
+                pad_id=self.pad_token_id, vocab_size=self.target_vocabulary_size,
+                prompt=prompt, source_mask=memory_mask, source_length=source_length,
+                collect_logits=return_logits, collect_attention=return_attention,
+            )
+        return GenerationResult(*output)
+
+    def _autocast(self):
+        """Variables read in the compute dtype under a mixed policy, as in a
+        layer's `__call__` (the hooks call layer methods directly, and torch's
+        einsum does not promote `bfloat16 x float32`)."""
+        from keras.src.backend import AutocastScope
+
+        mixed = [layer.compute_dtype for layer in self.layers
+                 if layer.compute_dtype != layer.variable_dtype]
+        return AutocastScope(mixed[0] if mixed else None)
+
+
+    def _search(self, source, prompt, static, temperature, p, length_penalty,
+                coverage_penalty, seed):
+        """The former private entry point (`keras_attention.export` still calls
+        it); use `search`. Beam results keep their n-best axis."""
+        strategy = static["strategy"]
+        arguments = dict(num_beams=static["num_beams"],
+                         num_return_sequences=static["num_return_sequences"])
+        if strategy == "top_k":
+            arguments["k"] = static["k"]
+        sampler = sampler_from_strategy(strategy, **arguments)
+        values = dict(temperature=temperature, p=p, length_penalty=length_penalty,
+                      coverage_penalty=coverage_penalty, seed=seed)
+        return self._search_with_values(
+            source, prompt, sampler, static["max_length"], values, static["return_logits"],
+            static["return_attention"],
+        )
 
     @staticmethod
     def _batches(total, batch_size, verbose):
@@ -236,21 +407,11 @@ class Seq2SeqModel(keras.Model):
             if bar is not None:
                 bar.update(step + 1)
 
-    def _generate_batch(self, source, prompt, static, dynamic):
-        rows, source_length = source.shape
-        source = self._bucket_source(source)
-        function = self._generate_function(static)
-        outputs = function(
-            source,
-            prompt if prompt is not None else np.zeros((rows, 0), "int32"),
-            dynamic["temperature"],
-            dynamic["p"],
-            dynamic["length_penalty"],
-            dynamic["coverage_penalty"],
-            dynamic["seed"],
-        )
+    def _generate_batch(self, function, source, prompt, values):
+        source_length = source.shape[1]
+        outputs = function(self._bucket_source(source), prompt, values)
         token_ids, scores, logits, attention = (
-            None if x is None else np.asarray(x) for x in outputs
+            None if x is None else np.asarray(ops.convert_to_numpy(x)) for x in outputs
         )
         if attention is not None:
             attention = attention[..., :source_length]
@@ -267,91 +428,77 @@ class Seq2SeqModel(keras.Model):
             constant_values=self.pad_token_id,
         )
 
-    def _generate_function(self, static):
-        key = tuple(sorted(static.items()))
+    def _generate_function(self, sampler, max_length, return_logits, return_attention,
+                           jit_compile):
+        """`function(source, prompt, values) -> GenerationResult`, one per
+        static configuration (compiled functions trace once per shape)."""
+        key = (sampler.static_key(), max_length, return_logits, return_attention, jit_compile)
         if key not in self._generate_functions:
-            def run(source, prompt, temperature, p, length_penalty, coverage_penalty, seed):
-                return self._search(
-                    source, prompt, static, temperature, p, length_penalty,
-                    coverage_penalty, seed,
+            def run(source, prompt, values):
+                result = self._search_with_values(
+                    source, prompt, sampler, max_length, values, return_logits,
+                    return_attention,
                 )
+                return self._best_only(result, sampler)
 
-            if _is_tensorflow():
-                import tensorflow as tf
-
-                run = tf.function(run, jit_compile=static["jit_compile"], autograph=False)
-            self._generate_functions[key] = run
+            self._generate_functions[key] = self._compile(run, jit_compile)
         return self._generate_functions[key]
 
+    def _compile(self, run, jit_compile):
+        """`run` compiled for the backend: XLA (or a graph) on TensorFlow,
+        `jax.jit` over the variables' values on JAX, `torch.no_grad` on
+        torch. Every trace adds one to `generate_trace_count()`."""
+        backend = keras.config.backend()
+        counter = self._generate_traces
+
+        def traced(*args):
+            counter.count += 1
+            return run(*args)
+
+        if backend == "tensorflow":
+            import tensorflow as tf
+
+            return tf.function(traced, jit_compile=jit_compile, autograph=False)
+        if backend == "jax":
+            return self._jax_jit(traced) if jit_compile else run
+        if backend == "torch":
+            import torch
+
+            def without_gradients(*args):
+                with torch.no_grad():
+                    return run(*args)
+
+            return without_gradients
+        return run
+
+    def _jax_jit(self, traced):
+        """`jax.jit` of a stateless `traced`: the variables' values are
+        arguments (as keras-hub's `CausalLM.generate` does on JAX), so one
+        compiled program serves any weights of the same shapes."""
+        import jax
+
+        def stateless(trainable, non_trainable, *args):
+            mapping = list(zip(self.trainable_variables, trainable)) + list(
+                zip(self.non_trainable_variables, non_trainable)
+            )
+            with keras.StatelessScope(state_mapping=mapping):
+                return traced(*args)
+
+        compiled = jax.jit(stateless)
+
+        def call(*args):
+            return compiled(
+                [v.value for v in self.trainable_variables],
+                [v.value for v in self.non_trainable_variables],
+                *args,
+            )
+
+        return call
+
     def generate_trace_count(self):
-        """How many times the compiled generation functions were traced."""
-        return sum(
-            getattr(f, "experimental_get_tracing_count", lambda: 0)()
-            for f in self._generate_functions.values()
-        )
-
-    def _search(self, source, prompt, static, temperature, p, length_penalty,
-                coverage_penalty, seed):
-        """Encodes once, then runs the decoding loop; returns a SearchOutput.
-
-        `B` and `S` come from the static shape of `source`, or at run time
-        where it has none (a serving graph over a `(None,)` batch of strings).
-        """
-        batch_size, source_length = source.shape
-        if batch_size is None or source_length is None:
-            batch_size, source_length = ops.shape(source)
-        prompt = prompt if prompt.shape[1] > 0 else None
-        memory, memory_mask = self.encode(source)
-        max_length = static["max_length"]
-        ids = dict(start_id=self.start_token_id, end_id=self.end_token_id, pad_id=self.pad_token_id)
-        if static["strategy"] == "beam":
-            beams = static["num_beams"]
-            tile = lambda x: ops.repeat(x, beams, axis=0)  # noqa: E731
-            memory = keras.tree.map_structure(tile, memory)
-            memory_mask = tile(memory_mask)
-            state = self.init_decoder_state(memory, memory_mask, max_length)
-            return decoding.beam_search(
-                self.decode_step,
-                state,
-                batch_size=batch_size,
-                num_beams=beams,
-                max_length=max_length,
-                vocab_size=self.target_vocabulary_size,
-                length_penalty=length_penalty,
-                coverage_penalty=coverage_penalty,
-                source_mask=memory_mask,
-                source_length=source_length,
-                num_return_sequences=static["num_return_sequences"],
-                prompt=prompt,
-                collect_attention=static["return_attention"],
-                **ids,
-            )
-        state = self.init_decoder_state(memory, memory_mask, max_length)
-
-        def select(logits, index):
-            return decoding.select_tokens(
-                logits,
-                strategy=static["strategy"],
-                k=static["k"],
-                p=p,
-                temperature=temperature,
-                seed=seed,
-                step=index,
-            )
-
-        return decoding.sampling_search(
-            self.decode_step,
-            state,
-            batch_size=batch_size,
-            max_length=max_length,
-            select=select,
-            prompt=prompt,
-            vocab_size=self.target_vocabulary_size,
-            source_length=source_length,
-            collect_logits=static["return_logits"],
-            collect_attention=static["return_attention"],
-            **ids,
-        )
+        """How many times the compiled generation functions were traced (0
+        on torch, which runs eagerly, and with `jit_compile=False` on JAX)."""
+        return self._generate_traces.count
 
     def get_config(self):
         return {

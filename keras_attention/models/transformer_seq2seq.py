@@ -179,6 +179,10 @@ class TransformerSeq2Seq(Seq2SeqModel):
         )
 
     @property
+    def source_vocabulary_size(self):
+        return self._arguments["vocabulary_size"]
+
+    @property
     def target_vocabulary_size(self):
         return self._arguments["target_vocabulary_size"]
 

@@ -1,10 +1,11 @@
 import numpy as np
 import pytest
-import tensorflow as tf
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from keras_attention.decoding import beam_search, sampling_search, select_tokens
 from tests.decoding.scripted import END, PAD, START, log_table, row_state, table_step_fn
+from tests.decoding.scripted import compiled as compile_fn
 
 V = 6
 
@@ -17,7 +18,7 @@ def run_beam(table, num_beams=2, max_length=5, batch_size=1, compiled=False, **k
             pad_id=PAD, vocab_size=V, **kwargs,
         )
 
-    out = tf.function(run, jit_compile=True)() if compiled else run()
+    out = compile_fn(run)() if compiled else run()
     return np.asarray(out.token_ids), np.asarray(out.scores)
 
 

@@ -1,11 +1,12 @@
 import numpy as np
 import pytest
-import tensorflow as tf
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from keras_attention.decoding import sampling_search, select_tokens, top_k_logits, top_p_logits
 from keras_attention.decoding.sampling import validate_generation_args
 from tests.decoding.scripted import END, PAD, START, log_table, row_state, table_step_fn
+from tests.decoding.scripted import compiled as compile_fn
 
 V = 6
 
@@ -64,9 +65,8 @@ def test_same_seed_same_tokens_eager_and_xla_and_different_seeds_differ():
     logits = rng.normal(size=(256, V)).astype("float32")
     a = pick(logits, "sample", seed=7, step=3)
     np.testing.assert_array_equal(a, pick(logits, "sample", seed=7, step=3))
-    compiled = tf.function(
-        lambda x: select_tokens(x, strategy="sample", k=1, p=1.0, temperature=1.0, seed=7, step=3),
-        jit_compile=True,
+    compiled = compile_fn(
+        lambda x: select_tokens(x, strategy="sample", k=1, p=1.0, temperature=1.0, seed=7, step=3)
     )
     np.testing.assert_array_equal(np.asarray(compiled(logits)), a)
     assert (pick(logits, "sample", seed=8, step=3) != a).any()

@@ -1,6 +1,7 @@
 """Scripted models: next-token tables instead of networks (keras-hub's
 pattern), so that decoding is tested against hand-derived answers."""
 
+import keras
 import numpy as np
 from keras import ops
 
@@ -42,3 +43,18 @@ def log_table(vocab_size, rows):
         for token, prob in probs.items():
             table[previous, token] = np.log(prob)
     return table
+
+
+def compiled(fn):
+    """`fn` compiled as the backend compiles generation: XLA on TensorFlow,
+    `jax.jit` on JAX; unchanged (eager) on torch."""
+    backend = keras.config.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        return tf.function(fn, jit_compile=True, autograph=False)
+    if backend == "jax":
+        import jax
+
+        return jax.jit(fn)
+    return fn

@@ -14,13 +14,16 @@ def teacher_forced_logits(model, source, tokens):
 
 def assert_cached_generation_equals_recomputation(model, jit_compile, max_length=6):
     """Cached, compiled generation == re-running the whole model (tokens and
-    logits within 1e-5), up to each row's end token."""
+    logits within 1e-5), up to each row's end token or first pad token (an
+    untrained model may pick the pad token, which the full model masks)."""
     result = model.generate(SOURCE, max_length=max_length, return_logits=True,
                             jit_compile=jit_compile)
     tokens = result.token_ids
     full = teacher_forced_logits(model, SOURCE, tokens)
     for row in range(len(SOURCE)):
-        ends = np.flatnonzero(tokens[row] == model.end_token_id)
+        ends = np.flatnonzero(
+            (tokens[row] == model.end_token_id) | (tokens[row] == model.pad_token_id)
+        )
         upto = ends[0] + 1 if len(ends) else tokens.shape[1]
         np.testing.assert_allclose(result.logits[row, :upto], full[row, :upto], atol=1e-5)
         np.testing.assert_array_equal(tokens[row, :upto], full[row, :upto].argmax(-1))

@@ -21,6 +21,7 @@ def stories_and_tokenizer():
     return encode(train), encode(test), tokenizer, answers
 
 
+@pytest.mark.slow_on_torch("trains to an accuracy target")
 def test_learns_the_last_place_of_a_person_under_xla(stories_and_tokenizer):
     (x, y), (x_test, y_test), tokenizer, answers = stories_and_tokenizer
     model = memory_network(tokenizer.vocabulary_size(), len(answers), hidden_dim=20,
@@ -61,7 +62,8 @@ def test_shapes_saving_and_mixed_precision(tmp_path):
             keras.config.set_dtype_policy("float32")
         mixed.set_weights(model.get_weights())
         out = mixed(inputs)
-        assert out.dtype == "float32" and np.isfinite(out).all()
+        assert keras.backend.standardize_dtype(out.dtype) == "float32"
+        assert np.isfinite(out).all()
         np.testing.assert_allclose(out, logits, atol=0.05)
 
 

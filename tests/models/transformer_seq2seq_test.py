@@ -117,6 +117,7 @@ def test_loss_ignores_padding():
     )
 
 
+@pytest.mark.slow_on_torch("trains to an accuracy target")
 def test_learns_to_reverse_sequences_end_to_end():
     """Training, caching and decoding agree: near-perfect exact match."""
     keras.utils.set_random_seed(0)
@@ -150,6 +151,7 @@ def test_invalid_builder_args():
         transformer_seq2seq(10, **SMALL, pad_token_id=1, start_token_id=1)
 
 
+@pytest.mark.tf_only("tf.data input pipeline")
 def test_fits_on_a_tf_data_dataset_of_inputs_and_labels():
     import tensorflow as tf
 
@@ -200,6 +202,7 @@ def test_pointer_generator_save_and_reload(tmp_path):
     np.testing.assert_array_equal(reloaded.generate(SOURCE, 6), model.generate(SOURCE, 6))
 
 
+@pytest.mark.slow_on_torch("trains to an accuracy target")
 def test_pointer_generator_learns_to_copy_under_xla():
     keras.utils.set_random_seed(0)
     x, y = make_task("copy", 1500, vocab_size=40, max_length=8, seed=0)

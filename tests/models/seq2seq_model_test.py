@@ -1,0 +1,252 @@
+"""`Seq2SeqModel.generate` / `search`: samplers, the older keyword form, token
+id checks, compilation per backend and the same tokens on every backend."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import keras
+import numpy as np
+import pytest
+
+from keras_attention import decoding
+from keras_attention.models import GenerationResult, rnn_seq2seq, transformer_seq2seq
+from tests.models.generation_checks import SOURCE
+
+SMALL = dict(num_layers=1, hidden_dim=16, num_heads=2, intermediate_dim=32, dropout=0.0,
+             max_length=32)
+BACKEND = keras.config.backend()
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture(scope="module")
+def model():
+    keras.utils.set_random_seed(0)
+    return transformer_seq2seq(20, target_vocabulary_size=24, **SMALL)
+
+
+def test_samplers_and_the_older_keyword_form_give_the_same_tokens(model):
+    pairs = [
+        (decoding.GreedySampler(), dict(strategy="greedy")),
+        (decoding.BeamSampler(num_beams=3, length_penalty=0.6, coverage_penalty=0.2),
+         dict(strategy="beam", num_beams=3, length_penalty=0.6, coverage_penalty=0.2)),
+        (decoding.TopKSampler(k=4, seed=3), dict(strategy="top_k", k=4, seed=3)),
+        (decoding.TopPSampler(p=0.7, temperature=0.8, seed=1),
+         dict(strategy="top_p", p=0.7, temperature=0.8, seed=1)),
+        (decoding.RandomSampler(seed=2), dict(strategy="sample", seed=2)),
+    ]
+    for sampler, older in pairs:
+        new = model.generate(SOURCE, 6, sampler, return_scores=True)
+        old = model.generate(SOURCE, 6, return_scores=True, **older)
+        np.testing.assert_array_equal(new.token_ids, old.token_ids)
+        np.testing.assert_allclose(new.scores, old.scores, rtol=1e-6)
+    # The positional older form: generate(x, L, "beam", num_beams=...).
+    np.testing.assert_array_equal(
+        model.generate(SOURCE, 6, "beam", num_beams=2),
+        model.generate(SOURCE, 6, decoding.BeamSampler(num_beams=2)),
+    )
+    # Names and config dicts.
+    config = decoding.serialize_sampler(decoding.TopKSampler(k=4, seed=3))
+    np.testing.assert_array_equal(
+        model.generate(SOURCE, 6, config), model.generate(SOURCE, 6, "top_k", k=4, seed=3)
+    )
+
+
+def test_one_result_type_and_n_best_shapes(model):
+    result = model.generate(SOURCE, 5, decoding.BeamSampler(num_beams=3, num_return_sequences=2),
+                            return_scores=True, return_attention=True)
+    assert isinstance(result, GenerationResult)
+    assert result.token_ids.shape == (2, 2, 5) and result.scores.shape == (2, 2)
+    assert result.attention.shape == (2, 2, 5, 5)
+    result = model.generate(SOURCE, 5, "top_p", return_logits=True)
+    assert isinstance(result, GenerationResult) and result.logits.shape == (2, 5, 24)
+
+
+@pytest.mark.parametrize(
+    "kwargs, pattern",
+    [
+        ({"sampler": decoding.BeamSampler(), "num_beams": 2},
+         r"`num_beams`.*older.*Received: sampler=BeamSampler\(.*num_beams=2"),
+        ({"sampler": "beam", "strategy": "greedy"}, r"either.*Received: sampler='beam'"),
+        ({"sampler": decoding.TopKSampler(k=25)}, r"vocab_size=24.*Received: k=25"),
+        ({"sampler": decoding.BeamSampler(), "return_logits": True},
+         r"return_logits.*BeamSampler"),
+        ({"sampler": "nucleus"}, r"`sampler`.*Received: sampler='nucleus'"),
+        ({"max_length": 0}, r"max_length.*Received: max_length=0"),
+    ],
+)
+def test_bad_sampler_arguments(kwargs, pattern, model):
+    kwargs = {"max_length": 4, **kwargs}
+    with pytest.raises(ValueError, match=pattern):
+        model.generate(SOURCE, **kwargs)
+
+
+# Token ids outside the vocabulary (issue 12, item 4) ------------------------
+
+
+@pytest.mark.parametrize("jit_compile", [True, False], ids=["compiled", "eager"])
+@pytest.mark.parametrize(
+    "argument, value, where, pattern",
+    [
+        ("encoder_token_ids", 20, (1, 3),
+         r"`encoder_token_ids`.*\[0, 20\)\. Received: 20 at \[1, 3\]"),
+        ("encoder_token_ids", -1, (0, 0),
+         r"`encoder_token_ids`.*\[0, 20\)\. Received: -1 at \[0, 0\]"),
+        ("decoder_prompt", 24, (1, 1), r"`decoder_prompt`.*\[0, 24\)\. Received: 24 at \[1, 1\]"),
+        ("decoder_prompt", -3, (0, 1), r"`decoder_prompt`.*\[0, 24\)\. Received: -3 at \[0, 1\]"),
+    ],
+)
+def test_token_ids_outside_the_vocabulary_are_refused(model, jit_compile, argument, value, where,
+                                                      pattern):
+    inputs = {"encoder_token_ids": SOURCE.copy(), "decoder_prompt": np.full((2, 2), 5, "int32")}
+    inputs[argument][where] = value
+    traces = model.generate_trace_count()
+    for sampler in ("greedy", decoding.BeamSampler(num_beams=2)):
+        with pytest.raises(ValueError, match=pattern):
+            model.generate(inputs["encoder_token_ids"], 4, sampler,
+                           decoder_prompt=inputs["decoder_prompt"], jit_compile=jit_compile)
+    with pytest.raises(ValueError, match=pattern):
+        model.search(inputs["encoder_token_ids"], "greedy", 4,
+                     decoder_prompt=inputs["decoder_prompt"])
+    assert model.generate_trace_count() == traces  # refused before any work
+
+
+def test_the_largest_ids_are_accepted(model):
+    source = SOURCE.copy()
+    source[0, 0] = 19
+    assert model.generate(source, 4, decoder_prompt=np.full((2, 1), 23, "int32")).shape == (2, 4)
+
+
+def test_rnn_models_check_source_and_target_vocabularies():
+    rnn = rnn_seq2seq(12, target_vocabulary_size=9, embedding_dim=4, units=8)
+    assert (rnn.source_vocabulary_size, rnn.target_vocabulary_size) == (12, 9)
+    with pytest.raises(ValueError, match=r"`encoder_token_ids`.*\[0, 12\)\. Received: 12"):
+        rnn.generate(np.array([[3, 12]]), 3)
+    with pytest.raises(ValueError, match=r"`decoder_prompt`.*\[0, 9\)\. Received: 10"):
+        rnn.generate(np.array([[3, 11]]), 3, decoder_prompt=np.array([[10]]))
+
+
+@pytest.mark.parametrize(
+    "build, pattern",
+    [
+        (lambda: transformer_seq2seq(20, target_vocabulary_size=10, end_token_id=10, **SMALL),
+         r"`end_token_id`.*\[0, 10\).*Received: end_token_id=10"),
+        (lambda: transformer_seq2seq(8, pad_token_id=9, **SMALL),
+         r"`pad_token_id`.*\[0, 8\).*Received: pad_token_id=9"),
+        (lambda: rnn_seq2seq(12, target_vocabulary_size=4, start_token_id=5, embedding_dim=4,
+                             units=8),
+         r"`start_token_id`.*\[0, 4\).*Received: start_token_id=5"),
+    ],
+)
+def test_special_token_ids_are_checked_against_the_target_vocabulary(build, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        build()
+
+
+# Compilation ------------------------------------------------------------------
+
+
+def test_no_retrace_for_same_shapes_and_new_sampler_numbers():
+    keras.utils.set_random_seed(0)
+    model = transformer_seq2seq(20, **SMALL)
+    model.generate(SOURCE, 5, decoding.TopKSampler(k=3, seed=1))
+    model.generate(SOURCE, 5, decoding.BeamSampler(num_beams=2))
+    traces = model.generate_trace_count()
+    expected = 0 if BACKEND == "torch" else 2  # torch runs eagerly: nothing traced
+    assert traces == expected
+    model.generate(SOURCE + (SOURCE > 0), 5, decoding.TopKSampler(k=3, temperature=0.5, seed=9))
+    model.generate(SOURCE[:, :3], 5, decoding.TopKSampler(k=3, seed=2))  # same length bucket
+    model.generate(SOURCE, 5, decoding.BeamSampler(num_beams=2, length_penalty=1.0,
+                                                   coverage_penalty=0.5))
+    assert model.generate_trace_count() == traces
+    model.generate(np.tile(SOURCE, (2, 1)), 5, decoding.TopKSampler(k=3))  # a new batch size
+    assert model.generate_trace_count() == traces + (0 if BACKEND == "torch" else 1)
+
+
+def test_search_is_the_loop_of_generate(model):
+    sampler = decoding.BeamSampler(num_beams=2, length_penalty=0.5)
+    source = np.pad(SOURCE, ((0, 0), (0, 3)))  # the bucket generate pads to
+    result = model.search(source, sampler, 6, return_attention=True)
+    expected = model.generate(SOURCE, 6, sampler, return_scores=True)
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(result.token_ids),
+                                  expected.token_ids)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(result.scores), expected.scores,
+                               rtol=1e-5)
+
+
+@pytest.mark.tf_only("a symbolic tf.function over a (None, None) source, as export builds")
+def test_search_traces_inside_tf_function_with_unknown_shapes(model):
+    import tensorflow as tf
+
+    sampler = decoding.BeamSampler(num_beams=2)
+
+    @tf.function(input_signature=[tf.TensorSpec((None, None), tf.int32)], jit_compile=True,
+                 autograph=False)
+    def serve(source):
+        return model.search(source, sampler, 6).token_ids
+
+    source = np.pad(SOURCE, ((0, 0), (0, 3)))
+    np.testing.assert_array_equal(serve(source).numpy(), model.generate(SOURCE, 6, sampler))
+
+
+# The same tokens on every backend ---------------------------------------------
+
+_SAVE = """
+import keras, numpy as np
+from keras_attention.models import transformer_seq2seq
+keras.utils.set_random_seed(0)
+from keras_attention.data import make_task
+model = transformer_seq2seq(40, num_layers=2, hidden_dim=32, num_heads=4,
+                            intermediate_dim=64, dropout=0.0, max_length=32)
+# A little training, so that the tokens depend on the source.
+x, y = make_task("reverse", 512, vocab_size=40, max_length=9, seed=0)
+model.compile(optimizer=keras.optimizers.Adam(3e-3), jit_compile=False,
+              loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0))
+model.fit(x, y, batch_size=64, epochs=3, verbose=0)
+projection = model.output_projection
+# Well separated logits: near ties would make float rounding pick tokens.
+projection.kernel.assign(projection.kernel * 8.0)
+model.save({path!r})
+"""
+
+_GENERATE = """
+import json, keras, numpy as np
+from keras_attention import decoding
+model = keras.saving.load_model({path!r})
+source = np.array({source!r}, "int32")
+samplers = {{
+    "greedy": decoding.GreedySampler(),
+    "beam": decoding.BeamSampler(num_beams=3, length_penalty=0.6, num_return_sequences=2),
+    "top_k": decoding.TopKSampler(k=5, seed=11),
+    "top_p": decoding.TopPSampler(p=0.8, temperature=1.2, seed=4),
+}}
+print(json.dumps({{name: model.generate(source, 10, s).tolist() for name, s in samplers.items()}}))
+"""
+
+
+def _python(code, backend):
+    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+
+
+@pytest.mark.tf_only("saves under TensorFlow, then loads in one subprocess per backend")
+def test_a_saved_model_generates_the_same_tokens_on_every_backend(tmp_path):
+    path = str(tmp_path / "model.keras")
+    _python(_SAVE.format(path=path), "tensorflow")
+    rng = np.random.default_rng(0)
+    source = rng.integers(3, 40, size=(4, 9))
+    source[2, 5:] = 0
+    tokens = {
+        backend: json.loads(_python(_GENERATE.format(path=path, source=source.tolist()), backend))
+        for backend in ("tensorflow", "jax", "torch")
+    }
+    assert len(np.unique(tokens["tensorflow"]["greedy"])) > 3  # not one repeated token
+    for name in ("greedy", "beam", "top_k", "top_p"):
+        assert tokens["jax"][name] == tokens["tensorflow"][name], name
+        assert tokens["torch"][name] == tokens["tensorflow"][name], name
+    assert tokens["tensorflow"]["top_k"] != tokens["tensorflow"]["greedy"]  # really sampled
