@@ -1,8 +1,10 @@
 """`BaseAttention`: the call convention and mask handling of every layer.
 
 Subclasses only say how logits are scored and how context vectors become the
-output; checking inputs, building the one `(B, T, S)` mask, zeroing unused
-positions, the float32 masked softmax and dropout live here, once.
+output; checking inputs, describing the call's masks, dropout and the choice
+of implementation live here, once. The exact, query-blocked and fused
+implementations themselves (masks built, unused positions zeroed, float32
+softmax) are in `attention_implementations`.
 """
 
 import keras
