@@ -73,7 +73,7 @@ def export_run(run_dir, export_dir, *, strategy=None, num_beams=None):
     ```
     """
     os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-    from keras_attention import decoding, files, runs
+    from keras_attention import files, runs
     from keras_attention.validation import check_positive_int
 
     run_dir, export_dir = os.fspath(run_dir), os.fspath(export_dir)
@@ -103,14 +103,10 @@ def export_run(run_dir, export_dir, *, strategy=None, num_beams=None):
     run = runs.SavedRun(run_dir)
     _check_model(run.model, run_dir)
     settings = _decoding_settings(run, strategy, num_beams)
-    decoding.validate_generation_args(
-        strategy=settings["strategy"], max_length=settings["target_length"],
-        prompt_length=0, num_beams=settings["num_beams"], num_return_sequences=1, k=1,
-        p=1.0, temperature=1.0, length_penalty=settings["length_penalty"],
-        coverage_penalty=settings["coverage_penalty"],
-        vocab_size=run.model.target_vocabulary_size,
-    )
-    archive = _build_archive(run.model, run.source_tokenizer, run.target_tokenizer, settings)
+    sampler = _sampler(settings)  # validates the beam settings
+    check_positive_int("target_length", settings["target_length"])
+    archive = _build_archive(run.model, run.source_tokenizer, run.target_tokenizer, settings,
+                             sampler)
     files.write_folder_atomically(export_dir,
                                   lambda folder: archive.write_out(folder, verbose=False))
     return export_dir
@@ -145,29 +141,20 @@ def _check_model(model, run_dir):
         )
 
 
-def _search(model, source, settings, length_penalty, coverage_penalty):
-    """The model's own cached greedy or beam search (`Seq2SeqModel._search`,
-    as `generate` runs it) on int32 `source (B, S)`, `B` and `S` known only
-    at run time.
+def _sampler(settings):
+    """The run's greedy or beam sampler (`keras_attention.decoding`)."""
+    from keras_attention import decoding
 
-    Returns int32 token ids `(B, L)`: the best hypothesis of each row,
-    padded after its end token.
-    """
-    from keras import ops
-
-    beam = settings["strategy"] == "beam"
-    static = {
-        "strategy": settings["strategy"], "max_length": settings["target_length"],
-        "num_beams": settings["num_beams"] if beam else 1, "num_return_sequences": 1,
-        "k": 0, "return_logits": False, "return_attention": False, "jit_compile": True,
-    }
-    no_prompt = ops.zeros((ops.shape(source)[0], 0), "int32")
-    output = model._search(source, no_prompt, static, 1.0, 1.0, length_penalty,
-                           coverage_penalty, 0)
-    return output.token_ids[:, 0] if beam else output.token_ids
+    if settings["strategy"] == "beam":
+        return decoding.BeamSampler(
+            num_beams=settings["num_beams"],
+            length_penalty=settings["length_penalty"],
+            coverage_penalty=settings["coverage_penalty"],
+        )
+    return decoding.GreedySampler()
 
 
-def _build_archive(model, source_tokenizer, target_tokenizer, settings):
+def _build_archive(model, source_tokenizer, target_tokenizer, settings, sampler):
     import keras
     import tensorflow as tf
 
@@ -185,8 +172,11 @@ def _build_archive(model, source_tokenizer, target_tokenizer, settings):
     pad_id = model.pad_token_id
 
     @tf.function(jit_compile=True, autograph=False)
-    def generate(source, length_penalty, coverage_penalty):
-        return _search(model, source, settings, length_penalty, coverage_penalty)
+    def generate(source):
+        # The model's own cached search, as `generate` runs it, on int32
+        # `source (B, S)` with `B` and `S` known only at run time: the best
+        # hypothesis of each row `(B, L)`, padded after its end token.
+        return model.search(source, sampler, settings["target_length"]).token_ids
 
     @tf.function(input_signature=[tf.TensorSpec((None,), tf.string, name=SIGNATURE_INPUT)],
                  autograph=False)
@@ -199,11 +189,7 @@ def _build_archive(model, source_tokenizer, target_tokenizer, settings):
         source = pieces.to_tensor(default_value=0, shape=tf.stack([tf.shape(inputs)[0], width]))
         bucketed = (width + SOURCE_BUCKET - 1) // SOURCE_BUCKET * SOURCE_BUCKET
         source = tf.pad(source, [[0, 0], [0, bucketed - width]], constant_values=pad_id)
-        tokens = generate(
-            source,
-            tf.constant(settings["length_penalty"], tf.float32),
-            tf.constant(settings["coverage_penalty"], tf.float32),
-        )  # (B, L)
+        tokens = generate(source)  # (B, L)
         # Keep the tokens before the first end token, without pad or start.
         ended = tf.cumsum(tf.cast(tokens == special["end_token_id"], tf.int32), axis=1)
         keep = (ended == 0) & (tokens != special["pad_token_id"]) & (
