@@ -10,7 +10,6 @@ import importlib.util
 import json
 import os
 import pathlib
-import re
 import subprocess
 import sys
 
@@ -38,21 +37,6 @@ added = sorted(m for m in HEAVY if m in sys.modules and m not in with_keras)
 print(json.dumps({{"keras": with_keras, "added": added}}))
 """
 
-# A module of the "fused" helper's area still imports keras-hub (which imports TensorFlow,
-# tensorflow-text and rouge-score when they are installed) at module level; until it imports it
-# where it is used, the light-core check is expected to fail (strict: it must fail).
-_KERAS_HUB_AT_TOP = [
-    name for name in ("multi_head_attention",)
-    if re.search(r"^import keras_hub", (ROOT / "keras_attention" / "layers" / f"{name}.py")
-                 .read_text(encoding="utf-8"), re.M)
-]
-keras_hub_at_top = pytest.mark.xfail(
-    bool(_KERAS_HUB_AT_TOP), strict=True,
-    reason="imports keras_hub at module level: " + ", ".join(
-        f"keras_attention/layers/{name}.py" for name in _KERAS_HUB_AT_TOP),
-)
-
-
 def probe(backend, imports):
     """`{"keras": heavy modules a bare `import keras` loads, "added": those `imports` add}`."""
     env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
@@ -66,7 +50,6 @@ def probe(backend, imports):
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-@keras_hub_at_top
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_core_imports_no_tensorflow_or_toolkit_library(backend):
     loaded = probe(
@@ -76,7 +59,6 @@ def test_core_imports_no_tensorflow_or_toolkit_library(backend):
     assert "tensorflow" not in loaded["keras"]  # the check means something on this backend
 
 
-@keras_hub_at_top
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_package_import_is_light_and_builds_a_model(backend):
     loaded = probe(backend, "\n".join([

@@ -3,12 +3,12 @@
 import math
 
 import keras
-import keras_hub
 from keras import ops
 
 from keras_attention import masks
 from keras_attention.layers import attention_core
 from keras_attention.layers.base_attention import BaseAttention
+from keras_attention.layers.token_and_position_embedding import rotary_position_encoding
 from keras_attention.validation import (
     check_bool,
     check_positive_int,
@@ -163,11 +163,6 @@ class MultiHeadAttention(BaseAttention):
 
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
-        self._rotary_embedding = None
-        if self.rotary:
-            self._rotary_embedding = keras_hub.layers.RotaryEmbedding(
-                dtype=self.dtype_policy, name="rotary_embedding"
-            )
 
     @property
     def _kv_heads(self):
@@ -250,9 +245,9 @@ class MultiHeadAttention(BaseAttention):
     def _rotate(self, heads, start_index):
         """Rotary position encoding of heads `(B, L, ...)` at positions
         `start_index + l` (a no-op unless `rotary=True`)."""
-        if self._rotary_embedding is None:
+        if not self.rotary:
             return heads
-        return self._rotary_embedding(heads, start_index=start_index)
+        return rotary_position_encoding(heads, start_index)
 
     def _query_heads(self, query, start_index=0):
         return self._rotate(self._grouped_query(query), start_index)

@@ -14,6 +14,36 @@ from keras_attention.validation import (
 POSITIONS = ("sinusoidal", "learned", "none")
 
 
+def rotary_position_encoding(x, start_index=0, max_wavelength=10000):
+    """Rotary position encoding (RoPE, Su et al. 2021) of `x` at positions
+    `start_index + t`; the same numbers as keras-hub's `RotaryEmbedding`
+    with its defaults (rotate-half layout), written with `keras.ops` so that
+    the core needs no keras-hub.
+
+    Args:
+        x: `(B, T, ..., D)` with an even feature size `D` (heads in any
+            layout between the sequence and feature axes).
+        start_index: int or int scalar tensor, the position of `x[:, 0]`.
+        max_wavelength: the base of the frequencies.
+
+    Returns:
+        `x` rotated, of its shape and dtype.
+    """
+    length, dim = ops.shape(x)[1], x.shape[-1]
+    positions = ops.arange(length, dtype="float32") + ops.cast(start_index, "float32")
+    exponents = ops.arange(0, dim, 2, dtype="float32") / float(dim)
+    inverse_frequencies = ops.power(float(max_wavelength), -exponents)  # (D / 2,)
+    angles = ops.einsum("t,j->tj", positions, inverse_frequencies)
+    angles = ops.concatenate([angles, angles], axis=-1)  # (T, D)
+    angles = ops.reshape(angles, (1, length) + (1,) * (len(x.shape) - 3) + (dim,))
+    cos, sin = ops.cast(ops.cos(angles), x.dtype), ops.cast(ops.sin(angles), x.dtype)
+    first, second = ops.split(x, 2, axis=-1)
+    # (-second, first) stacked then flattened, as keras-hub does (an XLA-safe
+    # concatenation).
+    rotated_half = ops.reshape(ops.stack((-second, first), axis=-2), ops.shape(x))
+    return x * cos + rotated_half * sin
+
+
 class SinusoidalPositionEncoding(keras.layers.Layer):
     """Fixed sine/cosine position encodings (Vaswani et al. 2017); no weights.
 

@@ -6,6 +6,7 @@ from keras_attention.layers import TokenAndPositionEmbedding
 from keras_attention.layers.token_and_position_embedding import (
     LearnedPositionEmbedding,
     SinusoidalPositionEncoding,
+    rotary_position_encoding,
 )
 
 
@@ -102,3 +103,14 @@ def test_position_layers_validate_and_serialize():
     revived = LearnedPositionEmbedding.from_config(layer.get_config())
     assert revived.get_config() == layer.get_config()
     assert SinusoidalPositionEncoding(100).get_config()["max_wavelength"] == 100
+
+
+@pytest.mark.parametrize("shape, start_index", [((2, 5, 3, 8), 0), ((2, 4, 2, 3, 6), 7)])
+def test_rotary_position_encoding_equals_keras_hub(shape, start_index):
+    import keras_hub
+
+    x = np.random.default_rng(0).normal(size=shape).astype("float32")
+    ours = rotary_position_encoding(x, start_index)
+    theirs = keras_hub.layers.RotaryEmbedding()(x, start_index=start_index)
+    np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), atol=1e-5)
+    assert np.asarray(ours).dtype == np.float32
