@@ -375,24 +375,6 @@ class Seq2SeqModel(keras.Model):
                  if layer.compute_dtype != layer.variable_dtype]
         return AutocastScope(mixed[0] if mixed else None)
 
-
-    def _search(self, source, prompt, static, temperature, p, length_penalty,
-                coverage_penalty, seed):
-        """The former private entry point (`keras_attention.export` still calls
-        it); use `search`. Beam results keep their n-best axis."""
-        strategy = static["strategy"]
-        arguments = dict(num_beams=static["num_beams"],
-                         num_return_sequences=static["num_return_sequences"])
-        if strategy == "top_k":
-            arguments["k"] = static["k"]
-        sampler = sampler_from_strategy(strategy, **arguments)
-        values = dict(temperature=temperature, p=p, length_penalty=length_penalty,
-                      coverage_penalty=coverage_penalty, seed=seed)
-        return self._search_with_values(
-            source, prompt, sampler, static["max_length"], values, static["return_logits"],
-            static["return_attention"],
-        )
-
     @staticmethod
     def _batches(total, batch_size, verbose):
         """Index slices of the batches, with an optional progress bar."""
