@@ -58,7 +58,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402
-
 from common import bench_interleaved, emit, loadavg, machine_info, versions  # noqa: E402
 
 PAD, START, END = 0, 1, 2

@@ -7,11 +7,12 @@ quiet logs, seeded randomness, and the `tf_only` marker.
 reason. `make test-jax` runs the layer and block tests on JAX,
 `make test-torch` on torch.
 
-`@pytest.mark.slow_on_torch("why")` marks a test (a training run to an
-accuracy target) that torch, which runs eagerly, makes minutes long; under
-KERAS_BACKEND=torch it is skipped with that reason. The code it covers is
-also covered on torch by faster tests (cached generation == recomputation,
-one `fit` step).
+`@pytest.mark.slow_on("torch", reason="why")` marks a test that takes
+minutes on the named backends (torch runs eagerly, so training to an
+accuracy target is slow there; a few JAX variants spend minutes compiling)
+while faster tests cover the same code there; under those backends it is
+skipped with that reason. This is how `make test-jax` and `make test-torch`
+leave tests out: by marker, never by test ids.
 """
 
 import os
@@ -32,8 +33,8 @@ def pytest_configure(config):
     )
     config.addinivalue_line(
         "markers",
-        "slow_on_torch(reason): minutes long on eager torch; skipped, with the "
-        "reason, under KERAS_BACKEND=torch",
+        "slow_on(*backends, reason): minutes long on those backends, covered there by "
+        "faster tests; skipped, with the reason, under those KERAS_BACKENDs",
     )
 
 
@@ -74,10 +75,10 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(
                 pytest.mark.skip(reason=f"TensorFlow only ({why}); backend={backend}")
             )
-        marker = item.get_closest_marker("slow_on_torch")
-        if marker is not None and backend == "torch":
-            why = marker.args[0] if marker.args else "minutes long on eager torch"
-            item.add_marker(pytest.mark.skip(reason=f"slow on torch ({why})"))
+        for marker in item.iter_markers("slow_on"):
+            if backend in marker.args:
+                why = marker.kwargs.get("reason", "minutes long here")
+                item.add_marker(pytest.mark.skip(reason=f"slow on {backend} ({why})"))
 
 
 @pytest.fixture(autouse=True)

@@ -16,18 +16,7 @@ downloaded or written) and returns plain lists. Malformed input raises a
 `FileNotFoundError` naming the path.
 """
 
-from keras_attention.data.sentence_selection import (
-    gap_sentence_pairs,
-    oracle_sentence,
-    oracle_sentence_pairs,
-    principal_sentences,
-    split_sentences,
-)
 from keras_attention.data.babi import load_babi, load_babi_task
-from keras_attention.data.sentence_pairs import load_sentence_pairs
-from keras_attention.data.splitting import split_examples
-from keras_attention.data.squad import load_squad
-from keras_attention.data.summaries import load_summaries
 from keras_attention.data.pipeline import (
     encode_sources,
     encode_stories,
@@ -37,6 +26,17 @@ from keras_attention.data.pipeline import (
     story_texts,
     tokenize_pairs,
 )
+from keras_attention.data.sentence_pairs import load_sentence_pairs
+from keras_attention.data.sentence_selection import (
+    gap_sentence_pairs,
+    oracle_sentence,
+    oracle_sentence_pairs,
+    principal_sentences,
+    split_sentences,
+)
+from keras_attention.data.splitting import split_examples
+from keras_attention.data.squad import load_squad
+from keras_attention.data.summaries import load_summaries
 from keras_attention.data.synthetic import (
     exact_match,
     make_abstracts,

@@ -2,8 +2,8 @@
 
 from keras_attention.layers.attention_rnn_decoder import AttentionRNNDecoder
 from keras_attention.layers.bahdanau_attention import BahdanauAttention
-from keras_attention.layers.feed_forward import FeedForward
 from keras_attention.layers.base_attention import BaseAttention
+from keras_attention.layers.feed_forward import FeedForward
 from keras_attention.layers.luong_attention import LuongAttention
 from keras_attention.layers.memory_encoding import MemoryEncoding
 from keras_attention.layers.memory_hop import MemoryHop

@@ -50,7 +50,7 @@ def test_story_source_round_trip():
 def test_make_dataset_knows_its_number_of_batches(pad_to_multiple):
     """The cardinality is the batch count that iterating gives (progress
     bars then count steps from the first epoch on)."""
-    from keras_attention.data import make_date_pairs, make_dataset, train_tokenizer
+    from keras_attention.data import make_dataset, make_date_pairs, train_tokenizer
 
     pairs = make_date_pairs(300, seed=4)
     tokenizer = train_tokenizer([t for pair in pairs for t in pair], 120)

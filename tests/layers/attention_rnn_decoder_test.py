@@ -20,11 +20,14 @@ def serialized(attention):
 @pytest.mark.parametrize(
     "init_kwargs, memory_dim",
     [
-        ({"attention": serialized(BahdanauAttention(4)), "dropout": 0.1}, 7),
-        ({"attention": serialized(LuongAttention("general")), "cell": "lstm"}, 7),
-        ({"attention": LuongAttention("dot"), "input_feeding": False}, UNITS),
+        pytest.param({"attention": serialized(BahdanauAttention(4)), "dropout": 0.1}, 7,
+                     id="bahdanau_gru_feeding"),
+        pytest.param({"attention": serialized(LuongAttention("general")), "cell": "lstm"}, 7,
+                     id="luong_general_lstm", marks=pytest.mark.slow_on(
+                         "jax", reason="compiles for minutes; the other variants cover it")),
+        pytest.param({"attention": LuongAttention("dot"), "input_feeding": False}, UNITS,
+                     id="luong_dot_no_feeding"),
     ],
-    ids=["bahdanau_gru_feeding", "luong_general_lstm", "luong_dot_no_feeding"],
 )
 def test_layer_behaviors(init_kwargs, memory_dim, rng, tmp_path):
     run_layer_test(

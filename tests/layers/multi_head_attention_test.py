@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 
 from keras_attention.layers import MultiHeadAttention
-from tests.test_case import numpy_softmax as softmax
 from tests.test_case import compile_function, run_layer_test
+from tests.test_case import numpy_softmax as softmax
 
 
 def reference(layer, q, v, k):

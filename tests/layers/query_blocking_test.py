@@ -20,6 +20,10 @@ EXTRA = {
 ALL = {**FACTORIES, **EXTRA}
 T = S = 11  # blocks of 4: 4 + 4 + 3
 
+# Passes on JAX but takes minutes there; the torch job runs it, and the blocked paths are
+# keras.ops.
+pytestmark = pytest.mark.slow_on("jax", reason="minutes of compiling; torch runs it")
+
 
 def twins(name):
     """The same layer (same weights) with and without query blocks."""

@@ -4,12 +4,17 @@ import pytest
 from keras_attention.layers import TransformerDecoderBlock
 from tests.test_case import compile_function, run_layer_test
 
+# Left out of `make test-jax` (time): the other variants cover the same code on JAX.
+SLOW_ON_JAX = pytest.mark.slow_on("jax", reason="compiles for minutes; other variants cover the path")
+
 
 @pytest.mark.parametrize(
     "init_kwargs",
-    [{"norm_first": True}, {"norm_first": False, "dropout": 0.1},
-     {"num_key_value_heads": 1, "rotary": True}],
-    ids=["pre_norm", "post_norm", "mqa_rotary"],
+    [
+        pytest.param({"norm_first": True}, id="pre_norm", marks=SLOW_ON_JAX),
+        pytest.param({"norm_first": False, "dropout": 0.1}, id="post_norm"),
+        pytest.param({"num_key_value_heads": 1, "rotary": True}, id="mqa_rotary"),
+    ],
 )
 def test_layer_behaviors(init_kwargs, rng, tmp_path):
     run_layer_test(

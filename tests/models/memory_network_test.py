@@ -21,7 +21,7 @@ def stories_and_tokenizer():
     return encode(train), encode(test), tokenizer, answers
 
 
-@pytest.mark.slow_on_torch("trains to an accuracy target")
+@pytest.mark.slow_on("torch", reason="trains to an accuracy target, eagerly")
 def test_learns_the_last_place_of_a_person_under_xla(stories_and_tokenizer):
     (x, y), (x_test, y_test), tokenizer, answers = stories_and_tokenizer
     model = memory_network(tokenizer.vocabulary_size(), len(answers), hidden_dim=20,

@@ -45,7 +45,7 @@ def test_save_and_reload(tmp_path):
     np.testing.assert_array_equal(reloaded.generate(SOURCE, 5), model.generate(SOURCE, 5))
 
 
-@pytest.mark.slow_on_torch("trains to an accuracy target")
+@pytest.mark.slow_on("torch", reason="trains to an accuracy target, eagerly")
 def test_learns_to_reverse_with_bahdanau_attention():
     keras.utils.set_random_seed(0)
     x, y = make_task("reverse", 3000, seed=0)

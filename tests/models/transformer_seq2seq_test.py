@@ -117,7 +117,7 @@ def test_loss_ignores_padding():
     )
 
 
-@pytest.mark.slow_on_torch("trains to an accuracy target")
+@pytest.mark.slow_on("torch", reason="trains to an accuracy target, eagerly")
 def test_learns_to_reverse_sequences_end_to_end():
     """Training, caching and decoding agree: near-perfect exact match."""
     keras.utils.set_random_seed(0)
@@ -202,7 +202,7 @@ def test_pointer_generator_save_and_reload(tmp_path):
     np.testing.assert_array_equal(reloaded.generate(SOURCE, 6), model.generate(SOURCE, 6))
 
 
-@pytest.mark.slow_on_torch("trains to an accuracy target")
+@pytest.mark.slow_on("torch", reason="trains to an accuracy target, eagerly")
 def test_pointer_generator_learns_to_copy_under_xla():
     keras.utils.set_random_seed(0)
     x, y = make_task("copy", 1500, vocab_size=40, max_length=8, seed=0)
