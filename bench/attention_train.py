@@ -61,13 +61,13 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 # This checkout's keras_attention, not an installed one.
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import keras  # noqa: E402
-import keras_hub  # noqa: E402
-import numpy as np  # noqa: E402
+import keras  # noqa: E402 (after the backend is chosen)
+import keras_hub  # noqa: E402 (after the backend is chosen)
+import numpy as np  # noqa: E402 (after the backend is chosen)
 
-import keras_attention  # noqa: E402
-from keras_attention import layers  # noqa: E402
-from keras_attention.layers import attention_implementations  # noqa: E402
+import keras_attention  # noqa: E402 (after the backend is chosen and the checkout is on sys.path)
+from keras_attention import layers  # noqa: E402 (after the backend is chosen and the checkout is on sys.path)
+from keras_attention.layers import attention_implementations  # noqa: E402 (after the backend is chosen and the checkout is on sys.path)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402  (bench/common.py, next to this script)

@@ -57,8 +57,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import numpy as np  # noqa: E402
-from common import bench_interleaved, emit, loadavg, machine_info, versions  # noqa: E402
+import numpy as np  # noqa: E402 (after the environment setup above)
+from common import bench_interleaved, emit, loadavg, machine_info, versions  # noqa: E402 (bench/common.py, put on sys.path above)
 
 PAD, START, END = 0, 1, 2
 
@@ -78,21 +78,26 @@ TARGETS = {
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--reps", type=int, default=None, help="timed repetitions (default 5; 2 with --quick)")
+    parser.add_argument("--reps", type=int, default=None,
+                        help="timed repetitions (default 5; 2 with --quick)")
     parser.add_argument("--batch", type=int, default=None, help="batch size (default 8)")
-    parser.add_argument("--new-tokens", type=int, default=None, help="tokens generated per row (default 64)")
-    parser.add_argument("--source-length", type=int, default=None, help="source tokens per row (default 32)")
+    parser.add_argument("--new-tokens", type=int, default=None,
+                        help="tokens generated per row (default 64)")
+    parser.add_argument("--source-length", type=int, default=None,
+                        help="source tokens per row (default 32)")
     parser.add_argument("--min-measure-s", type=float, default=0.5,
                         help="repeat fast variants within one measurement up to this many seconds")
     parser.add_argument("--no-eager", action="store_true", help="skip the eager recomputing loop")
-    parser.add_argument("--quick", action="store_true", help="tiny model and sizes, for a smoke check")
+    parser.add_argument("--quick", action="store_true",
+                        help="tiny model and sizes, for a smoke check")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     quick = args.quick
     args.reps = args.reps if args.reps is not None else (2 if quick else 5)
     args.batch = args.batch if args.batch is not None else (2 if quick else 8)
     args.new_tokens = args.new_tokens if args.new_tokens is not None else (8 if quick else 64)
-    args.source_length = args.source_length if args.source_length is not None else (8 if quick else 32)
+    if args.source_length is None:
+        args.source_length = 8 if quick else 32
     if quick:
         args.min_measure_s = min(args.min_measure_s, 0.05)
     args.size = QUICK if quick else FULL
@@ -248,7 +253,10 @@ class HubSeq2Seq:
 
         memory, memory_mask = self.encode(encoder_token_ids)
         batch = ops.shape(encoder_token_ids)[0]
-        shape = [batch, self.num_layers, 2, ops.shape(decoder_token_ids)[1], self.num_heads, self.head_dim]
+        shape = [
+            batch, self.num_layers, 2, ops.shape(decoder_token_ids)[1], self.num_heads,
+            self.head_dim,
+        ]
         self_cache = ops.zeros(shape, "float32")
         shape[3] = ops.shape(encoder_token_ids)[1]
         cross_cache = ops.zeros(shape, "float32")
@@ -365,7 +373,10 @@ def count_generated(tokens, new_tokens):
 
 def format_table(rows, header):
     widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
-    line = lambda r: "| " + " | ".join(str(c).ljust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731
+
+    def line(r):
+        return "| " + " | ".join(str(c).ljust(w) for c, w in zip(r, widths)) + " |"
+
     sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
     return "\n".join([line(header), sep] + [line(r) for r in rows])
 
@@ -441,7 +452,8 @@ def main(argv=None):
           "ours_greedy_vs_recompute_token_match": match})
     short = {k: v for k, v in checks.items() if v != expected}
     if short:
-        print(f"WARNING: some variants generated fewer tokens than {expected}: {short}", file=sys.stderr)
+        print(f"WARNING: some variants generated fewer tokens than {expected}: {short}",
+              file=sys.stderr)
 
     def on_measure(name, rep, seconds, inner):
         emit({"kind": "measure", "variant": name, "rep": rep, "inner": inner,
@@ -478,10 +490,12 @@ def main(argv=None):
                 (checks[num] / t_num) / (checks[den] / t_den)
                 for t_num, t_den in zip(stats[num]["times"], stats[den]["times"])
             )
-            ratios[label] = {"ratio": round(value, 2), "paired_ratio": round(paired, 2), "target": target,
+            ratios[label] = {"ratio": round(value, 2), "paired_ratio": round(paired, 2),
+                             "target": target,
                              "meets_target": None if target is None else bool(value >= target)}
     load_after = loadavg()
-    emit({"kind": "ratios", "ratios": ratios, "loadavg_before": load_before, "loadavg_after": load_after,
+    emit({"kind": "ratios", "ratios": ratios,
+          "loadavg_before": load_before, "loadavg_after": load_after,
           "traces": {"recompute": recompute_fn and recompute_fn.experimental_get_tracing_count(),
                      "keras_hub": hub_fn.experimental_get_tracing_count(),
                      "ours": ours.generate_trace_count()}})
@@ -490,15 +504,17 @@ def main(argv=None):
     print()
     print(f"backend: {backend}; machine: {m['cpu']}, {m['cores']} cores; python {m['python']}")
     print("versions: " + ", ".join(f"{k} {v}" for k, v in info["versions"].items()))
-    print(f"config: batch {args.batch}, source {args.source_length}, {n} new tokens, reps {args.reps}, "
-          f"model {json.dumps(args.size)}")
+    print(f"config: batch {args.batch}, source {args.source_length}, {n} new tokens, "
+          f"reps {args.reps}, model {json.dumps(args.size)}")
     print(f"loadavg before {load_before}, after {load_after}")
     rows = [
-        [name, f"{s['tokens_per_s']:.0f}", f"{s['tokens_per_s_min']:.0f}-{s['tokens_per_s_max']:.0f}",
+        [name, f"{s['tokens_per_s']:.0f}",
+         f"{s['tokens_per_s_min']:.0f}-{s['tokens_per_s_max']:.0f}",
          f"{s['ms_per_step']:.2f}", f"{s['first_call_s']:.2f}", s["inner"]]
         for name, s in summary.items()
     ]
-    print(format_table(rows, ["variant", "tok/s (median)", "tok/s range", "ms/step", "first call s", "inner"]))
+    print(format_table(rows, ["variant", "tok/s (median)", "tok/s range", "ms/step", "first call s",
+                              "inner"]))
     print()
     rows = [
         [label, f"{r['ratio']:.2f}x", f"{r['paired_ratio']:.2f}x",
@@ -506,7 +522,8 @@ def main(argv=None):
          "-" if r["meets_target"] is None else ("yes" if r["meets_target"] else "NO")]
         for label, r in ratios.items()
     ]
-    print(format_table(rows, ["ratio", "of medians", "median per round", "target", "met (of medians)"]))
+    print(format_table(rows, ["ratio", "of medians", "median per round", "target",
+                              "met (of medians)"]))
     return 0
 
 

@@ -47,12 +47,12 @@ import time
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import common  # noqa: E402
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import common  # noqa: E402 (after the backend is chosen)
+import keras  # noqa: E402 (after the backend is chosen)
+import numpy as np  # noqa: E402 (after the backend is chosen)
+import tensorflow as tf  # noqa: E402 (after the backend is chosen)
 
-from keras_attention import data, runtime  # noqa: E402
+from keras_attention import data, runtime  # noqa: E402 (after the backend is chosen)
 
 
 def load_recipe():

@@ -24,14 +24,14 @@ import time
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
+import keras  # noqa: E402 (after the backend is chosen)
+import numpy as np  # noqa: E402 (after the backend is chosen)
 
-from keras_attention import settings  # noqa: E402
-from keras_attention.data import exact_match, make_task, strip_special  # noqa: E402
-from keras_attention.data.synthetic import TASKS  # noqa: E402
-from keras_attention.models import rnn_seq2seq  # noqa: E402
-from keras_attention.models.rnn_seq2seq import ATTENTIONS  # noqa: E402
+from keras_attention import settings  # noqa: E402 (after the backend is chosen)
+from keras_attention.data import exact_match, make_task, strip_special  # noqa: E402 (after the backend is chosen)
+from keras_attention.data.synthetic import TASKS  # noqa: E402 (after the backend is chosen)
+from keras_attention.models import rnn_seq2seq  # noqa: E402 (after the backend is chosen)
+from keras_attention.models.rnn_seq2seq import ATTENTIONS  # noqa: E402 (after the backend is chosen)
 
 
 def get_config():

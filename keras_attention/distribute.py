@@ -168,8 +168,9 @@ def tf_config(workers, index):
     Example:
 
     >>> from keras_attention.distribute import tf_config
-    >>> tf_config(["10.0.0.1:12345", "10.0.0.2:12345"], 1)
-    '{"cluster": {"worker": ["10.0.0.1:12345", "10.0.0.2:12345"]}, "task": {"type": "worker", "index": 1}}'
+    >>> print(tf_config(["10.0.0.1:12345", "10.0.0.2:12345"], 1))  # doctest: +NORMALIZE_WHITESPACE
+    {"cluster": {"worker": ["10.0.0.1:12345", "10.0.0.2:12345"]},
+     "task": {"type": "worker", "index": 1}}
     """
     workers = list(workers)
     if not workers:

@@ -20,9 +20,9 @@ import os
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import keras  # noqa: E402 (after KERAS_BACKEND is set)
+import numpy as np  # noqa: E402 (after KERAS_BACKEND is set)
+import pytest  # noqa: E402 (after KERAS_BACKEND is set)
 
 
 def pytest_configure(config):

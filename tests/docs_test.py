@@ -53,7 +53,8 @@ def test_public_api_has_one_path_per_name():
     ]
     assert re.fullmatch(r"\d+\.\d+\.\d+", keras_attention.__version__)
     for name in keras_attention.layers.__all__:
-        assert getattr(keras_attention.layers, name).__module__.startswith("keras_attention.layers.")
+        module = getattr(keras_attention.layers, name).__module__
+        assert module.startswith("keras_attention.layers.")
 
 
 def test_readme_opens_with_two_commands_and_its_quickstart_runs():

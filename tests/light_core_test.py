@@ -87,4 +87,4 @@ def test_lazy_attributes_are_listed_and_unknown_names_refused():
 
     assert set(keras_attention.__all__) <= set(dir(keras_attention))
     with pytest.raises(AttributeError, match="no attribute 'metrix'"):
-        keras_attention.metrix
+        _ = keras_attention.metrix

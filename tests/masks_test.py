@@ -111,5 +111,6 @@ def test_attention_mask_refuses_additive_integer_masks():
 
 @pytest.mark.parametrize("shape", [(2, 2, 3), (3, 3), (3, 2, 4), (3, 1, 2, 3), (3,)])
 def test_attention_mask_refuses_wrong_shapes(shape):
-    with pytest.raises(ValueError, match=r"attention_mask.*\(batch, target_len, source_len\).*Received: attention_mask.shape"):
+    with pytest.raises(ValueError, match=r"attention_mask.*\(batch, target_len, source_len\)"
+                                         r".*Received: attention_mask.shape"):
         masks.attention_mask(np.ones(shape, bool), batch_size=3, query_length=2, key_length=3)

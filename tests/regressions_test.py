@@ -32,7 +32,10 @@ def mask_with_empty_rows():
 
 def all_paths(layer, q, v, mask):
     """Outputs of one layer through every code path, as NumPy arrays."""
-    call = lambda **kw: layer(q, v, attention_mask=mask, **kw)  # noqa: E731
+
+    def call(**kw):
+        return layer(q, v, attention_mask=mask, **kw)
+
     paths = {"eager": call(), "eager_with_scores": call(return_attention_scores=True)[0]}
     paths["graph"] = tf.function(lambda: call())()
     paths["xla"] = tf.function(lambda: call(), jit_compile=True)()

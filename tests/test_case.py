@@ -159,7 +159,10 @@ def assert_config_round_trip(layer_cls, init_kwargs):
             continue
         assert name in config, f"get_config() lacks constructor arg {name!r}"
     revived = layer_cls.from_config(config)
-    as_json = lambda c: json.dumps(c, sort_keys=True)  # noqa: E731
+
+    def as_json(c):
+        return json.dumps(c, sort_keys=True)
+
     assert as_json(revived.get_config()) == as_json(config)
     serialized = json.loads(json.dumps(keras.saving.serialize_keras_object(layer)))
     assert serialized["module"].startswith("keras_attention") or (

@@ -100,7 +100,8 @@ def load_babi(path):
     ...     path = pathlib.Path(folder, "qa1_single-supporting-fact_train.txt")
     ...     _ = path.write_text(lines, encoding="utf-8")
     ...     load_babi(path)
-    [{'story': ['Mary went home.'], 'question': 'Where is Mary?', 'answer': 'home', 'supporting_facts': [1]}]
+    [{'story': ['Mary went home.'], 'question': 'Where is Mary?', 'answer': 'home',
+      'supporting_facts': [1]}]
     """
     path = check_file("path", path)
     examples = []

@@ -3,7 +3,8 @@
 Two selections, each giving `(source, target)` pairs that a summarizer can
 train on next to the reference summaries:
 
-- *Gap sentences* (`gap_sentence_pairs`), from documents alone. PEGASUS (Zhang et al. 2020) pretrains a summarizer on "gap sentences": the
+- *Gap sentences* (`gap_sentence_pairs`), from documents alone. PEGASUS
+(Zhang et al. 2020) pretrains a summarizer on "gap sentences": the
 sentences of a document that overlap most with the rest of it (ROUGE-1 F1,
 each sentence scored on its own, "Ind-Orig") are removed from the input and
 become the target. A small summarization set (SciTLDR has 1,992 training

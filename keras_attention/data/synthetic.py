@@ -272,7 +272,10 @@ def make_abstracts(num_examples, seed=0):
     """
     num_examples = check_positive_int("num_examples", num_examples)
     rng = np.random.default_rng(seed)
-    pick = lambda values: values[int(rng.integers(len(values)))]  # noqa: E731
+
+    def pick(values):
+        return values[int(rng.integers(len(values)))]
+
     examples = []
     for _ in range(num_examples):
         (field, application), technique = pick(FIELDS), pick(TECHNIQUES)

@@ -477,7 +477,10 @@ def blocked_attention(query, value, key, parts, steps, block_size):
             continue
         if link is not None:
             query_block = query_block + ops.cast(link, query_block.dtype)
-        block = lambda q, k, v, start=start, size=size: attend(q, k, v, start, size)
+
+        def block(q, k, v, start=start, size=size):
+            return attend(q, k, v, start, size)
+
         if steps.remat_safe:
             block = keras.remat(block)
         contexts.append(block(query_block, prepared_key, prepared_value))

@@ -352,7 +352,10 @@ class Seq2SeqModel(keras.Model):
             memory, memory_mask = self.encode(source)
             beams = sampler.num_beams
             if beams > 1:
-                tile = lambda x: ops.repeat(x, beams, axis=0)  # noqa: E731
+
+                def tile(x):
+                    return ops.repeat(x, beams, axis=0)
+
                 memory = keras.tree.map_structure(tile, memory)
                 memory_mask = tile(memory_mask)
             state = self.init_decoder_state(memory, memory_mask, max_length)

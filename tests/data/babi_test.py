@@ -90,7 +90,8 @@ def test_babi_empty_file_no_question_and_encoding(tmp_path):
     path = write(tmp_path, "story_only.txt", "1 Mary went home.\n")
     with pytest.raises(ValueError, match=re.escape(f"File '{path}'") + ".*question line"):
         load_babi(path)
-    path = write(tmp_path, "latin1.txt", "1 Mary went home.\n2 Where is Jürgen?\thome\t1\n", "latin-1")
+    path = write(tmp_path, "latin1.txt", "1 Mary went home.\n2 Where is Jürgen?\thome\t1\n",
+                 "latin-1")
     with pytest.raises(ValueError, match=at(path, 2) + ".*must be UTF-8"):
         load_babi(path)
 
@@ -98,7 +99,8 @@ def test_babi_empty_file_no_question_and_encoding(tmp_path):
 def test_babi_task_finds_file_by_number_and_split(tmp_path):
     write(tmp_path, "qa1_single-supporting-fact_train.txt", BABI)
     write(tmp_path, "qa10_indefinite-knowledge_train.txt", "1 A b.\n2 Q?\tyes\t1\n")
-    assert load_babi_task(tmp_path, 1, "train") == load_babi(tmp_path / "qa1_single-supporting-fact_train.txt")
+    task_file = tmp_path / "qa1_single-supporting-fact_train.txt"
+    assert load_babi_task(tmp_path, 1, "train") == load_babi(task_file)
     assert [e["answer"] for e in load_babi_task(str(tmp_path), 10, "train")] == ["yes"]
     # Official names win over extra variants; a single renamed file is found too.
     write(tmp_path, "qa1_single-supporting-fact_short_train.txt", "1 X y.\n2 Q?\tno\t1\n")

@@ -40,13 +40,15 @@ def test_sentence_pairs_exact_output(tmp_path):
 
 def test_sentence_pairs_line_without_tab(tmp_path):
     path = write(tmp_path, "pairs.tsv", "Go.\tGeh.\n\nHello there\n")
-    with pytest.raises(ValueError, match=at(path, 3) + ".*missing target column.*Received: 'Hello there'"):
+    with pytest.raises(ValueError,
+                       match=at(path, 3) + ".*missing target column.*Received: 'Hello there'"):
         load_sentence_pairs(path)
 
 
 def test_sentence_pairs_empty_column(tmp_path):
     path = write(tmp_path, "pairs.tsv", "Go.\tGeh.\nHi.\t  \n")
-    with pytest.raises(ValueError, match=at(path, 2) + ".*non-empty target.*Received: 'Hi.\\\\t  '"):
+    with pytest.raises(ValueError,
+                       match=at(path, 2) + ".*non-empty target.*Received: 'Hi.\\\\t  '"):
         load_sentence_pairs(path)
     path = write(tmp_path, "pairs2.tsv", "\tGeh.\n")
     with pytest.raises(ValueError, match=at(path, 1) + ".*non-empty source"):
@@ -70,7 +72,8 @@ def test_sentence_pairs_empty_file(tmp_path, text):
 
 def test_sentence_pairs_wrong_encoding(tmp_path):
     path = write(tmp_path, "latin1.tsv", "Go.\tGeh.\nHi.\tHallo!\nGreet.\tGrüß Gott!\n", "latin-1")
-    with pytest.raises(ValueError, match=at(path, 3) + ".*not valid UTF-8.*must be UTF-8.*Received: b'Greet"):
+    with pytest.raises(ValueError, match=at(path, 3) + ".*not valid UTF-8.*must be UTF-8"
+                                               ".*Received: b'Greet"):
         load_sentence_pairs(path)
 
 

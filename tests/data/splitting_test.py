@@ -47,7 +47,8 @@ def test_split_examples_bad_arguments():
         split_examples([])
     with pytest.raises(ValueError, match="test_fraction.*Received: test_fraction=1.5"):
         split_examples([1, 2], test_fraction=1.5)
-    with pytest.raises(ValueError, match="sum to less than 1.*validation_fraction=0.5, test_fraction=0.5"):
+    with pytest.raises(ValueError,
+                       match="sum to less than 1.*validation_fraction=0.5, test_fraction=0.5"):
         split_examples([1, 2], validation_fraction=0.5, test_fraction=0.5)
     with pytest.raises(TypeError, match="group_key.*Received: group_key='source'"):
         split_examples([1, 2], group_key="source")

@@ -62,7 +62,8 @@ SQUAD_EXPECTED = [
      "answers": ["the capital of France", "capital"]},
     {"id": "q2", "context": "Paris is the capital of France.",
      "question": "Paris is the capital of which country?", "answers": ["France"]},
-    {"id": "q3", "context": "Rome is in Italy.", "question": "Where is Rome?", "answers": ["Italy"]},
+    {"id": "q3", "context": "Rome is in Italy.", "question": "Where is Rome?",
+     "answers": ["Italy"]},
 ]
 
 

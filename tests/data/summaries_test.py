@@ -44,8 +44,10 @@ def test_summaries_raw_scitldr_keys(tmp_path):
 
 
 def test_summaries_invalid_json(tmp_path):
-    path = write(tmp_path, "bad.jsonl", jsonl({"document": "d", "summary": "s"}) + '{"document": "d",\n')
-    with pytest.raises(ValueError, match=at(path, 2) + ".*invalid JSON.*Received: '{\"document\": \"d\",'"):
+    path = write(tmp_path, "bad.jsonl",
+                 jsonl({"document": "d", "summary": "s"}) + '{"document": "d",\n')
+    with pytest.raises(ValueError,
+                       match=at(path, 2) + ".*invalid JSON.*Received: '{\"document\": \"d\",'"):
         load_summaries(path)
 
 
@@ -69,7 +71,8 @@ def test_summaries_wrong_types_and_empty_fields(tmp_path):
         ({"document": "d", "references": [""]}, "'references' to hold at least one"),
     ]
     for index, (record, expected) in enumerate(cases):
-        path = write(tmp_path, f"bad{index}.jsonl", jsonl({"document": "ok", "summary": "ok"}, record))
+        path = write(tmp_path, f"bad{index}.jsonl",
+                     jsonl({"document": "ok", "summary": "ok"}, record))
         with pytest.raises(ValueError, match=at(path, 2) + ".*" + re.escape(expected)):
             load_summaries(path)
 

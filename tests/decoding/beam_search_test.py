@@ -59,7 +59,10 @@ def test_gnmt_length_penalty_changes_the_winner():
     np.testing.assert_array_equal(tokens[0, 0, :1], [END])
     np.testing.assert_allclose(scores[0, 0], np.log(0.3), atol=1e-6)
     tokens, scores = run_beam(SHORT_VS_LONG, length_penalty=2.0, num_return_sequences=2)
-    lp = lambda n: ((5 + n) / 6) ** 2  # noqa: E731
+
+    def lp(n):
+        return ((5 + n) / 6) ** 2
+
     expected = sorted((np.log(p) / lp(len(h)) for h, p in CANDIDATES.items()), reverse=True)
     np.testing.assert_allclose(scores[0], expected[:2], atol=1e-5)
     np.testing.assert_array_equal(tokens[0, 0, :4], [3, 4, 5, END])
@@ -69,7 +72,10 @@ def test_coverage_penalty_is_the_gnmt_formula():
     # The scripted attention of step i is one-hot on source position min(i, 2),
     # so a hypothesis of n tokens covers min(n, 3) of the 3 source positions.
     tokens, scores = run_beam(SHORT_VS_LONG, coverage_penalty=0.5, source_length=3)
-    cp = lambda n: 0.5 * (3 - min(n, 3)) * np.log(1e-10)  # noqa: E731
+
+    def cp(n):
+        return 0.5 * (3 - min(n, 3)) * np.log(1e-10)
+
     candidates = {h: np.log(p) + cp(len(h)) for h, p in CANDIDATES.items()}
     best = max(candidates, key=candidates.get)
     assert best == (3, 4, END)

@@ -110,7 +110,8 @@ def test_end_at_step_zero_and_never_ending_rows():
     "kwargs, pattern",
     [
         ({"strategy": "nucleus"}, r"strategy.*Received: strategy='nucleus'"),
-        ({"max_length": 1, "prompt_length": 3}, r"max_length.*prompt length.*Received: max_length=1"),
+        ({"max_length": 1, "prompt_length": 3},
+         r"max_length.*prompt length.*Received: max_length=1"),
         ({"num_beams": 0}, r"num_beams.*Received: num_beams=0"),
         ({"strategy": "top_k", "k": 0}, r"`k`.*Received: k=0"),
         ({"strategy": "top_k", "k": 7}, r"vocab_size=6.*Received: k=7"),

@@ -178,7 +178,9 @@ def test_fused_fully_masked_row_is_exactly_zero_context(name):
     build_pair(exact, fused, query, value, kwargs)
     out = to_numpy(call(fused, query, value, kwargs))
     # Keras' fused kernel alone would give the mean of the values here.
-    np.testing.assert_array_equal(out[0, 2], np.broadcast_to(empty_row_output(fused), out[0, 2].shape))
+    np.testing.assert_array_equal(
+        out[0, 2], np.broadcast_to(empty_row_output(fused), out[0, 2].shape)
+    )
 
 
 @pytest.mark.parametrize("name", sorted(FUSABLE))

@@ -20,7 +20,8 @@ BAD_CALLS = {
     "batch_mismatch": (lambda: ((ones(2, 3, DIM), ones(1, 4, DIM)), {}),
                        r"same batch size.*Received: query.shape\[0\]=2, value.shape\[0\]=1"),
     "key_value_length_mismatch": (lambda: ((ones(2, 3, DIM), ones(2, 4, DIM), ones(2, 5, DIM)), {}),
-                                  r"`key` and `value` must have the same length.*Received: key.shape=\(2, 5, 8\)"),
+                                  r"`key` and `value` must have the same length"
+                                  r".*Received: key.shape=\(2, 5, 8\)"),
     "mask_shape": (lambda: ((ones(2, 3, DIM), ones(2, 4, DIM)),
                             {"attention_mask": np.ones((2, 3, 5), bool)}),
                    r"attention_mask.*Received: attention_mask.shape=\(2, 3, 5\)"),
@@ -30,7 +31,8 @@ BAD_CALLS = {
     "float_mask": (lambda: ((ones(2, 3, DIM), ones(2, 4, DIM)),
                             {"attention_mask": np.zeros((2, 3, 4), "float32")}),
                    r"float mask is refused.*Received: attention_mask with dtype float32"),
-    "causal_without_offset": (lambda: ((ones(2, 1, DIM), ones(2, 4, DIM)), {"use_causal_mask": True}),
+    "causal_without_offset": (lambda: ((ones(2, 1, DIM), ones(2, 4, DIM)),
+                                       {"use_causal_mask": True}),
                               r"use_causal_mask=True.*offset.*Received: query.shape=\(2, 1, 8\)"),
 }
 
@@ -77,7 +79,9 @@ def test_integer_and_variable_inputs_are_accepted():
         variable = tf.Variable(ones(2, 3, DIM))
     else:
         variable = keras.Variable(ones(2, 3, DIM))
-    np.testing.assert_array_equal(layer(variable, variable), layer(ones(2, 3, DIM), ones(2, 3, DIM)))
+    np.testing.assert_array_equal(
+        layer(variable, variable), layer(ones(2, 3, DIM), ones(2, 3, DIM))
+    )
 
 
 @pytest.mark.parametrize("name", list(FACTORIES))

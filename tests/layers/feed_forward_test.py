@@ -27,9 +27,15 @@ def test_correctness(rng):
 
 
 def test_residual_pre_and_post_norm():
-    double = lambda z: 2 * z  # noqa: E731
-    norm = lambda z: z + 100  # noqa: E731
-    identity = lambda z, training=None: z  # noqa: E731
+    def double(z):
+        return 2 * z
+
+    def norm(z):
+        return z + 100
+
+    def identity(z, training=None):
+        return z
+
     assert residual(1.0, double, norm, identity, True, None) == 1.0 + 2 * 101
     assert residual(1.0, double, norm, identity, False, None) == 1.0 + 2 + 100
 

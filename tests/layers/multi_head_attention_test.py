@@ -9,7 +9,10 @@ from tests.test_case import numpy_softmax as softmax
 def reference(layer, q, v, k):
     """NumPy multi-head attention with key/value heads repeated per group."""
     heads, kv_heads = layer.num_heads, layer.num_key_value_heads or layer.num_heads
-    get = lambda w: None if w is None else w.numpy()  # noqa: E731
+
+    def get(w):
+        return None if w is None else w.numpy()
+
     wq, bq = get(layer.query_kernel), get(layer.query_bias)
     wk, bk = get(layer.key_kernel), get(layer.key_bias)
     wv, bv = get(layer.value_kernel), get(layer.value_bias)
@@ -187,7 +190,8 @@ def test_invalid_cache_and_index(rng):
     x = rng.normal(size=(2, 1, 8)).astype("float32")
     layer(x, x)
     cache = layer.init_cache(2, 4)
-    with pytest.raises(ValueError, match=r"cache_update_index.*out of range.*Received: cache_update_index=4"):
+    with pytest.raises(ValueError,
+                       match=r"cache_update_index.*out of range.*Received: cache_update_index=4"):
         layer.call_with_cache(x, cache, 4)
     with pytest.raises(ValueError, match=r"cache_update_index.*Received: cache_update_index=-1"):
         layer.call_with_cache(x, cache, -1)

@@ -422,9 +422,12 @@ def test_int_input_model_save_load_round_trip(rng, tmp_path):
         ({"vocabulary_size": 2.5}, r"`vocabulary_size`.*Received: vocabulary_size=2.5"),
         ({"units": -1}, r"`units`.*Received: units=-1"),
         ({"units": True}, r"`units`.*Received: units=True"),
-        ({"coverage_loss_weight": -0.1}, r"`coverage_loss_weight`.*Received: coverage_loss_weight=-0.1"),
-        ({"coverage_loss_weight": float("nan")}, r"`coverage_loss_weight`.*Received: coverage_loss_weight=nan"),
-        ({"coverage_loss_weight": "1"}, r"`coverage_loss_weight`.*Received: coverage_loss_weight='1'"),
+        ({"coverage_loss_weight": -0.1},
+         r"`coverage_loss_weight`.*Received: coverage_loss_weight=-0.1"),
+        ({"coverage_loss_weight": float("nan")},
+         r"`coverage_loss_weight`.*Received: coverage_loss_weight=nan"),
+        ({"coverage_loss_weight": "1"},
+         r"`coverage_loss_weight`.*Received: coverage_loss_weight='1'"),
     ],
 )
 def test_bad_constructor_arguments(kwargs, pattern):
@@ -453,11 +456,13 @@ BAD_CALLS = {
     "memory_rank": ((f32(B, T, D), f32(B, DM), i32(B, S)),
                     r"`memory` must be a rank-3.*Received: memory.shape=\(2, 6\)"),
     "ids_rank": ((f32(B, T, D), f32(B, S, DM), i32(B, S, 1)),
-                 r"`source_token_ids` must be a rank-2.*Received: source_token_ids.shape=\(2, 5, 1\)"),
+                 r"`source_token_ids` must be a rank-2"
+                 r".*Received: source_token_ids.shape=\(2, 5, 1\)"),
     "batch": ((f32(B, T, D), f32(3, S, DM), i32(B, S)),
               r"same batch size.*Received: .*memory.shape\[0\]=3"),
     "ids_length": ((f32(B, T, D), f32(B, S, DM), i32(B, S + 1)),
-                   r"one id per `memory` position.*Received: memory.shape\[1\]=5, source_token_ids.shape\[1\]=6"),
+                   r"one id per `memory` position"
+                   r".*Received: memory.shape\[1\]=5, source_token_ids.shape\[1\]=6"),
     "id_too_large": ((f32(B, T, D), f32(B, S, DM), np.full((B, S), V, "int32")),
                      r"\[0, vocabulary_size=9\).*Received: source_token_ids with min=9, max=9"),
     "negative_id": ((f32(B, T, D), f32(B, S, DM), -i32(B, S)),
@@ -479,7 +484,8 @@ def test_bad_call_raises_value_error(name):
 def test_bad_step_inputs_raise_value_error(rng):
     layer = built_layer(rng)
     states, memory, ids = make_inputs(rng)
-    with pytest.raises(ValueError, match=r"`decoder_state_t` must be a rank-2.*Received: decoder_state_t.shape=\(2, 4, 6\)"):
+    with pytest.raises(ValueError, match=r"`decoder_state_t` must be a rank-2"
+                                         r".*Received: decoder_state_t.shape=\(2, 4, 6\)"):
         layer.step(states, memory, ids, f32(B, S))
     with pytest.raises(ValueError, match=r"`coverage`.*Received: coverage.shape\[1\]=4"):
         layer.step(states[:, 0], memory, ids, f32(B, S - 1))

@@ -64,7 +64,9 @@ def test_general_score_matches_numpy(rng):
 def test_causal_window_weights_are_zero_outside_the_band(rng):
     x = rng.normal(size=(2, 6, 4)).astype("float32")
     _, w = SelfAttention(2, use_causal_mask=True, window=2)(x, return_attention_scores=True)
-    allowed = np.asarray(masks.merge_masks(masks.causal_mask(6, 6), masks.sliding_window_mask(6, 6, 2)))
+    allowed = np.asarray(
+        masks.merge_masks(masks.causal_mask(6, 6), masks.sliding_window_mask(6, 6, 2))
+    )
     assert (np.asarray(w)[:, :, ~allowed[0]] == 0).all()
     np.testing.assert_allclose(np.asarray(w).sum(-1), 1.0, atol=1e-6)
 

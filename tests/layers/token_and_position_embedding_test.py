@@ -30,7 +30,9 @@ def test_round_trip_mask_and_start_index(position, tmp_path):
 def test_embeddings_are_scaled():
     layer = TokenAndPositionEmbedding(5, 4, position="none")
     x = layer(np.array([[1]]))
-    np.testing.assert_allclose(x[0, 0], 2.0 * layer.token_embedding.embeddings.numpy()[1], atol=1e-6)
+    np.testing.assert_allclose(
+        x[0, 0], 2.0 * layer.token_embedding.embeddings.numpy()[1], atol=1e-6
+    )
 
 
 def test_invalid_args():

@@ -5,7 +5,9 @@ from keras_attention.layers import TransformerDecoderBlock
 from tests.test_case import compile_function, run_layer_test
 
 # Left out of `make test-jax` (time): the other variants cover the same code on JAX.
-SLOW_ON_JAX = pytest.mark.slow_on("jax", reason="compiles for minutes; other variants cover the path")
+SLOW_ON_JAX = pytest.mark.slow_on(
+    "jax", reason="compiles for minutes; other variants cover the path"
+)
 
 
 @pytest.mark.parametrize(

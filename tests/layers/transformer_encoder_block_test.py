@@ -5,7 +5,9 @@ from keras_attention.layers import TransformerEncoderBlock
 from tests.test_case import run_layer_test, with_keras_mask
 
 # Left out of `make test-jax` (time): the other variants cover the same code on JAX.
-SLOW_ON_JAX = pytest.mark.slow_on("jax", reason="compiles for minutes; other variants cover the path")
+SLOW_ON_JAX = pytest.mark.slow_on(
+    "jax", reason="compiles for minutes; other variants cover the path"
+)
 
 
 @pytest.mark.parametrize(
@@ -13,7 +15,9 @@ SLOW_ON_JAX = pytest.mark.slow_on("jax", reason="compiles for minutes; other var
     [
         pytest.param({"norm_first": True}, id="pre_norm"),
         pytest.param({"norm_first": False, "dropout": 0.1}, id="post_norm"),
-        pytest.param({"num_key_value_heads": 1, "rotary": True}, id="mqa_rotary", marks=SLOW_ON_JAX),
+        pytest.param(
+            {"num_key_value_heads": 1, "rotary": True}, id="mqa_rotary", marks=SLOW_ON_JAX
+        ),
     ],
 )
 def test_layer_behaviors(init_kwargs, rng, tmp_path):
@@ -33,10 +37,19 @@ def test_pre_and_post_norm_follow_their_equations(rng):
     for norm_first in (True, False):
         block = TransformerEncoderBlock(1, 8, norm_first=norm_first)
         y = np.asarray(block(x))
-        attn = lambda h: np.asarray(block.self_attention(h, h))  # noqa: E731
-        ffn = lambda h: np.asarray(block.feed_forward(h))  # noqa: E731
-        ln1 = lambda h: np.asarray(block.self_attention_norm(h))  # noqa: E731
-        ln2 = lambda h: np.asarray(block.feed_forward_norm(h))  # noqa: E731
+
+        def attn(h, block=block):
+            return np.asarray(block.self_attention(h, h))
+
+        def ffn(h, block=block):
+            return np.asarray(block.feed_forward(h))
+
+        def ln1(h, block=block):
+            return np.asarray(block.self_attention_norm(h))
+
+        def ln2(h, block=block):
+            return np.asarray(block.feed_forward_norm(h))
+
         if norm_first:
             h = x + attn(ln1(x))
             expected = h + ffn(ln2(h))

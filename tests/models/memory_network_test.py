@@ -14,10 +14,13 @@ def stories_and_tokenizer():
     tokenizer = data.train_tokenizer(data.story_texts(train), 100, lowercase=True,
                                      model_type="word")
     answers = sorted({e["answer"] for e in train})
-    encode = lambda records: (  # noqa: E731
-        data.encode_stories(records, tokenizer, max_memories=10),
-        np.array([answers.index(e["answer"]) for e in records]),
-    )
+
+    def encode(records):
+        return (
+            data.encode_stories(records, tokenizer, max_memories=10),
+            np.array([answers.index(e["answer"]) for e in records]),
+        )
+
     return encode(train), encode(test), tokenizer, answers
 
 

@@ -65,7 +65,9 @@ def test_attention_of_generated_tokens_ignores_source_padding(model):
     assert isinstance(result, GenerationResult)
     assert result.attention.shape == (2, 4, 5)
     assert (result.attention[1, :, 2:] == 0).all()
-    np.testing.assert_allclose(result.attention[0].sum(-1)[result.token_ids[0] != 0], 1.0, atol=1e-5)
+    np.testing.assert_allclose(
+        result.attention[0].sum(-1)[result.token_ids[0] != 0], 1.0, atol=1e-5
+    )
 
 
 def test_prompt_is_kept_and_batches_give_the_same_tokens(model):
