@@ -23,8 +23,9 @@ Implementations:
 - `ours_mha`: `keras_attention.layers.MultiHeadAttention(8, 32)` with its
   default `query_block_size="auto"` (query blocks with the flash-style
   gradient from 2048 x 2048 scores on);
-- `ours_exact`: the same layer with `query_block_size=None`;
-- `ours_remat` (only with `--remat`): blocks of 512 recomputed by
+- `ours_exact`: the same layer with `implementation="exact"`;
+- `ours_remat` (only with `--remat`): `implementation="blocked"`, blocks of
+  512 recomputed by
   `keras.remat`, the previous method, for comparison.
 
 `keras_mha` and `ours_exact` run up to `--keras-max`. Prints one JSON line
@@ -40,6 +41,8 @@ import subprocess
 import sys
 import time
 
+# This checkout's keras_attention, not an installed one.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -66,8 +69,8 @@ def make_step(impl, length):
     if impl == "keras_mha":
         layer = keras.layers.MultiHeadAttention(H, D // H)
     else:
-        block = {"ours_mha": "auto", "ours_exact": None, "ours_remat": 512}[impl]
-        layer = layers.MultiHeadAttention(H, D // H, query_block_size=block)
+        implementation = {"ours_mha": "auto", "ours_exact": "exact", "ours_remat": "blocked"}[impl]
+        layer = layers.MultiHeadAttention(H, D // H, implementation=implementation)
         if impl == "ours_remat":  # the remat path: no flash operands
             layer._flash_operands = lambda key, value: None
     x = tf.Variable(np.random.default_rng(0).normal(size=(1, length, D)).astype("float32"))

@@ -100,7 +100,9 @@ def choose_implementation(
     1. Returned or dropped-out weights need them materialised: "exact", for
        every request ("fused" and "blocked" fall back to it; documented on
        `BaseAttention`).
-    2. "exact" and "fused" are taken as asked ("fused" needs scaled
+    2. Empty attention (a static `T` or `S` of 0) is "exact" (zero
+       contexts, or an empty output). "exact" and "fused" are taken as
+       asked ("fused" needs scaled
        dot-product scores: a ValueError otherwise); "blocked" needs a static
        query length (else "exact").
     3. "auto": "fused" for scaled dot-product scores on a GPU or TPU under
@@ -122,6 +124,8 @@ def choose_implementation(
         )
     if scores_requested or dropout_active or requested == "exact":
         return "exact"
+    if query_length == 0 or key_length == 0:
+        return "exact"  # empty attention: nothing to block or fuse
     if requested == "fused":
         return "fused"
     static_query = isinstance(query_length, int)

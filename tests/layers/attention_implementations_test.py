@@ -283,6 +283,9 @@ def test_chooser_explicit_requests_and_fallbacks():
     assert choose("blocked") == "blocked"
     assert choose("blocked", query_length=None) == "exact"
     assert choose("blocked", scores_requested=True) == "exact"
+    for requested in ("auto", "blocked", "fused"):
+        assert choose(requested, key_length=0) == "exact"  # every row fully masked
+        assert choose(requested, query_length=0) == "exact"  # empty output
     with pytest.raises(ValueError, match=r"implementation.*Received: implementation='fused'"):
         choose("fused", score_is_scaled_dot=False)
 
@@ -415,3 +418,12 @@ def test_layer_behaviors_with_an_implementation(name, tmp_path):
         tmp_dir=tmp_path,
         position_wise=position_wise,
     )
+
+
+@pytest.mark.parametrize("implementation", ["blocked", "fused"])
+def test_empty_memory_and_empty_queries_on_every_implementation(implementation):
+    layer = FUSABLE["multi_head"](implementation=implementation)
+    ones = lambda *shape: np.ones(shape, "float32")  # noqa: E731
+    no_keys = to_numpy(layer(ones(2, 3, DIM), ones(2, 0, DIM)))
+    np.testing.assert_array_equal(no_keys, np.broadcast_to(empty_row_output(layer), no_keys.shape))
+    assert tuple(layer(ones(2, 0, DIM), ones(2, 4, DIM)).shape) == (2, 0, DIM)
