@@ -111,7 +111,10 @@ def time_all(impls, length, reps):
             times[impl].append(seconds)
             cpu_times[impl].append(cpu_seconds)
             finite[impl] &= bool(np.isfinite(total))
-    median = lambda values: round(sorted(values)[len(values) // 2], 3)  # noqa: E731
+
+    def median(values):
+        return round(sorted(values)[len(values) // 2], 3)
+
     return [{"impl": impl, "length": length, "first_s": round(first[impl], 3),
              "median_s": median(times[impl]), "median_cpu_s": median(cpu_times[impl]),
              "times_s": [round(t, 3) for t in times[impl]], "finite": finite[impl]}
@@ -139,7 +142,7 @@ def child(args):
     completed = subprocess.run(
         [sys.executable, __file__, "--reps", str(args.reps), "--child", *args.child],
         capture_output=True, text=True, check=False)
-    lines = [l for l in completed.stdout.splitlines() if l.startswith(("{", "["))]
+    lines = [line for line in completed.stdout.splitlines() if line.startswith(("{", "["))]
     if not lines:
         return {"error": completed.stderr[-300:]}
     return json.loads(lines[-1])
@@ -192,10 +195,14 @@ def table(results):
           "ours auto extra MiB | speed, auto vs Keras (wall) | (CPU time) | memory, auto / Keras |"
           + (" remat s | speed, auto vs remat |" if remat else ""))
     print("|---|---|---|---|---|---|---|---|---|" + ("---|---|" if remat else ""))
+
+    def cell(r, key):
+        return "-" if r is None else r[key]
+
     for n in lengths:
         k, e, o = by.get(("keras_mha", n)), by.get(("ours_exact", n)), by.get(("ours_mha", n))
         r = by.get(("ours_remat", n))
-        cell = lambda r, key: "-" if r is None else r[key]  # noqa: E731
+
         speed = f"{k['median_s'] / o['median_s']:.2f}x" if k and o else "-"
         cpu = f"{k['median_cpu_s'] / o['median_cpu_s']:.2f}x" if k and o else "-"
         memory = f"{o['extra_mib'] / k['extra_mib']:.2f}" if k and o else "-"

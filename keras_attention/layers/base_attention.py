@@ -12,7 +12,7 @@ from keras import ops
 
 from keras_attention import masks
 from keras_attention.layers import attention_implementations as implementations
-from keras_attention.validation import (  # check_rank3: re-exported
+from keras_attention.validation import (
     check_choice,
     check_non_negative_int,
     check_query_block_size,
@@ -20,7 +20,7 @@ from keras_attention.validation import (  # check_rank3: re-exported
     check_rate,
 )
 
-__all__ = ["BaseAttention", "check_rank3"]
+__all__ = ["BaseAttention"]
 
 
 def _static(dim):

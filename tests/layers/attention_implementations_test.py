@@ -423,7 +423,10 @@ def test_layer_behaviors_with_an_implementation(name, tmp_path):
 @pytest.mark.parametrize("implementation", ["blocked", "fused"])
 def test_empty_memory_and_empty_queries_on_every_implementation(implementation):
     layer = FUSABLE["multi_head"](implementation=implementation)
-    ones = lambda *shape: np.ones(shape, "float32")  # noqa: E731
+
+    def ones(*shape):
+        return np.ones(shape, "float32")
+
     no_keys = to_numpy(layer(ones(2, 3, DIM), ones(2, 0, DIM)))
     np.testing.assert_array_equal(no_keys, np.broadcast_to(empty_row_output(layer), no_keys.shape))
     assert tuple(layer(ones(2, 0, DIM), ones(2, 4, DIM)).shape) == (2, 0, DIM)
