@@ -8,7 +8,8 @@ Each refusal is a `ValueError` naming the setting to change.
 
 import re
 
-from keras_attention import data
+from keras_attention import data, runs
+from keras_attention.recipes import backup
 
 
 def check_split(split_name, examples, setting, value):
@@ -58,3 +59,13 @@ def train_tokenizer(texts, vocabulary_size, **kwargs):
             f"one SentencePiece can train on this data ({error})"
         raise ValueError(f"Setting `vocabulary_size` must be {needed}. "
                          f"Received: vocabulary_size={vocabulary_size!r}") from None
+
+
+def check_folders(config, backup_may_differ):
+    """Refuses, before any work, an output folder a run may not replace
+    (`runs.check_output_dir`) and a backup folder of another configuration
+    (`backup.check_backup_dir`); returns this configuration's backup record."""
+    runs.check_output_dir(config["output_dir"], overwrite=config["overwrite"])
+    record = backup.backup_record(config, backup_may_differ)
+    backup.check_backup_dir(config["backup_dir"], record)
+    return record

@@ -357,9 +357,7 @@ def train_and_evaluate(config):
     """Trains with `config` (a full configuration dict, checked first), scores
     the test questions, saves the run in `config["output_dir"]`; returns the scores."""
     config = check_config(config)
-    runs.check_output_dir(config["output_dir"], overwrite=config["overwrite"])
-    record = backup.backup_record(config, recipe_config.BACKUP_MAY_DIFFER)
-    backup.check_backup_dir(config["backup_dir"], record)
+    record = checks.check_folders(config, recipe_config.BACKUP_MAY_DIFFER)
     # First, before any TensorFlow op: multi_worker connects to the other workers.
     strategy = distribute.get_strategy(config["distribution"])
     keras.utils.set_random_seed(config["seed"])  # before any tokenizer (see data.pipeline)
