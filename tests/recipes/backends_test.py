@@ -2,7 +2,9 @@
 trained by `KERAS_BACKEND=jax` in a subprocess (tf.data input, `fit` under
 XLA, compiled generation, scores, run folder), the run generates the same
 greedy outputs under TensorFlow (this process) and under JAX (another
-subprocess), and exports under TensorFlow to a SavedModel that serves them."""
+subprocess), and exports under TensorFlow to a SavedModel that serves them.
+The question answering recipe's memory network, trained on JAX, answers
+the same on both backends too."""
 
 import ast
 import json
@@ -24,8 +26,13 @@ TEXTS = ["March 3, 2021", "the 1st of may, 1999", "Thu 22 Apr 2049", "12/25/1990
 # Enough training for the greedy outputs to differ between inputs.
 RECIPE_ARGS = ["--preset=quick", "--num_examples=1200", "--epochs=8", "--max_test_examples=8"]
 
-_TRAIN = ("import sys; from keras_attention.recipes import translation; "
-          "translation.main(sys.argv[1:])")
+QUESTIONS = ["Mary went to the kitchen. John went to the hallway. | Where is Mary?",
+             "Sandra went back to the garden. | Where is Sandra?",
+             "Daniel moved to the office. Mary went to the bedroom. | Where is Daniel?"]
+QA_ARGS = ["--preset=quick", "--num_examples=300"]
+
+_TRAIN = ("import sys, importlib; "
+          "importlib.import_module('keras_attention.recipes.' + sys.argv[1]).main(sys.argv[2:])")
 _ON_JAX = """
 import json, sys
 from keras_attention import distribute, runs, runtime
@@ -37,6 +44,7 @@ except ValueError as error:
     refusal = str(error)
 print(json.dumps({
     "generated": runs.SavedRun(sys.argv[1]).generate(json.loads(sys.argv[2]), "greedy"),
+    "answers": runs.SavedRun(sys.argv[3]).generate(json.loads(sys.argv[4])),
     "strategy": [type(single).__name__, single.num_replicas_in_sync, distribute.is_chief(single)],
     "refusal": refusal,
     "auto_jit": runtime.fast_defaults(gpu=False)["jit_compile"],
@@ -56,17 +64,27 @@ def _run_on(backend, *args, timeout=240):
 @pytest.fixture(scope="module")
 def jax_run(tmp_path_factory):
     """`(run_dir, process)` of the quick translation recipe trained on JAX."""
-    run_dir = tmp_path_factory.mktemp("backends") / "run"
-    process = _run_on("jax", "-c", _TRAIN, *RECIPE_ARGS, f"--output_dir={run_dir}")
+    return _train_on_jax(tmp_path_factory, "translation", RECIPE_ARGS)
+
+
+@pytest.fixture(scope="module")
+def jax_qa_run(tmp_path_factory):
+    """`(run_dir, process)` of the quick question answering recipe (a memory network) on JAX."""
+    return _train_on_jax(tmp_path_factory, "question_answering", QA_ARGS)
+
+
+def _train_on_jax(tmp_path_factory, recipe, args):
+    run_dir = tmp_path_factory.mktemp("backends") / recipe
+    process = _run_on("jax", "-c", _TRAIN, recipe, *args, f"--output_dir={run_dir}")
     assert process.returncode == 0, process.stderr[-3000:]
     return run_dir, process
 
 
 @pytest.fixture(scope="module")
-def on_jax(jax_run):
-    """What the run generates, and how `distribute`/`runtime` answer, in a JAX subprocess."""
-    run_dir, _ = jax_run
-    process = _run_on("jax", "-c", _ON_JAX, str(run_dir), json.dumps(TEXTS))
+def on_jax(jax_run, jax_qa_run):
+    """What the runs generate, and how `distribute`/`runtime` answer, in a JAX subprocess."""
+    process = _run_on("jax", "-c", _ON_JAX, str(jax_run[0]), json.dumps(TEXTS),
+                      str(jax_qa_run[0]), json.dumps(QUESTIONS))
     assert process.returncode == 0, process.stderr[-3000:]
     return json.loads(process.stdout.strip().splitlines()[-1])
 
@@ -115,6 +133,17 @@ def test_a_jax_run_exports_and_serves_under_tensorflow(jax_run, tmp_path):
     served = loaded.serve(tf.constant(TEXTS))
     expected = runs.SavedRun(run_dir).generate(TEXTS)  # the run's decoding: greedy
     assert [t.decode("utf-8") for t in served.numpy()] == expected
+
+
+def test_a_jax_memory_network_answers_the_same_on_tensorflow_and_jax(jax_qa_run, on_jax):
+    run_dir, process = jax_qa_run
+    assert "jit_compile=True" in process.stdout
+    metadata = json.loads((run_dir / "config.json").read_text())
+    assert metadata["recipe"] == "question_answering"
+    assert 0 <= metadata["scores"]["mean_accuracy"] <= 100
+    answers = runs.SavedRun(run_dir).generate(QUESTIONS)
+    assert answers == on_jax["answers"]
+    assert all(answer.strip() for answer in answers)
 
 
 def test_jax_uses_one_device_and_refuses_tf_distribute(on_jax):
