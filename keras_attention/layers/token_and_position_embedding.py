@@ -29,6 +29,7 @@ def rotary_position_encoding(x, start_index=0, max_wavelength=10000):
     Returns:
         `x` rotated, of its shape and dtype.
     """
+    x = ops.convert_to_tensor(x)
     length, dim = ops.shape(x)[1], x.shape[-1]
     positions = ops.arange(length, dtype="float32") + ops.cast(start_index, "float32")
     exponents = ops.arange(0, dim, 2, dtype="float32") / float(dim)
