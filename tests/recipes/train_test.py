@@ -129,7 +129,8 @@ def test_an_output_folder_that_is_not_a_run_is_refused_before_training(tmp_path,
 @pytest.mark.parametrize("recipe", RECIPES)
 def test_a_backup_of_another_configuration_is_refused(recipe, tmp_path, no_training):
     module = load_recipe(recipe)
-    config = module.parse_settings(["--preset=quick", f"--backup_dir={tmp_path / 'backup'}"])
+    config = module.parse_settings(["--preset=quick", f"--backup_dir={tmp_path / 'backup'}",
+                                    f"--output_dir={tmp_path / 'run'}"])
     backup = importlib.import_module("keras_attention.recipes.backup")
     record = backup.backup_record(dict(config, hidden_dim=config["hidden_dim"] + 8),
                                   module.recipe_config.BACKUP_MAY_DIFFER)
