@@ -13,8 +13,13 @@ model.fit(dataset)                         # dataset batches are global batches
 ```
 
 TensorFlow only: this is a training-side module, not used by any layer.
+Under another Keras backend, `get_strategy("default")` gives `SingleDevice`
+(one device, touching no `tf.distribute`), and the other names are refused:
+JAX distributes through `keras.distribution` (e.g. `DataParallel`), which
+the recipes do not use yet.
 """
 
+import contextlib
 import json
 import os
 
@@ -49,7 +54,9 @@ def get_strategy(name="default", *, devices=None, tpu=None):
         A `tf.distribute.Strategy`.
 
     Raises:
-        ValueError: `name` is not one of `STRATEGIES`.
+        ValueError: `name` is not one of `STRATEGIES`, or is not
+            `"default"` under a Keras backend other than TensorFlow (there
+            `"default"` gives a `SingleDevice`).
         RuntimeError: `name="tpu"` and no TPU is reachable.
 
     Example:
@@ -66,6 +73,9 @@ def get_strategy(name="default", *, devices=None, tpu=None):
     ValueError: Argument `name` must be one of ...Received: name='gpus'
     """
     name = check_choice("name", name, STRATEGIES)
+    backend = keras.config.backend()
+    if backend != "tensorflow":
+        return _single_device_on(backend, name)
     if name == "default":
         return tf.distribute.get_strategy()
     if name == "mirrored":
@@ -84,6 +94,32 @@ def get_strategy(name="default", *, devices=None, tpu=None):
             "address; use name='mirrored' for GPUs."
         ) from error
     return tf.distribute.TPUStrategy(resolver)
+
+
+class SingleDevice:
+    """What a recipe uses of a strategy, for one device under a Keras backend
+    other than TensorFlow: a `scope()` that does nothing, one replica, no
+    cluster (so `is_chief` is True and `backup_and_restore` uses
+    `backup_dir` itself)."""
+
+    num_replicas_in_sync = 1
+    cluster_resolver = None
+
+    def scope(self):
+        """A context in which nothing changes."""
+        return contextlib.nullcontext()
+
+
+def _single_device_on(backend, name):
+    if name != "default":
+        raise ValueError(
+            f"Argument `distribution` (tf.distribute strategy `name`) must be 'default' "
+            f"under KERAS_BACKEND={backend}: {name!r} is a tf.distribute strategy, for "
+            f"KERAS_BACKEND=tensorflow only. JAX distributes through keras.distribution "
+            f"(e.g. keras.distribution.DataParallel), which the recipes do not use yet. "
+            f"Received: distribution={name!r}"
+        )
+    return SingleDevice()
 
 
 class MultiWorkerMirroredStrategy(tf.distribute.MultiWorkerMirroredStrategy):

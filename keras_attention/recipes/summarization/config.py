@@ -62,7 +62,8 @@ def get_quick_config():
         num_heads=2, intermediate_dim=64, epochs=1, max_test_examples=16,
         max_source_length=64, max_target_length=24, num_beams=2, gap_sentence_epochs=1,
         oracle_sentences=True,  # both extra kinds of pairs run in the tests
-        precision="float32", jit_compile="false",  # the exact path: no compile time in tests
+        # float32, and no compile time in tests (XLA on JAX: runtime.quick_jit_compile)
+        precision="float32", jit_compile=runtime.quick_jit_compile(),
     )
     return config
 

@@ -48,7 +48,8 @@ def get_quick_config():
         num_examples=1500, vocabulary_size=120, num_layers=1, hidden_dim=32,
         num_heads=2, intermediate_dim=64, epochs=2, max_test_examples=40,
         strategy="greedy",
-        precision="float32", jit_compile="false",  # the exact path: no compile time in tests
+        # float32, and no compile time in tests (XLA on JAX: runtime.quick_jit_compile)
+        precision="float32", jit_compile=runtime.quick_jit_compile(),
     )
     return config
 

@@ -1,0 +1,161 @@
+"""The translation recipe on JAX, end to end, and its run on other backends:
+trained by `KERAS_BACKEND=jax` in a subprocess (tf.data input, `fit` under
+XLA, compiled generation, scores, run folder), the run generates the same
+greedy outputs under TensorFlow (this process) and under JAX (another
+subprocess), and exports under TensorFlow to a SavedModel that serves them.
+The question answering recipe's memory network, trained on JAX, answers
+the same on both backends too."""
+
+import ast
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+import tensorflow as tf
+
+from keras_attention import distribute, runs, runtime
+from keras_attention.export import export_run
+
+pytestmark = pytest.mark.tf_only("exports and generates in this (TensorFlow) process")
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+TEXTS = ["March 3, 2021", "the 1st of may, 1999", "Thu 22 Apr 2049", "12/25/1990", ""]
+# Enough training for the greedy outputs to differ between inputs.
+RECIPE_ARGS = ["--preset=quick", "--num_examples=1200", "--epochs=8", "--max_test_examples=8"]
+
+QUESTIONS = ["Mary went to the kitchen. John went to the hallway. | Where is Mary?",
+             "Sandra went back to the garden. | Where is Sandra?",
+             "Daniel moved to the office. Mary went to the bedroom. | Where is Daniel?"]
+QA_ARGS = ["--preset=quick", "--num_examples=300"]
+
+_TRAIN = ("import sys, importlib; "
+          "importlib.import_module('keras_attention.recipes.' + sys.argv[1]).main(sys.argv[2:])")
+_ON_JAX = """
+import json, sys
+from keras_attention import distribute, runs, runtime
+single = distribute.get_strategy("default")
+try:
+    distribute.get_strategy("mirrored")
+    refusal = None
+except ValueError as error:
+    refusal = str(error)
+print(json.dumps({
+    "generated": runs.SavedRun(sys.argv[1]).generate(json.loads(sys.argv[2]), "greedy"),
+    "answers": runs.SavedRun(sys.argv[3]).generate(json.loads(sys.argv[4])),
+    "strategy": [type(single).__name__, single.num_replicas_in_sync, distribute.is_chief(single)],
+    "refusal": refusal,
+    "auto_jit": runtime.fast_defaults(gpu=False)["jit_compile"],
+    "quick_jit": runtime.quick_jit_compile(),
+}))
+"""
+
+
+def _run_on(backend, *args, timeout=240):
+    """A Python subprocess under `KERAS_BACKEND=backend`, from the repository root."""
+    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT, env=env)
+
+
+@pytest.fixture(scope="module")
+def jax_run(tmp_path_factory):
+    """`(run_dir, process)` of the quick translation recipe trained on JAX."""
+    return _train_on_jax(tmp_path_factory, "translation", RECIPE_ARGS)
+
+
+@pytest.fixture(scope="module")
+def jax_qa_run(tmp_path_factory):
+    """`(run_dir, process)` of the quick question answering recipe (a memory network) on JAX."""
+    return _train_on_jax(tmp_path_factory, "question_answering", QA_ARGS)
+
+
+def _train_on_jax(tmp_path_factory, recipe, args):
+    run_dir = tmp_path_factory.mktemp("backends") / recipe
+    process = _run_on("jax", "-c", _TRAIN, recipe, *args, f"--output_dir={run_dir}")
+    assert process.returncode == 0, process.stderr[-3000:]
+    return run_dir, process
+
+
+@pytest.fixture(scope="module")
+def on_jax(jax_run, jax_qa_run):
+    """What the runs generate, and how `distribute`/`runtime` answer, in a JAX subprocess."""
+    process = _run_on("jax", "-c", _ON_JAX, str(jax_run[0]), json.dumps(TEXTS),
+                      str(jax_qa_run[0]), json.dumps(QUESTIONS))
+    assert process.returncode == 0, process.stderr[-3000:]
+    return json.loads(process.stdout.strip().splitlines()[-1])
+
+
+def _recipe_samples(stdout):
+    """`{source: hypothesis}` of the samples the recipe prints after scoring."""
+    samples = {}
+    for line in stdout.splitlines():
+        if line.startswith("  '") and " -> " in line and "(reference" in line:
+            source, rest = line.strip().split(" -> ", 1)
+            samples[ast.literal_eval(source)] = ast.literal_eval(rest.rsplit(" (reference", 1)[0])
+    return samples
+
+
+def test_jax_trains_and_saves_the_translation_run(jax_run):
+    run_dir, process = jax_run
+    assert "KERAS_BACKEND=jax" in process.stdout
+    assert "jit_compile=True" in process.stdout  # the quick preset compiles on JAX
+    metadata = json.loads((run_dir / "config.json").read_text())
+    assert metadata["recipe"] == "translation"
+    assert metadata["config"]["jit_compile"] == "true"
+    scores = metadata["scores"]
+    assert 0 <= scores["bleu"] <= 100 and 0 < scores["chrf"] <= 100
+    assert scores["test_examples"] == 8 and scores["parameters"] > 0
+    for name in ("model.keras", "source.spm", "target.spm", "attention.png", "training.png"):
+        assert (run_dir / name).stat().st_size > 0, name
+
+
+def test_a_jax_run_generates_the_same_on_tensorflow_and_jax(jax_run, on_jax):
+    run_dir, process = jax_run
+    saved = runs.SavedRun(run_dir)
+    on_tensorflow = saved.generate(TEXTS, "greedy")
+    assert on_tensorflow == on_jax["generated"]
+    assert len(set(on_tensorflow)) > 1  # trained enough for the check to mean something
+    samples = _recipe_samples(process.stdout)  # generated on JAX during the recipe
+    assert len(samples) == 5
+    assert saved.generate(list(samples), "greedy") == list(samples.values())
+
+
+def test_a_jax_run_exports_and_serves_under_tensorflow(jax_run, tmp_path):
+    import tensorflow_text  # noqa: F401 (registers the SentencePiece ops the export uses)
+
+    run_dir, _ = jax_run
+    export_dir = export_run(run_dir, tmp_path / "export")
+    loaded = tf.saved_model.load(export_dir)  # kept: its functions use its variables
+    served = loaded.serve(tf.constant(TEXTS))
+    expected = runs.SavedRun(run_dir).generate(TEXTS)  # the run's decoding: greedy
+    assert [t.decode("utf-8") for t in served.numpy()] == expected
+
+
+def test_a_jax_memory_network_answers_the_same_on_tensorflow_and_jax(jax_qa_run, on_jax):
+    run_dir, process = jax_qa_run
+    assert "jit_compile=True" in process.stdout
+    metadata = json.loads((run_dir / "config.json").read_text())
+    assert metadata["recipe"] == "question_answering"
+    assert 0 <= metadata["scores"]["mean_accuracy"] <= 100
+    answers = runs.SavedRun(run_dir).generate(QUESTIONS)
+    assert answers == on_jax["answers"]
+    assert all(answer.strip() for answer in answers)
+
+
+def test_jax_uses_one_device_and_refuses_tf_distribute(on_jax):
+    assert on_jax["strategy"] == ["SingleDevice", 1, True]
+    refusal = on_jax["refusal"]
+    assert refusal.startswith("Argument `distribution`")
+    assert "keras.distribution" in refusal and "Received: distribution='mirrored'" in refusal
+
+
+def test_jit_compile_defaults_by_backend(on_jax):
+    assert on_jax["auto_jit"] is True and on_jax["quick_jit"] == "true"
+    # TensorFlow (this process): graph mode on a CPU, as before.
+    assert runtime.quick_jit_compile() == "false"
+    assert runtime.fast_defaults(gpu=False)["jit_compile"] is False
+    assert distribute.get_strategy("default") is tf.distribute.get_strategy()
