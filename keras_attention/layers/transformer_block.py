@@ -31,6 +31,61 @@ def attention_with_scores(attention, return_attention_scores, *args, **kwargs):
     return attention(*args, **kwargs), None
 
 
+def pick_alias(name, value, alias, alias_value):
+    """The value of an argument that has two spellings: `name` (ours, the
+    documented one) and `alias` (keras-hub's). None means "not given";
+    giving both raises a ValueError naming both."""
+    if alias_value is None:
+        return value
+    if value is not None:
+        raise ValueError(
+            f"Pass `{name}` or its alias `{alias}`, not both. "
+            f"Received: {name}={_describe(value)}, {alias}={_describe(alias_value)}"
+        )
+    return alias_value
+
+
+def _describe(value):
+    """A short text for an error message: a tensor's shape, else repr."""
+    shape = getattr(value, "shape", None)
+    return f"<tensor of shape {tuple(shape)}>" if shape is not None else repr(value)
+
+
+_INITIALIZER_CLASSES = {
+    "glorot_uniform": keras.initializers.GlorotUniform,
+    "zeros": keras.initializers.Zeros,
+}
+
+
+def check_default_initializer(name, value, default):
+    """`default` if `value` is that initializer (its name, config or an
+    unseeded instance), else a ValueError: the blocks' sublayers use Keras'
+    (and keras-hub's) default initializers and take no others."""
+    try:
+        initializer = keras.initializers.get(value)
+    except (ValueError, TypeError):
+        initializer = None
+    if type(initializer) is _INITIALIZER_CLASSES[default] and (
+        initializer.get_config().get("seed") is None
+    ):
+        return default
+    raise ValueError(
+        f"Argument `{name}` must be {default!r} (keras-hub's default, which "
+        "the blocks' sublayers use); other initializers are not supported. "
+        "To start from other weights, build the block and assign them with "
+        "`block.set_weights(...)` or `variable.assign(...)`. "
+        f"Received: {name}={value!r}"
+    )
+
+
+KERAS_HUB_CACHE_ARGUMENTS = (
+    "self_attention_cache",
+    "self_attention_cache_update_index",
+    "cross_attention_cache",
+    "cross_attention_cache_update_index",
+)
+
+
 class TransformerBlock(keras.layers.Layer):
     """Base of `TransformerEncoderBlock` and `TransformerDecoderBlock`: the
     constructor arguments, sublayer factories, mask propagation and config.
@@ -38,17 +93,23 @@ class TransformerBlock(keras.layers.Layer):
 
     def __init__(
         self,
-        num_heads,
         intermediate_dim,
+        num_heads,
         dropout=0.0,
-        norm_first=True,
-        num_key_value_heads=None,
         activation="relu",
         layer_norm_epsilon=1e-5,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        norm_first=None,
+        num_key_value_heads=None,
         rotary=False,
         implementation="auto",
         **kwargs,
     ):
+        # keras-hub's spelling, an alias: not in the signature, not in the config.
+        norm_first = pick_alias(
+            "norm_first", norm_first, "normalize_first", kwargs.pop("normalize_first", None)
+        )
         super().__init__(**kwargs)
         self.implementation = check_choice(
             "implementation", implementation, IMPLEMENTATIONS
@@ -56,7 +117,7 @@ class TransformerBlock(keras.layers.Layer):
         self.num_heads = check_positive_int("num_heads", num_heads)
         self.intermediate_dim = check_positive_int("intermediate_dim", intermediate_dim)
         self.dropout = check_rate("dropout", dropout)
-        self.norm_first = check_bool("norm_first", norm_first)
+        self.norm_first = check_bool("norm_first", True if norm_first is None else norm_first)
         self.num_key_value_heads = check_positive_int(
             "num_key_value_heads", num_key_value_heads, allow_none=True
         )
@@ -68,8 +129,43 @@ class TransformerBlock(keras.layers.Layer):
             )
         self.activation = keras.activations.get(activation)
         self.layer_norm_epsilon = float(layer_norm_epsilon)
+        self.kernel_initializer = check_default_initializer(
+            "kernel_initializer", kernel_initializer, "glorot_uniform"
+        )
+        self.bias_initializer = check_default_initializer(
+            "bias_initializer", bias_initializer, "zeros"
+        )
         self.rotary = check_bool("rotary", rotary)
         self.supports_masking = True
+
+    # keras-hub's call keywords: {keras-hub name: ours}, resolved before
+    # Keras fills masks in, so that an explicit keras-hub padding mask wins
+    # over the Keras mask of the input (as in keras-hub).
+    call_aliases = {}
+    # keras-hub call keywords with no counterpart here (refused unless None).
+    unsupported_call_arguments = ()
+
+    def __call__(self, *args, **kwargs):
+        self._reject_unsupported_call_arguments(kwargs)
+        for alias, name in self.call_aliases.items():
+            if alias in kwargs:
+                kwargs[name] = pick_alias(name, kwargs.get(name), alias, kwargs.pop(alias))
+        return super().__call__(*args, **kwargs)
+
+    def _reject_unsupported_call_arguments(self, kwargs):
+        given = [name for name in self.unsupported_call_arguments
+                 if kwargs.pop(name, None) is not None]
+        if given:
+            raise ValueError(
+                f"`{type(self).__name__}` takes no caches in `call`: keras-hub's "
+                "`self_attention_cache` / `cross_attention_cache` (one "
+                "`(B, 2, L, H, D)` tensor each) and their update indices have "
+                "no counterpart here. For cached decoding use "
+                "`init_cache(batch_size, max_length)`, `compute_cache(memory)` "
+                "and `call_with_cache(x, self_cache, cache_update_index, "
+                "cross_cache)`, or let `Seq2SeqModel.generate` run them. "
+                f"Received: {', '.join(f'{name}=...' for name in given)}"
+            )
 
     def _norm(self, name):
         return keras.layers.LayerNormalization(
@@ -156,13 +252,15 @@ class TransformerBlock(keras.layers.Layer):
         config = super().get_config()
         config.update(
             {
-                "num_heads": self.num_heads,
                 "intermediate_dim": self.intermediate_dim,
+                "num_heads": self.num_heads,
                 "dropout": self.dropout,
-                "norm_first": self.norm_first,
-                "num_key_value_heads": self.num_key_value_heads,
                 "activation": keras.activations.serialize(self.activation),
                 "layer_norm_epsilon": self.layer_norm_epsilon,
+                "kernel_initializer": self.kernel_initializer,
+                "bias_initializer": self.bias_initializer,
+                "norm_first": self.norm_first,
+                "num_key_value_heads": self.num_key_value_heads,
                 "rotary": self.rotary,
                 "implementation": self.implementation,
             }

@@ -6,6 +6,7 @@ from keras import ops
 from keras_attention import masks
 from keras_attention.layers.feed_forward import residual
 from keras_attention.layers.transformer_block import (
+    KERAS_HUB_CACHE_ARGUMENTS,
     TransformerBlock,
     attention_with_scores,
 )
@@ -37,17 +38,37 @@ class TransformerDecoderBlock(TransformerBlock):
     self-attention weights `(B, H, T, T)`, cross-attention weights
     `(B, H, T, S)`.
 
-    Args: as `TransformerEncoderBlock` (`num_heads`, `intermediate_dim`,
-        `dropout`, `norm_first`, `num_key_value_heads`, `activation`,
-        `layer_norm_epsilon`, `rotary`, `implementation`; `rotary` applies
+    The constructor takes keras-hub's `TransformerDecoder` arguments in
+    keras-hub's order, `normalize_first` included (see
+    `TransformerEncoderBlock`), and the call its mask keywords
+    (`decoder_padding_mask`, `encoder_padding_mask`,
+    `decoder_attention_mask`, `encoder_attention_mask`, `use_causal_mask`).
+    keras-hub's cache arguments raise a ValueError pointing to
+    `call_with_cache`.
+
+    Args: as `TransformerEncoderBlock` (`intermediate_dim`, `num_heads`,
+        `dropout`, `activation`, `layer_norm_epsilon`, `kernel_initializer`,
+        `bias_initializer`, `norm_first` (alias `normalize_first`),
+        `num_key_value_heads`, `rotary`, `implementation`; `rotary` applies
         to self-attention only; `implementation` to both attentions, and
         `call_with_cache` always runs their exact path).
 
     Call arguments:
         x: `(B, T, D)`.
         memory: `(B, S, Dm)` or None.
+        x_mask: optional boolean `(B, T)`, True on real target tokens
+            (filled from the Keras mask of `x`). Alias:
+            `decoder_padding_mask`.
         memory_mask: optional boolean `(B, S)`, True on real source tokens
-            (filled from the Keras mask of `memory`).
+            (filled from the Keras mask of `memory`). Alias:
+            `encoder_padding_mask`.
+        attention_mask: optional boolean `(B, T, T)` for self-attention,
+            True = may attend, combined with the causal mask. Alias:
+            `decoder_attention_mask`.
+        memory_attention_mask: optional boolean `(B, T, S)` for
+            cross-attention. Alias: `encoder_attention_mask`.
+        use_causal_mask: bool (default True), the causal self-attention
+            mask; False makes self-attention bidirectional.
         return_attention_scores: bool; if True returns `(y, self_scores,
             cross_scores)` (`cross_scores` is None without memory).
         training: bool.
@@ -56,13 +77,21 @@ class TransformerDecoderBlock(TransformerBlock):
 
     >>> import numpy as np
     >>> from keras_attention.layers import TransformerDecoderBlock
-    >>> block = TransformerDecoderBlock(num_heads=2, intermediate_dim=16)
+    >>> block = TransformerDecoderBlock(intermediate_dim=16, num_heads=2)
     >>> x = np.ones((2, 4, 8), "float32")
     >>> memory = np.ones((2, 6, 8), "float32")
     >>> y, self_w, cross_w = block(x, memory, return_attention_scores=True)
     >>> tuple(y.shape), tuple(self_w.shape), tuple(cross_w.shape)
     ((2, 4, 8), (2, 2, 4, 4), (2, 2, 4, 6))
     """
+
+    call_aliases = {
+        "decoder_padding_mask": "x_mask",
+        "encoder_padding_mask": "memory_mask",
+        "decoder_attention_mask": "attention_mask",
+        "encoder_attention_mask": "memory_attention_mask",
+    }
+    unsupported_call_arguments = KERAS_HUB_CACHE_ARGUMENTS
 
     def build(self, x_shape, memory_shape=None):
         self._check_x_shape(x_shape)
@@ -94,13 +123,17 @@ class TransformerDecoderBlock(TransformerBlock):
         mask=None,
         x_mask=None,
         memory_mask=None,
+        attention_mask=None,
+        memory_attention_mask=None,
+        use_causal_mask=True,
         return_attention_scores=False,
         training=None,
     ):
         self._check_memory(memory)
         padding = x_mask if x_mask is not None else mask
         h, self_scores = self._self_attention_residual(
-            x, padding, training, return_attention_scores, use_causal_mask=True
+            x, padding, training, return_attention_scores,
+            attention_mask=attention_mask, use_causal_mask=bool(use_causal_mask),
         )
         cross_scores = None
         if memory is not None:
@@ -113,6 +146,7 @@ class TransformerDecoderBlock(TransformerBlock):
                     memory,
                     query_mask=padding,
                     value_mask=memory_mask,
+                    attention_mask=memory_attention_mask,
                     training=training,
                 )
 

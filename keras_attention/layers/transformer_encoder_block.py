@@ -23,15 +23,31 @@ class TransformerEncoderBlock(TransformerBlock):
 
     Shapes: `x` `(B, T, D)` -> `(B, T, D)`; weights `(B, H, T, T)`.
 
+    The constructor takes keras-hub's `TransformerEncoder` arguments in
+    keras-hub's order (`intermediate_dim, num_heads, dropout, activation,
+    layer_norm_epsilon, kernel_initializer, bias_initializer, norm_first`),
+    with `normalize_first` accepted as an alias of `norm_first`, and the call
+    takes its `padding_mask`: a keras-hub model swaps its blocks for these by
+    changing the import. With the same weights the outputs are keras-hub's
+    on real positions; what differs: the default is pre-norm (pass
+    `norm_first=False` for keras-hub's post-norm), padded query rows attend
+    to nothing, dropout also drops the feed-forward hidden layer, and only
+    the default initializers are accepted (see the migration guide).
+
     Args:
-        num_heads: positive int, dividing `D`.
         intermediate_dim: positive int, the feed-forward hidden size.
+        num_heads: positive int, dividing `D`.
         dropout: float in [0, 1), on attention weights, residual branches and
             the feed-forward hidden layer.
-        norm_first: bool, pre-norm (default) or post-norm.
-        num_key_value_heads: optional positive int dividing `num_heads`.
         activation: feed-forward activation (default `"relu"`).
-        layer_norm_epsilon: float.
+        layer_norm_epsilon: float (default `1e-5`).
+        kernel_initializer: `"glorot_uniform"` (the only one accepted; any
+            other raises a ValueError saying what to do instead).
+        bias_initializer: `"zeros"` (the only one accepted).
+        norm_first: bool, pre-norm or post-norm; None (default) means True,
+            pre-norm. `normalize_first` (keras-hub's name) is an accepted
+            alias; passing both raises a ValueError.
+        num_key_value_heads: optional positive int dividing `num_heads`.
         rotary: bool, rotary position embeddings in self-attention.
         implementation: `"auto"` (default), `"exact"`, `"blocked"` or
             `"fused"`, passed to the attention sublayer (see
@@ -41,7 +57,10 @@ class TransformerEncoderBlock(TransformerBlock):
 
     Call arguments:
         x: `(B, T, D)`.
-        attention_mask: optional boolean `(B, T, T)`.
+        x_mask: optional boolean `(B, T)`, True on real tokens (filled from
+            the Keras mask of `x`; given, it wins over that mask).
+            `padding_mask` (keras-hub's name) is an accepted alias.
+        attention_mask: optional boolean `(B, T, T)`, True = may attend.
         return_attention_scores: bool, also return the self-attention
             weights.
         training: bool.
@@ -50,11 +69,13 @@ class TransformerEncoderBlock(TransformerBlock):
 
     >>> import numpy as np
     >>> from keras_attention.layers import TransformerEncoderBlock
-    >>> block = TransformerEncoderBlock(num_heads=2, intermediate_dim=16)
+    >>> block = TransformerEncoderBlock(intermediate_dim=16, num_heads=2)
     >>> y, w = block(np.ones((2, 5, 8), "float32"), return_attention_scores=True)
     >>> tuple(y.shape), tuple(w.shape)
     ((2, 5, 8), (2, 2, 5, 5))
     """
+
+    call_aliases = {"padding_mask": "x_mask"}
 
     def build(self, x_shape):
         self._check_x_shape(x_shape)
@@ -72,7 +93,7 @@ class TransformerEncoderBlock(TransformerBlock):
         return_attention_scores=False,
         training=None,
     ):
-        padding = mask if mask is not None else x_mask
+        padding = x_mask if x_mask is not None else mask
         h, scores = self._self_attention_residual(
             x,
             padding,

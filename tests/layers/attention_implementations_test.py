@@ -315,8 +315,8 @@ def test_fused_is_refused_for_other_scores(make):
         lambda value: layers.MultiHeadAttention(2, 4, implementation=value),
         lambda value: layers.ScaledDotProductAttention(implementation=value),
         lambda value: layers.BahdanauAttention(4, implementation=value),
-        lambda value: layers.TransformerEncoderBlock(2, 8, implementation=value),
-        lambda value: layers.TransformerDecoderBlock(2, 8, implementation=value),
+        lambda value: layers.TransformerEncoderBlock(8, 2, implementation=value),
+        lambda value: layers.TransformerDecoderBlock(8, 2, implementation=value),
     ],
 )
 def test_bad_implementation_is_refused(make):
@@ -346,8 +346,8 @@ def test_blocks_with_fused_attention_equal_exact_blocks():
     memory = rng.normal(size=(2, 7, 8)).astype("float32")
     padding = key_padding([7, 4], 7)
     keras.utils.set_random_seed(0)
-    exact = layers.TransformerDecoderBlock(2, 16, implementation="exact")
-    fused = layers.TransformerDecoderBlock(2, 16, implementation="fused")
+    exact = layers.TransformerDecoderBlock(16, 2, implementation="exact")
+    fused = layers.TransformerDecoderBlock(16, 2, implementation="fused")
     exact(x, memory, memory_mask=padding)
     fused(x, memory, memory_mask=padding)
     fused.set_weights(exact.get_weights())

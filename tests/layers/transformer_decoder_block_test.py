@@ -60,7 +60,7 @@ def cached_decode(block, x, memory, memory_mask, compiled):
 @pytest.mark.parametrize("norm_first", [True, False])
 def test_cache_call_is_correct(norm_first, compiled, rng):
     """Token-by-token with self- and cross-attention caches == full pass."""
-    block = TransformerDecoderBlock(2, 16, norm_first=norm_first, num_key_value_heads=1,
+    block = TransformerDecoderBlock(16, 2, norm_first=norm_first, num_key_value_heads=1,
                                     rotary=True)
     x = rng.normal(size=(2, 6, 8)).astype("float32")
     memory = rng.normal(size=(2, 5, 4)).astype("float32")
@@ -73,7 +73,7 @@ def test_cache_call_is_correct(norm_first, compiled, rng):
 
 
 def test_returns_cross_attention_weights_that_respect_memory_padding(rng):
-    block = TransformerDecoderBlock(2, 16)
+    block = TransformerDecoderBlock(16, 2)
     x = rng.normal(size=(1, 3, 8)).astype("float32")
     memory = rng.normal(size=(1, 4, 8)).astype("float32")
     _, self_w, cross_w = block(x, memory, memory_mask=np.array([[1, 1, 0, 0]], bool),
@@ -83,7 +83,7 @@ def test_returns_cross_attention_weights_that_respect_memory_padding(rng):
 
 
 def test_memory_must_match_how_the_block_was_built(rng):
-    block = TransformerDecoderBlock(2, 16)
+    block = TransformerDecoderBlock(16, 2)
     x = rng.normal(size=(1, 3, 8)).astype("float32")
     block(x, x)
     with pytest.raises(ValueError, match=r"memory.*Received: memory=None"):

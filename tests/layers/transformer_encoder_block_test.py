@@ -35,7 +35,7 @@ def test_layer_behaviors(init_kwargs, rng, tmp_path):
 def test_pre_and_post_norm_follow_their_equations(rng):
     x = rng.normal(size=(1, 3, 4)).astype("float32")
     for norm_first in (True, False):
-        block = TransformerEncoderBlock(1, 8, norm_first=norm_first)
+        block = TransformerEncoderBlock(8, 1, norm_first=norm_first)
         y = np.asarray(block(x))
 
         def attn(h, block=block):
@@ -60,7 +60,7 @@ def test_pre_and_post_norm_follow_their_equations(rng):
 
 
 def test_padding_is_ignored(rng):
-    block = TransformerEncoderBlock(2, 16)
+    block = TransformerEncoderBlock(16, 2)
     x = rng.normal(size=(2, 4, 8)).astype("float32")
     padding = np.array([[1, 1, 1, 0], [1, 1, 0, 0]], bool)
     y = np.asarray(block(with_keras_mask(x, padding)))
@@ -71,10 +71,10 @@ def test_padding_is_ignored(rng):
 
 def test_invalid_args():
     with pytest.raises(ValueError, match=r"num_heads.*Received: num_heads=0"):
-        TransformerEncoderBlock(0, 8)
+        TransformerEncoderBlock(8, 0)
     with pytest.raises(ValueError, match=r"intermediate_dim.*Received: intermediate_dim=-3"):
-        TransformerEncoderBlock(2, -3)
+        TransformerEncoderBlock(-3, 2)
     with pytest.raises(ValueError, match=r"num_key_value_heads.*divide.*Received"):
-        TransformerEncoderBlock(4, 8, num_key_value_heads=3)
+        TransformerEncoderBlock(8, 4, num_key_value_heads=3)
     with pytest.raises(ValueError, match=r"divisible by `num_heads`.*Received: dim=7, num_heads=2"):
-        TransformerEncoderBlock(2, 8)(np.ones((1, 3, 7), "float32"))
+        TransformerEncoderBlock(8, 2)(np.ones((1, 3, 7), "float32"))
