@@ -33,7 +33,7 @@ QUESTIONS = ["Mary went to the kitchen. John went to the hallway. | Where is Mar
              "Daniel moved to the office. Mary went to the bedroom. | Where is Daniel?"]
 QA_ARGS = ["--preset=quick", "--num_examples=300"]
 DATA_PARALLEL_ARGS = ["--preset=quick", "--distribution=data_parallel", "--num_examples=400",
-                      "--max_test_examples=8"]
+                      "--epochs=1", "--max_test_examples=8"]
 # Read when JAX starts: the host's CPU split into two devices.
 TWO_CPU_DEVICES = {"XLA_FLAGS": "--xla_force_host_platform_device_count=2", "JAX_PLATFORMS": "cpu"}
 
