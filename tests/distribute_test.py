@@ -164,6 +164,13 @@ def run_jax_parity(spec):
         distribute.check_batch_size(15, strategies["data_parallel"])
     except ValueError as error:
         report["odd_batch_error"] = str(error)
+    trimmed = distribute.trim_to_even_batches({"x": np.zeros((5, 3)), "y": np.zeros(5)},
+                                              strategies["data_parallel"])
+    report["trimmed"] = [len(trimmed["x"]), len(trimmed["y"])]
+    try:
+        distribute.get_strategy("data_parallel", devices=[])
+    except ValueError as error:
+        report["no_devices_error"] = str(error)
     recipe = recipes.load_recipe("translation")
     run_dir = os.path.join(spec["dir"], "odd_batch_run")
     try:  # refused before any work: no data, no run folder
@@ -338,6 +345,8 @@ def test_jax_data_parallel_on_two_devices_follows_the_one_device_loss_curve(tmp_
     assert np.array(report["generated"]).shape == (1, 4)
     error = report["odd_batch_error"]
     assert error.startswith("Argument `batch_size`") and "Received: batch_size=15" in error
+    assert report["trimmed"] == [4, 4]  # NumPy inputs: the last batch splits evenly too
+    assert report["no_devices_error"].endswith("Received: devices=[]")
     assert "Received: batch_size=63" in report["recipe_odd_batch_error"]
     assert report["odd_batch_run_written"] is False
 
