@@ -1,22 +1,24 @@
-"""Training on several devices or hosts with `tf.distribute`.
+"""Training on several devices or hosts: `tf.distribute` on TensorFlow,
+`keras.distribution` on JAX.
 
-A recipe picks a strategy by name, builds and compiles its model under
-`strategy.scope()`, and calls `fit` as usual: Keras splits each global batch
-of a `tf.data.Dataset` across the replicas itself.
+A recipe picks a strategy by name, builds, compiles and fits its model under
+`strategy.scope()`: each global batch is split across the replicas.
 
 ```
-strategy = get_strategy("mirrored")        # every local GPU (or the CPU)
+strategy = get_strategy("mirrored")        # TensorFlow: every local GPU (or the CPU)
+strategy = get_strategy("data_parallel")   # JAX: every local GPU (or CPU device)
+batch_size = check_batch_size(64, strategy)
 with strategy.scope():
-    model = transformer_seq2seq(...)       # variables mirrored on every replica
+    model = transformer_seq2seq(...)       # variables on every replica
     model.compile(...)
-model.fit(dataset)                         # dataset batches are global batches
+    model.fit(dataset)                     # dataset batches are global batches
 ```
 
-TensorFlow only: this is a training-side module, not used by any layer.
-Under another Keras backend, `get_strategy("default")` gives `SingleDevice`
-(one device, touching no `tf.distribute`), and the other names are refused:
-JAX distributes through `keras.distribution` (e.g. `DataParallel`), which
-the recipes do not use yet.
+A training-side module, not used by any layer. Which names mean something
+depends on the Keras backend (`BACKENDS`): the `tf.distribute` strategies
+on TensorFlow, `"data_parallel"` (`keras.distribution.DataParallel`, set
+only inside `scope()`) on JAX, and `"default"` everywhere (on JAX and torch
+a `SingleDevice`, touching no `tf.distribute`). The others are refused.
 """
 
 import contextlib
@@ -28,11 +30,19 @@ import tensorflow as tf
 
 from keras_attention.validation import check_choice, check_positive_int
 
-STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
+STRATEGIES = ("default", "mirrored", "multi_worker", "tpu", "data_parallel")
+# The Keras backends on which each of `STRATEGIES` means something.
+BACKENDS = {
+    "default": ("tensorflow", "jax", "torch"),
+    "mirrored": ("tensorflow",),
+    "multi_worker": ("tensorflow",),
+    "tpu": ("tensorflow",),
+    "data_parallel": ("jax",),
+}
 
 
 def get_strategy(name="default", *, devices=None, tpu=None):
-    """The `tf.distribute.Strategy` named `name`.
+    """The strategy named `name`, for the current Keras backend.
 
     Args:
         name: one of
@@ -44,19 +54,28 @@ def get_strategy(name="default", *, devices=None, tpu=None):
               several hosts described by the `TF_CONFIG` environment
               variable (one worker when it is unset); every worker runs the
               same program;
-            - `"tpu"`: `TPUStrategy` on the TPU found by `TPUClusterResolver`.
+            - `"tpu"`: `TPUStrategy` on the TPU found by `TPUClusterResolver`;
+            - `"data_parallel"` (JAX): `JaxDataParallel`, synchronous data
+              parallelism over every local GPU (every CPU device where there
+              is none) with `keras.distribution.DataParallel`.
+            `"default"` is `SingleDevice` on JAX and torch; `BACKENDS` says
+            where each name means something.
         devices: for `"mirrored"`, the devices to use (e.g. `["/gpu:0",
-            "/gpu:1"]`); `None` means every local GPU.
+            "/gpu:1"]`); `None` means every local GPU. For
+            `"data_parallel"`, a list of Keras device names (e.g.
+            `["gpu:0", "gpu:1"]`) or JAX devices; `None` means
+            `keras.distribution.list_devices()`.
         tpu: TPU name or address for `"tpu"` (`None` asks the environment,
             e.g. Colab or a Cloud TPU VM; `"local"` on a TPU VM).
 
     Returns:
-        A `tf.distribute.Strategy`.
+        A `tf.distribute.Strategy` on TensorFlow; a `JaxDataParallel` or a
+        `SingleDevice` on JAX; a `SingleDevice` on torch.
 
     Raises:
-        ValueError: `name` is not one of `STRATEGIES`, or is not
-            `"default"` under a Keras backend other than TensorFlow (there
-            `"default"` gives a `SingleDevice`).
+        ValueError: `name` is not one of `STRATEGIES`, or means nothing
+            under the current Keras backend (the error names the argument
+            `distribution`, the recipes' setting), or `devices` is empty.
         RuntimeError: `name="tpu"` and no TPU is reachable.
 
     Example:
@@ -74,8 +93,11 @@ def get_strategy(name="default", *, devices=None, tpu=None):
     """
     name = check_choice("name", name, STRATEGIES)
     backend = keras.config.backend()
+    _check_backend(name, backend)
+    if name == "data_parallel":
+        return JaxDataParallel(devices)
     if backend != "tensorflow":
-        return _single_device_on(backend, name)
+        return SingleDevice()
     if name == "default":
         return tf.distribute.get_strategy()
     if name == "mirrored":
@@ -110,16 +132,116 @@ class SingleDevice:
         return contextlib.nullcontext()
 
 
-def _single_device_on(backend, name):
-    if name != "default":
+class JaxDataParallel:
+    """`keras.distribution.DataParallel` as a strategy, for JAX: `scope()`
+    sets it as Keras' distribution inside the block and restores the
+    previous one after it.
+
+    Build, compile and fit the model inside `scope()`: the variables are
+    replicated on every device (created there), and `fit` shards each global
+    batch along its first axis between the devices (while the distribution
+    is set). The step is one XLA program over the global batch, so the loss
+    is the global batch's mean, as on one device. Each global batch must
+    split evenly (`check_batch_size`). After the block the model generates,
+    evaluates and saves as usual, on the replicated variables. One process;
+    JAX's multi-host setup (`jax.distributed.initialize`) is not covered.
+
+    Args:
+        devices: Keras device names (e.g. `["gpu:0", "gpu:1"]`) or JAX
+            devices; `None` means `keras.distribution.list_devices()`.
+    """
+
+    cluster_resolver = None  # one process: it writes the run folder
+
+    def __init__(self, devices=None):
+        devices = keras.distribution.list_devices() if devices is None else list(devices)
+        if not devices:
+            raise ValueError(
+                f"Argument `devices` must name at least one device. Received: devices={devices!r}"
+            )
+        self.distribution = keras.distribution.DataParallel(devices=devices)
+
+    @property
+    def num_replicas_in_sync(self):
+        """The number of devices each global batch is split between."""
+        return int(self.distribution.device_mesh.devices.size)
+
+    def scope(self):
+        """A context in which `self.distribution` is Keras' distribution."""
+        return self.distribution.scope()
+
+
+def _check_backend(name, backend):
+    if backend in BACKENDS[name]:
+        return
+    usable = tuple(n for n in STRATEGIES if backend in BACKENDS[n])
+    if name == "data_parallel":
+        why = f"{name!r} is keras.distribution.DataParallel, for KERAS_BACKEND=jax"
+    else:
+        why = f"{name!r} is a tf.distribute strategy, for KERAS_BACKEND=tensorflow"
+    hint = {
+        "jax": "JAX distributes through keras.distribution: use 'data_parallel'",
+        "tensorflow": "TensorFlow distributes through tf.distribute: use 'mirrored'",
+    }.get(backend, f"the recipes train on one device under KERAS_BACKEND={backend}")
+    raise ValueError(
+        f"Argument `distribution` (the strategy `name`) must be one of {usable} under "
+        f"KERAS_BACKEND={backend}: {why}; {hint}. Received: distribution={name!r}"
+    )
+
+
+def check_batch_size(batch_size, strategy):
+    """`batch_size` (a global batch), checked to split evenly between the
+    devices of `strategy` where it must: under `JaxDataParallel` every
+    device takes an equal share of each batch. (`tf.distribute` splits
+    uneven batches itself.)
+
+    Raises:
+        ValueError: naming `batch_size`, before any training.
+
+    Example:
+
+    >>> from keras_attention.distribute import check_batch_size, get_strategy
+    >>> check_batch_size(64, get_strategy("default"))
+    64
+    """
+    batch_size = check_positive_int("batch_size", batch_size)
+    replicas = strategy.num_replicas_in_sync
+    if needs_even_batches(strategy) and batch_size % replicas:
         raise ValueError(
-            f"Argument `distribution` (tf.distribute strategy `name`) must be 'default' "
-            f"under KERAS_BACKEND={backend}: {name!r} is a tf.distribute strategy, for "
-            f"KERAS_BACKEND=tensorflow only. JAX distributes through keras.distribution "
-            f"(e.g. keras.distribution.DataParallel), which the recipes do not use yet. "
-            f"Received: distribution={name!r}"
+            f"Argument `batch_size` (the global batch) must be a multiple of the number of "
+            f"devices, {replicas}, under distribution='data_parallel': each device takes an "
+            f"equal share of every batch. Received: batch_size={batch_size}"
         )
-    return SingleDevice()
+    return batch_size
+
+
+def needs_even_batches(strategy):
+    """True where every batch `fit` sees must split evenly between the
+    devices of `strategy` (`JaxDataParallel`): a last, smaller batch of a
+    dataset must then be padded to the full batch size."""
+    return isinstance(strategy, JaxDataParallel) and strategy.num_replicas_in_sync > 1
+
+
+def trim_to_even_batches(data, strategy):
+    """`data` (arrays, or a tuple or dict of them, examples along the first
+    axis) without its last `n % devices` examples where batches must split
+    evenly between the devices of `strategy` (`needs_even_batches`);
+    unchanged elsewhere. With a batch size that is a multiple of the device
+    count (`check_batch_size`), the last, smaller batch `fit` makes of the
+    arrays then splits evenly too.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_attention.distribute import get_strategy, trim_to_even_batches
+    >>> x, y = trim_to_even_batches((np.zeros((5, 3)), np.zeros(5)), get_strategy())
+    >>> x.shape, y.shape  # one device: nothing to trim
+    ((5, 3), (5,))
+    """
+    if not needs_even_batches(strategy):
+        return data
+    devices = strategy.num_replicas_in_sync
+    return keras.tree.map_structure(lambda a: a[: len(a) - len(a) % devices], data)
 
 
 class MultiWorkerMirroredStrategy(tf.distribute.MultiWorkerMirroredStrategy):

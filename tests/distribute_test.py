@@ -1,11 +1,14 @@
 """Training under `tf.distribute`: two replicas give the one-device loss
 curve, two worker processes train together, and a killed worker resumes from
 `BackupAndRestore` without losing an epoch; the recipes build their models
-under the strategy their config names.
+under the strategy their config names. On JAX, `keras.distribution`'s
+`DataParallel` over two CPU devices gives the one-device loss curve too,
+with the variables replicated and each batch sharded.
 
-Device layouts and clusters are set before TensorFlow starts, so each
-distributed run is a subprocess (`python -m tests.distribute_test SPEC`) with
-a timeout: a hung worker fails the test instead of hanging pytest.
+Device layouts and clusters are set before TensorFlow starts (and JAX's
+device count, `XLA_FLAGS`, before JAX starts), so each distributed run is a
+subprocess (`python -m tests.distribute_test SPEC`) with a timeout: a hung
+worker fails the test instead of hanging pytest.
 """
 
 import doctest
@@ -32,7 +35,7 @@ TIMEOUT = 150  # seconds for one distributed run (about 25 s on 2 busy cores)
 # What the subprocesses run -------------------------------------------------
 
 
-def tiny_model(architecture="transformer", optimizer="adam"):
+def tiny_model(architecture="transformer", optimizer="adam", jit_compile=False):
     from keras_attention.models import rnn_seq2seq, transformer_seq2seq
 
     if architecture == "rnn":
@@ -44,7 +47,7 @@ def tiny_model(architecture="transformer", optimizer="adam"):
     model.compile(
         optimizer=optimizer,
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
-        jit_compile=False,
+        jit_compile=jit_compile,
     )
     return model
 
@@ -104,8 +107,87 @@ class Recorder(keras.callbacks.Callback):
         self.write({"epoch_end": epoch})
 
 
+def record_batch_sharding(model, shardings):
+    """Makes the compiled train step of `model` (JAX) append the sharding of
+    its first input (a `jax.sharding.Sharding`) to `shardings` when traced."""
+    import jax
+
+    train_step = model.train_step
+
+    def probed_train_step(state, data):
+        first = jax.tree_util.tree_leaves(data)[0]
+        jax.debug.inspect_array_sharding(first, callback=shardings.append)
+        return train_step(state, data)
+
+    model.train_step = probed_train_step
+
+
+def run_jax_parity(spec):
+    """On JAX with two CPU devices: the tiny Transformer trained from the same
+    weights on the same global batches on one device, then under
+    `get_strategy("data_parallel")`; writes the losses and what the two
+    devices held to `spec["dir"]`."""
+    import jax
+
+    strategies = {
+        "one_device": distribute.get_strategy("default"),
+        "data_parallel": distribute.get_strategy("data_parallel"),
+    }
+    report = {"jax_devices": jax.device_count(),
+              "replicas": strategies["data_parallel"].num_replicas_in_sync}
+    initial_weights = None
+    for name, strategy in strategies.items():
+        keras.utils.set_random_seed(0)
+        shardings = []
+        with strategy.scope():
+            report[f"{name}_distribution"] = type(keras.distribution.distribution()).__name__
+            model = tiny_model(optimizer=keras.optimizers.SGD(0.5), jit_compile=True)
+            if initial_weights is None:
+                initial_weights = model.get_weights()
+            model.set_weights(initial_weights)  # the same start on both
+            record_batch_sharding(model, shardings)
+            log = os.path.join(spec["dir"], f"jax_{name}.jsonl")
+            model.fit(tiny_dataset(), epochs=3, verbose=0, callbacks=[Recorder(log)])
+        weight = model.trainable_variables[0].value.sharding
+        report[name] = {
+            "weight_devices": len(weight.device_set),
+            "weight_replicated": weight.is_fully_replicated,
+            # The first axis of a (16, 8) batch in each device's shard.
+            "batch_shards": sorted({s.shard_shape((16, 8))[0] for s in shardings}),
+            "batch_devices": sorted({len(s.device_set) for s in shardings}),
+        }
+    report["distribution_after"] = repr(keras.distribution.distribution())
+    report["generated"] = model.generate(
+        np.array([[5, 6, 7, 0]], "int32"), max_length=4
+    ).tolist()  # generation after the scope, on the replicated variables
+    try:
+        distribute.check_batch_size(15, strategies["data_parallel"])
+    except ValueError as error:
+        report["odd_batch_error"] = str(error)
+    trimmed = distribute.trim_to_even_batches({"x": np.zeros((5, 3)), "y": np.zeros(5)},
+                                              strategies["data_parallel"])
+    report["trimmed"] = [len(trimmed["x"]), len(trimmed["y"])]
+    try:
+        distribute.get_strategy("data_parallel", devices=[])
+    except ValueError as error:
+        report["no_devices_error"] = str(error)
+    recipe = recipes.load_recipe("translation")
+    run_dir = os.path.join(spec["dir"], "odd_batch_run")
+    try:  # refused before any work: no data, no run folder
+        recipe.main(["--preset=quick", "--distribution=data_parallel", "--batch_size=63",
+                     f"--output_dir={run_dir}"])
+    except ValueError as error:
+        report["recipe_odd_batch_error"] = str(error)
+    report["odd_batch_run_written"] = os.path.exists(run_dir)
+    with open(os.path.join(spec["dir"], "jax_report.json"), "w") as f:
+        json.dump(report, f)
+
+
 def run_spec(spec):
     """Runs one subprocess job described by the dict `spec`."""
+    if spec["job"] == "jax_parity":
+        run_jax_parity(spec)
+        return
     if spec["job"] == "parity":
         # Two logical CPUs: must be set before TensorFlow initialises devices.
         cpu = tf.config.list_physical_devices("CPU")[0]
@@ -159,12 +241,15 @@ def free_ports(count):
     return ports
 
 
-def start(spec, tmp_path, name, tf_config=None):
-    env = dict(os.environ, KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="3",
+def start(spec, tmp_path, name, tf_config=None, backend="tensorflow", jax_cpu_devices=None):
+    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3",
                CUDA_VISIBLE_DEVICES="", PYTHONPATH=str(ROOT))
     env.pop("TF_CONFIG", None)
     if tf_config:
         env["TF_CONFIG"] = tf_config
+    if jax_cpu_devices:  # read when JAX starts: CPU devices to split the host into
+        env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={jax_cpu_devices}"
+        env["JAX_PLATFORMS"] = "cpu"
     output = open(tmp_path / f"{name}.out", "w")
     process = subprocess.Popen(
         [sys.executable, "-m", "tests.distribute_test", json.dumps(spec)],
@@ -235,6 +320,37 @@ def test_two_mirrored_replicas_follow_the_one_device_loss_curve(tmp_path):
         np.testing.assert_allclose(two, one, rtol=1e-5, err_msg=architecture)
 
 
+def test_jax_data_parallel_on_two_devices_follows_the_one_device_loss_curve(tmp_path):
+    process = start({"job": "jax_parity", "dir": str(tmp_path)}, tmp_path, "jax_parity",
+                    backend="jax", jax_cpu_devices=2)
+    assert wait_all([process]) == [0], tail(process)
+    report = json.loads((tmp_path / "jax_report.json").read_text())
+    assert report["jax_devices"] == 2 and report["replicas"] == 2
+    # keras.distribution is set inside scope() only, and restored after it.
+    assert report["data_parallel_distribution"] == "DataParallel"
+    assert report["one_device_distribution"] == "NoneType"
+    assert report["distribution_after"] == "None"
+    # The variables are replicated on both devices; each batch of 16 is split 8 + 8.
+    assert report["data_parallel"] == {"weight_devices": 2, "weight_replicated": True,
+                                       "batch_shards": [8], "batch_devices": [2]}
+    assert report["one_device"] == {"weight_devices": 1, "weight_replicated": True,
+                                    "batch_shards": [16], "batch_devices": [1]}
+    one = step_losses(read_log(tmp_path / "jax_one_device.jsonl"))
+    two = step_losses(read_log(tmp_path / "jax_data_parallel.jsonl"))
+    assert len(one) == len(two) == 12  # 3 epochs of 4 global batches of 16
+    assert one[-1] < 0.97 * one[0]  # it learns
+    # One XLA program over the global batch: the loss is the global mean on
+    # both, up to float rounding (2e-7 measured).
+    np.testing.assert_allclose(two, one, rtol=1e-5)
+    assert np.array(report["generated"]).shape == (1, 4)
+    error = report["odd_batch_error"]
+    assert error.startswith("Argument `batch_size`") and "Received: batch_size=15" in error
+    assert report["trimmed"] == [4, 4]  # NumPy inputs: the last batch splits evenly too
+    assert report["no_devices_error"].endswith("Received: devices=[]")
+    assert "Received: batch_size=63" in report["recipe_odd_batch_error"]
+    assert report["odd_batch_run_written"] is False
+
+
 def test_two_worker_processes_train_one_model_together(tmp_path):
     def spec(i):
         return {"job": "worker", "log": str(tmp_path / f"worker{i}.jsonl"), "epochs": 3}
@@ -296,10 +412,24 @@ def test_get_strategy_names_and_errors():
         distribute.get_strategy("gpu")
     with pytest.raises(RuntimeError, match="No TPU is reachable"):
         distribute.get_strategy("tpu")
+    with pytest.raises(ValueError, match=r"Argument `distribution` .*keras.distribution"
+                                         r".*use 'mirrored'.*Received: distribution='data_paral"):
+        distribute.get_strategy("data_parallel")  # JAX only
+    assert distribute.check_batch_size(7, mirrored) == 7  # tf.distribute splits unevenly
     with pytest.raises(ValueError, match="Received: index=2"):
         distribute.tf_config(["a:1", "b:2"], 2)
     result = doctest.testmod(distribute, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0
+
+
+@pytest.mark.parametrize("name", ["translation", "summarization", "question_answering"])
+def test_recipes_refuse_keras_distribution_on_tensorflow_before_training(name, tmp_path):
+    recipe = recipes.load_recipe(name)
+    config = recipe.parse_settings(["--preset=quick", "--distribution=data_parallel",
+                                    f"--output_dir={tmp_path / 'run'}"])
+    with pytest.raises(ValueError, match=r"^Argument `distribution`.*Received: distribution="):
+        recipe.train_and_evaluate(config)
+    assert not (tmp_path / "run").exists()
 
 
 @pytest.mark.parametrize("name", ["translation", "summarization"])

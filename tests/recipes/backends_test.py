@@ -4,7 +4,9 @@ XLA, compiled generation, scores, run folder), the run generates the same
 greedy outputs under TensorFlow (this process) and under JAX (another
 subprocess), and exports under TensorFlow to a SavedModel that serves them.
 The question answering recipe's memory network, trained on JAX, answers
-the same on both backends too."""
+the same on both backends too. With `--distribution=data_parallel` on two
+JAX CPU devices (keras.distribution), the translation recipe trains end to
+end and its run generates here as it did there."""
 
 import ast
 import json
@@ -30,6 +32,10 @@ QUESTIONS = ["Mary went to the kitchen. John went to the hallway. | Where is Mar
              "Sandra went back to the garden. | Where is Sandra?",
              "Daniel moved to the office. Mary went to the bedroom. | Where is Daniel?"]
 QA_ARGS = ["--preset=quick", "--num_examples=300"]
+DATA_PARALLEL_ARGS = ["--preset=quick", "--distribution=data_parallel", "--num_examples=400",
+                      "--epochs=1", "--max_test_examples=8"]
+# Read when JAX starts: the host's CPU split into two devices.
+TWO_CPU_DEVICES = {"XLA_FLAGS": "--xla_force_host_platform_device_count=2", "JAX_PLATFORMS": "cpu"}
 
 _TRAIN = ("import sys, importlib; "
           "importlib.import_module('keras_attention.recipes.' + sys.argv[1]).main(sys.argv[2:])")
@@ -53,9 +59,10 @@ print(json.dumps({
 """
 
 
-def _run_on(backend, *args, timeout=240):
-    """A Python subprocess under `KERAS_BACKEND=backend`, from the repository root."""
-    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3",
+def _run_on(backend, *args, timeout=240, env=None):
+    """A Python subprocess under `KERAS_BACKEND=backend`, from the repository
+    root, with the environment variables `env` added."""
+    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3", **(env or {}),
                PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     return subprocess.run([sys.executable, *args], capture_output=True, text=True,
                           timeout=timeout, cwd=ROOT, env=env)
@@ -73,9 +80,16 @@ def jax_qa_run(tmp_path_factory):
     return _train_on_jax(tmp_path_factory, "question_answering", QA_ARGS)
 
 
-def _train_on_jax(tmp_path_factory, recipe, args):
+@pytest.fixture(scope="module")
+def jax_data_parallel_run(tmp_path_factory):
+    """`(run_dir, process)` of the quick translation recipe trained with
+    `--distribution=data_parallel` on two JAX CPU devices."""
+    return _train_on_jax(tmp_path_factory, "translation", DATA_PARALLEL_ARGS, TWO_CPU_DEVICES)
+
+
+def _train_on_jax(tmp_path_factory, recipe, args, env=None):
     run_dir = tmp_path_factory.mktemp("backends") / recipe
-    process = _run_on("jax", "-c", _TRAIN, recipe, *args, f"--output_dir={run_dir}")
+    process = _run_on("jax", "-c", _TRAIN, recipe, *args, f"--output_dir={run_dir}", env=env)
     assert process.returncode == 0, process.stderr[-3000:]
     return run_dir, process
 
@@ -151,6 +165,20 @@ def test_jax_uses_one_device_and_refuses_tf_distribute(on_jax):
     refusal = on_jax["refusal"]
     assert refusal.startswith("Argument `distribution`")
     assert "keras.distribution" in refusal and "Received: distribution='mirrored'" in refusal
+
+
+def test_jax_data_parallel_trains_the_translation_recipe_on_two_devices(jax_data_parallel_run):
+    run_dir, process = jax_data_parallel_run
+    assert "on 2 replica(s)" in process.stdout and "jit_compile=True" in process.stdout
+    metadata = json.loads((run_dir / "config.json").read_text())
+    assert metadata["config"]["distribution"] == "data_parallel"
+    assert metadata["scores"]["test_examples"] == 8 and metadata["scores"]["parameters"] > 0
+    for name in ("model.keras", "source.spm", "target.spm", "attention.png", "training.png"):
+        assert (run_dir / name).stat().st_size > 0, name
+    # The run generates here (TensorFlow, one device) what it generated on JAX after training.
+    samples = _recipe_samples(process.stdout)
+    assert len(samples) == 5
+    assert runs.SavedRun(run_dir).generate(list(samples), "greedy") == list(samples.values())
 
 
 def test_jit_compile_defaults_by_backend(on_jax):

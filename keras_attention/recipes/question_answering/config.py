@@ -22,7 +22,7 @@ def get_config():
         "test_fraction": 0.1,  # built-in data only (bAbI has its own test files)
         "output_dir": "runs/question_answering",
         "overwrite": False,  # replace the run already in output_dir (a run folder only)
-        "distribution": "default",  # tf.distribute: default, mirrored, multi_worker or tpu
+        "distribution": "default",  # or mirrored, multi_worker, tpu (TF); data_parallel (JAX)
         # Execution (keras_attention.runtime.fast_defaults): "auto" = the fastest
         # measured choice for this machine, printed at the start of a run.
         "precision": "auto",  # auto, float32, mixed_bfloat16 or mixed_float16

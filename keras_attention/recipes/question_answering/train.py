@@ -26,7 +26,8 @@ of these settings, or none), the splits (none empty) and the vocabulary size.
 Run: `keras-attention train question_answering [--preset babi] [--tasks=1-20]`
 or `python examples/question_answering/train.py ...` (the settings and
 presets: `keras_attention/recipes/question_answering/config.py`;
-`--distribution=mirrored` for several GPUs: docs/guides/distributed.md)
+`--distribution=mirrored` for several GPUs on TensorFlow,
+`--distribution=data_parallel` on JAX: docs/guides/distributed.md)
 """
 
 import collections
@@ -211,38 +212,44 @@ def train_memory_network(train, config, strategy):
 def fit_memory_network(training, validation, vocabulary_size, num_answers, config, strategy):
     """One memory network trained on `training` `(x, y)`; returns `(model, history)`
     (the epoch with the best validation accuracy when `validation` is given)."""
+    # Where batches must split evenly between devices, the last batch too.
+    training = distribute.trim_to_even_batches(training, strategy)
+    if validation:
+        validation = distribute.trim_to_even_batches(validation, strategy)
     steps_per_epoch = -(-len(training[1]) // config["batch_size"])
     execution = execution_defaults(config)
-    # Variables on every replica (fit splits each global batch); layers in the policy.
-    with strategy.scope(), runtime.dtype_policy_scope(execution["dtype_policy"]):
-        model = memory_network(
-            vocabulary_size, num_answers, hidden_dim=config["hidden_dim"],
-            num_hops=config["num_hops"], max_memories=config["max_memories"],
-            temporal_noise=config["temporal_noise"], linear_start=config["linear_start"],
-            seed=config["seed"],
+    # Variables on every replica (fit splits each global batch; keras.distribution,
+    # on JAX, only while its scope is open); layers in the policy.
+    with strategy.scope():
+        with runtime.dtype_policy_scope(execution["dtype_policy"]):
+            model = memory_network(
+                vocabulary_size, num_answers, hidden_dim=config["hidden_dim"],
+                num_hops=config["num_hops"], max_memories=config["max_memories"],
+                temporal_noise=config["temporal_noise"], linear_start=config["linear_start"],
+                seed=config["seed"],
+            )
+            model.compile(
+                optimizer=keras.optimizers.Adam(learning_rate_schedule(config, steps_per_epoch),
+                                                clipnorm=40.0),
+                loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                metrics=["accuracy"],
+                jit_compile=execution["jit_compile"],
+            )
+        callbacks = []
+        if config["backup_dir"]:  # an interrupted run resumes from its last epoch
+            callbacks.append(distribute.backup_and_restore(config["backup_dir"], strategy))
+        if config["linear_start"]:
+            callbacks.append(LinearStart(monitor="val_loss" if validation else "loss",
+                                         patience=config["linear_start_patience"]))
+        if validation:
+            callbacks.append(keras.callbacks.EarlyStopping(
+                monitor="val_accuracy", mode="max", patience=config["epochs"],
+                restore_best_weights=True,
+            ))
+        history = model.fit(
+            *training, batch_size=config["batch_size"], epochs=config["epochs"],
+            validation_data=validation, callbacks=callbacks, verbose=2,
         )
-        model.compile(
-            optimizer=keras.optimizers.Adam(learning_rate_schedule(config, steps_per_epoch),
-                                            clipnorm=40.0),
-            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-            metrics=["accuracy"],
-            jit_compile=execution["jit_compile"],
-        )
-    callbacks = []
-    if config["backup_dir"]:  # an interrupted run resumes from its last epoch
-        callbacks.append(distribute.backup_and_restore(config["backup_dir"], strategy))
-    if config["linear_start"]:
-        callbacks.append(LinearStart(monitor="val_loss" if validation else "loss",
-                                     patience=config["linear_start_patience"]))
-    if validation:
-        callbacks.append(keras.callbacks.EarlyStopping(
-            monitor="val_accuracy", mode="max", patience=config["epochs"],
-            restore_best_weights=True,
-        ))
-    history = model.fit(
-        *training, batch_size=config["batch_size"], epochs=config["epochs"],
-        validation_data=validation, callbacks=callbacks, verbose=2,
-    )
     return model, history
 
 
@@ -279,33 +286,36 @@ def train_transformer(train, config, strategy):
     source_tokenizer = checks.train_tokenizer(sources, config["vocabulary_size"])
     target_tokenizer = checks.train_tokenizer(answers, config["vocabulary_size"])
     execution = execution_defaults(config)
+    # Full-size batches where they must split evenly between devices.
+    pad = execution["jit_compile"] or distribute.needs_even_batches(strategy)
     dataset = data.make_dataset(
         list(zip(sources, answers)), source_tokenizer, target_tokenizer,
         batch_size=config["batch_size"], max_source_length=config["max_length"],
         max_target_length=config["max_answer_length"], seed=config["seed"],
         bucket_boundaries=(32, 64, 96, 128),
-        pad_to_multiple=32 if execution["jit_compile"] else None,  # few shapes for XLA
+        pad_to_multiple=32 if pad else None,  # few shapes for XLA
     )
-    with strategy.scope(), runtime.dtype_policy_scope(execution["dtype_policy"]):
-        model = transformer_seq2seq(
-            source_tokenizer.vocabulary_size(),
-            target_vocabulary_size=target_tokenizer.vocabulary_size(),
-            num_layers=config["num_layers"], hidden_dim=config["hidden_dim"],
-            num_heads=config["num_heads"], intermediate_dim=config["intermediate_dim"],
-            dropout=config["dropout"], max_length=config["max_length"] + 2,
-            **data.special_token_ids(target_tokenizer),
-        )
-        model.compile(
-            optimizer=keras.optimizers.Adam(config["learning_rate"]),
-            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
-            metrics=["accuracy"],
-            jit_compile=execution["jit_compile"],
-        )
-    callbacks = []
-    if config["backup_dir"]:
-        callbacks.append(distribute.backup_and_restore(config["backup_dir"], strategy))
-    history = model.fit(dataset, epochs=config["epochs"], shuffle=False, callbacks=callbacks,
-                        verbose=2)
+    with strategy.scope():  # keras.distribution (JAX) is set only inside
+        with runtime.dtype_policy_scope(execution["dtype_policy"]):
+            model = transformer_seq2seq(
+                source_tokenizer.vocabulary_size(),
+                target_vocabulary_size=target_tokenizer.vocabulary_size(),
+                num_layers=config["num_layers"], hidden_dim=config["hidden_dim"],
+                num_heads=config["num_heads"], intermediate_dim=config["intermediate_dim"],
+                dropout=config["dropout"], max_length=config["max_length"] + 2,
+                **data.special_token_ids(target_tokenizer),
+            )
+            model.compile(
+                optimizer=keras.optimizers.Adam(config["learning_rate"]),
+                loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
+                metrics=["accuracy"],
+                jit_compile=execution["jit_compile"],
+            )
+        callbacks = []
+        if config["backup_dir"]:
+            callbacks.append(distribute.backup_and_restore(config["backup_dir"], strategy))
+        history = model.fit(dataset, epochs=config["epochs"], shuffle=False,
+                            callbacks=callbacks, verbose=2)
     return model, source_tokenizer, target_tokenizer, history
 
 
@@ -360,6 +370,7 @@ def train_and_evaluate(config):
     record = checks.check_folders(config, recipe_config.BACKUP_MAY_DIFFER)
     # First, before any TensorFlow op: multi_worker connects to the other workers.
     strategy = distribute.get_strategy(config["distribution"])
+    distribute.check_batch_size(config["batch_size"], strategy)
     keras.utils.set_random_seed(config["seed"])  # before any tokenizer (see data.pipeline)
     train, test = load_examples(config)
     print(f"{len(train)} training and {len(test)} test questions.")

@@ -25,7 +25,8 @@ the splits (none empty) and the vocabulary size.
 Run: `keras-attention train summarization [--preset scitldr] [--key=value ...]`
 or `python examples/summarization/train.py ...` (the settings and presets:
 `keras_attention/recipes/summarization/config.py`; `--distribution=mirrored`
-for several GPUs: docs/guides/distributed.md)
+for several GPUs on TensorFlow, `--distribution=data_parallel` on JAX:
+docs/guides/distributed.md)
 """
 
 import os
@@ -169,6 +170,7 @@ def train_and_evaluate(config):
     backup_record = checks.check_folders(config, recipe_config.BACKUP_MAY_DIFFER)
     # First, before any TensorFlow op: multi_worker connects to the other workers.
     strategy = distribute.get_strategy(config["distribution"])
+    distribute.check_batch_size(config["batch_size"], strategy)
     keras.utils.set_random_seed(config["seed"])
     train, validation, test = load_splits(config)
     test = test[: config["max_test_examples"]]
@@ -189,6 +191,8 @@ def train_and_evaluate(config):
     if config["oracle_sentences"]:  # what to copy: each document's closest sentence
         train_pairs += data.oracle_sentence_pairs(train)
     buckets = tuple(range(32, config["max_source_length"], 32))
+    # Full-size batches where they must split evenly between devices.
+    pad = execution["jit_compile"] or distribute.needs_even_batches(strategy)
 
     def dataset(pairs, shuffle):
         return data.make_dataset(
@@ -196,39 +200,41 @@ def train_and_evaluate(config):
             max_source_length=config["max_source_length"],
             max_target_length=config["max_target_length"],
             shuffle=shuffle, seed=config["seed"], bucket_boundaries=buckets,
-            pad_to_multiple=32 if execution["jit_compile"] else None,
+            pad_to_multiple=32 if pad else None,
         )
 
     datasets = [dataset(train_pairs, True), dataset(training_pairs(validation, False), False)]
 
     # Under a strategy, the variables live on every replica and `fit` splits
-    # each (global) batch between them.
-    with strategy.scope(), runtime.dtype_policy_scope(execution["dtype_policy"]):
-        model = build_model(config, tokenizer)
-        model.compile(
-            optimizer=keras.optimizers.Adam(config["learning_rate"]),
-            # The pointer-generator outputs log-probabilities, which
-            # `from_logits=True` leaves unchanged; the coverage loss is added.
-            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
-            metrics=["accuracy"],
-            jit_compile=execution["jit_compile"],  # generation is always compiled
-        )
-    backup.write_backup_record(config["backup_dir"], backup_record)
-    start = time.time()
-    if config["gap_sentence_epochs"]:
-        pretrain_on_gap_sentences(model, [record["document"] for record in train],
-                                  dataset, config, strategy)
-    callbacks = []
-    if config["backup_dir"]:  # an interrupted run resumes from its last epoch
-        callbacks.append(distribute.backup_and_restore(config["backup_dir"], strategy))
-    if config["keep_best_epoch"]:  # the weights of the epoch with the lowest validation loss
-        callbacks.append(keras.callbacks.EarlyStopping(
-            monitor="val_loss", patience=config["epochs"], restore_best_weights=True))
-    print(f"Training a pointer-generator Transformer with {model.count_params():,} parameters "
-          f"on {strategy.num_replicas_in_sync} replica(s).")
-    history = model.fit(datasets[0], validation_data=datasets[1], epochs=config["epochs"],
-                        shuffle=False, verbose=2, callbacks=callbacks)
-    train_seconds = time.time() - start
+    # each (global) batch between them (keras.distribution, on JAX, only
+    # while its scope is open).
+    with strategy.scope():
+        with runtime.dtype_policy_scope(execution["dtype_policy"]):
+            model = build_model(config, tokenizer)
+            model.compile(
+                optimizer=keras.optimizers.Adam(config["learning_rate"]),
+                # The pointer-generator outputs log-probabilities, which
+                # `from_logits=True` leaves unchanged; the coverage loss is added.
+                loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
+                metrics=["accuracy"],
+                jit_compile=execution["jit_compile"],  # generation is always compiled
+            )
+        backup.write_backup_record(config["backup_dir"], backup_record)
+        start = time.time()
+        if config["gap_sentence_epochs"]:
+            pretrain_on_gap_sentences(model, [record["document"] for record in train],
+                                      dataset, config, strategy)
+        callbacks = []
+        if config["backup_dir"]:  # an interrupted run resumes from its last epoch
+            callbacks.append(distribute.backup_and_restore(config["backup_dir"], strategy))
+        if config["keep_best_epoch"]:  # the weights of the epoch with the lowest validation loss
+            callbacks.append(keras.callbacks.EarlyStopping(
+                monitor="val_loss", patience=config["epochs"], restore_best_weights=True))
+        print(f"Training a pointer-generator Transformer with {model.count_params():,} "
+              f"parameters on {strategy.num_replicas_in_sync} replica(s).")
+        history = model.fit(datasets[0], validation_data=datasets[1], epochs=config["epochs"],
+                            shuffle=False, verbose=2, callbacks=callbacks)
+        train_seconds = time.time() - start
 
     documents = [record["document"] for record in test]
     references = [record["summaries"] for record in test]

@@ -23,7 +23,7 @@ def get_config():
         "epochs": 6,
         "batch_size": 64,  # global: split between the replicas of a distribution
         "learning_rate": 2e-3,
-        "distribution": "default",  # tf.distribute: default, mirrored, multi_worker or tpu
+        "distribution": "default",  # or mirrored, multi_worker, tpu (TF); data_parallel (JAX)
         # Execution (keras_attention.runtime.fast_defaults): "auto" = the fastest
         # measured choice for this machine, printed at the start of a run.
         "precision": "auto",  # auto, float32, mixed_bfloat16 or mixed_float16

@@ -24,7 +24,8 @@ train on these sentences).
 Run: `keras-attention train translation [--data=PATH.tsv] [--architecture=rnn] [--key=value ...]`
 or `python examples/translation/train.py ...` (the settings and presets:
 `keras_attention/recipes/translation/config.py`; `--distribution=mirrored`
-for several GPUs: docs/guides/distributed.md)
+for several GPUs on TensorFlow, `--distribution=data_parallel` on JAX:
+docs/guides/distributed.md)
 """
 
 import os
@@ -153,6 +154,7 @@ def train_and_evaluate(config):
     backup_record = checks.check_folders(config, recipe_config.BACKUP_MAY_DIFFER)
     # First, before any TensorFlow op: multi_worker connects to the other workers.
     strategy = distribute.get_strategy(config["distribution"])
+    distribute.check_batch_size(config["batch_size"], strategy)
     keras.utils.set_random_seed(config["seed"])
     pairs = load_pairs(config)
     train, validation, test = split_pairs(pairs, config)
@@ -164,36 +166,41 @@ def train_and_evaluate(config):
 
     source_tokenizer = checks.train_tokenizer([s for s, _ in train], config["vocabulary_size"])
     target_tokenizer = checks.train_tokenizer([t for _, t in train], config["vocabulary_size"])
+    # Padded to a few full-size shapes: a few programs for XLA to compile, and
+    # batches that split evenly between devices where they must.
+    pad = execution["jit_compile"] or distribute.needs_even_batches(strategy)
     datasets = [
         data.make_dataset(
             split, source_tokenizer, target_tokenizer, batch_size=config["batch_size"],
             max_source_length=config["max_length"], max_target_length=config["max_length"],
             shuffle=shuffle, seed=config["seed"],
-            pad_to_multiple=PAD_TO_MULTIPLE if execution["jit_compile"] else None,
+            pad_to_multiple=PAD_TO_MULTIPLE if pad else None,
         )
         for split, shuffle in ((train, True), (validation, False))
     ]
 
     # Under a strategy, the variables live on every replica and `fit` splits
-    # each (global) batch between them.
-    with strategy.scope(), runtime.dtype_policy_scope(execution["dtype_policy"]):
-        model = build_model(config, source_tokenizer, target_tokenizer)
-        model.compile(
-            optimizer=keras.optimizers.Adam(config["learning_rate"]),
-            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
-            metrics=["accuracy"],
-            jit_compile=execution["jit_compile"],  # generation is always compiled
-        )
-    callbacks = []
-    if config["backup_dir"]:  # an interrupted run resumes from its last epoch
-        backup.write_backup_record(config["backup_dir"], backup_record)
-        callbacks.append(distribute.backup_and_restore(config["backup_dir"], strategy))
-    print(f"Training a {config['architecture']} model with {model.count_params():,} parameters "
-          f"on {strategy.num_replicas_in_sync} replica(s).")
-    start = time.time()
-    history = model.fit(datasets[0], validation_data=datasets[1], epochs=config["epochs"],
-                        callbacks=callbacks, shuffle=False, verbose=2)  # shuffled by the dataset
-    train_seconds = time.time() - start
+    # each (global) batch between them (keras.distribution, on JAX, only
+    # while its scope is open).
+    with strategy.scope():
+        with runtime.dtype_policy_scope(execution["dtype_policy"]):
+            model = build_model(config, source_tokenizer, target_tokenizer)
+            model.compile(
+                optimizer=keras.optimizers.Adam(config["learning_rate"]),
+                loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
+                metrics=["accuracy"],
+                jit_compile=execution["jit_compile"],  # generation is always compiled
+            )
+        callbacks = []
+        if config["backup_dir"]:  # an interrupted run resumes from its last epoch
+            backup.write_backup_record(config["backup_dir"], backup_record)
+            callbacks.append(distribute.backup_and_restore(config["backup_dir"], strategy))
+        print(f"Training a {config['architecture']} model with {model.count_params():,} "
+              f"parameters on {strategy.num_replicas_in_sync} replica(s).")
+        start = time.time()
+        history = model.fit(datasets[0], validation_data=datasets[1], epochs=config["epochs"],
+                            callbacks=callbacks, shuffle=False, verbose=2)  # shuffled by the data
+        train_seconds = time.time() - start
 
     sources = [s for s, _ in test]
     references = [t for _, t in test]
