@@ -5,6 +5,7 @@ import re
 import numpy as np
 import tensorflow as tf
 
+from keras_attention.data.packing import PACKED_KEYS, pack_examples
 from keras_attention.data.sentence_selection import split_sentences
 from keras_attention.data.tokenizers import special_token_ids
 from keras_attention.validation import check_positive_int
@@ -58,11 +59,22 @@ def make_dataset(
     bucket_boundaries=(8, 16, 24, 32, 48),
     pad_to_multiple=None,
     cache=True,
+    pack=False,
 ):
     """A shuffled, length-bucketed, padded and prefetched training dataset.
 
     Examples of similar source length are batched together (less padding);
     padding uses the pad id 0, which the models mask.
+
+    With `pack=True` the examples are packed instead (`pack_examples`): once,
+    after a shuffle with `seed`, several examples per row of
+    `max_source_length` / `max_target_length` tokens, with
+    `encoder_segment_ids` and `decoder_segment_ids` among the inputs, for a
+    model built with `packed=True`. `batch_size` then counts rows, the rows
+    are shuffled every epoch (the examples of a row stay together), and
+    `bucket_boundaries` is not used. Padding labels are 0, so a loss and
+    metrics that ignore label 0 count each token once, and the mean loss of
+    a batch is the mean over its tokens whatever the packing.
 
     With `pad_to_multiple=k`, every batch's source and target lengths are
     rounded up to a multiple of `k`, and a last, smaller batch of a bucket
@@ -83,6 +95,7 @@ def make_dataset(
         pad_to_multiple: optional positive int (see above).
         cache: keep the tokenized examples in memory after the first epoch
             (tokenization then runs once, not once per epoch).
+        pack: bool, pack several examples per row (see above).
 
     Returns:
         A `tf.data.Dataset` of `(inputs, labels)` batches.
@@ -92,6 +105,9 @@ def make_dataset(
     dataset = tokenize_pairs(
         pairs, source_tokenizer, target_tokenizer, max_source_length, max_target_length
     )
+    if pack:
+        return _packed_dataset(dataset, batch_size, max_source_length, max_target_length,
+                               shuffle, seed, pad_to_multiple)
     if cache:
         dataset = dataset.cache()
     boundaries = [b for b in bucket_boundaries if b < max_source_length]
@@ -128,9 +144,30 @@ def _bucketed_batch_count(dataset, boundaries, batch_size):
     return int(np.sum(-(-counts // batch_size)))
 
 
+def _packed_dataset(dataset, batch_size, max_source_length, max_target_length, shuffle,
+                    seed, pad_to_multiple):
+    """Batches of packed rows (`make_dataset(..., pack=True)`)."""
+    examples = list(dataset.as_numpy_iterator())
+    if shuffle:  # which examples share a row
+        examples = [examples[i] for i in np.random.default_rng(seed).permutation(len(examples))]
+    inputs, labels = pack_examples(examples, max_source_length=max_source_length,
+                                   max_target_length=max_target_length)
+    rows = tf.data.Dataset.from_tensor_slices((inputs, labels))
+    if shuffle:
+        rows = rows.shuffle(len(labels), seed=seed, reshuffle_each_iteration=True)
+    rows = rows.batch(batch_size)
+    if pad_to_multiple:
+        rows = rows.map(
+            lambda inputs, labels: _pad_batch(inputs, labels, batch_size, pad_to_multiple),
+            num_parallel_calls=tf.data.AUTOTUNE,
+        )
+    return rows.prefetch(tf.data.AUTOTUNE)
+
+
 def _pad_batch(inputs, labels, batch_size, multiple):
     """Pads every `(B, L)` tensor with 0 to `(batch_size, a multiple of
-    multiple)` (the decoder inputs and labels to the same length)."""
+    multiple)` (the decoder inputs and labels to the same length; segment
+    ids, when packed, as their tokens)."""
 
     def pad(tensor):
         shape = tf.shape(tensor)
@@ -138,8 +175,9 @@ def _pad_batch(inputs, labels, batch_size, multiple):
         return tf.pad(tensor, [[0, batch_size - shape[0]], [0, extra]])
 
     inputs = dict(inputs)
-    inputs["encoder_token_ids"] = pad(inputs["encoder_token_ids"])
-    inputs["decoder_token_ids"] = pad(inputs["decoder_token_ids"])
+    for key in PACKED_KEYS:
+        if key in inputs:
+            inputs[key] = pad(inputs[key])
     return inputs, pad(labels)
 
 

@@ -48,6 +48,12 @@ class TransformerDecoderBlock(TransformerBlock):
         memory: `(B, S, Dm)` or None.
         memory_mask: optional boolean `(B, S)`, True on real source tokens
             (filled from the Keras mask of `memory`).
+        attention_mask: optional boolean `(B, T, T)` for self-attention,
+            merged with the causal mask (packed rows:
+            `masks.segment_mask(segment_ids)`).
+        memory_attention_mask: optional boolean `(B, T, S)` for
+            cross-attention (packed rows: `masks.segment_mask(
+            target_segment_ids, source_segment_ids)`).
         return_attention_scores: bool; if True returns `(y, self_scores,
             cross_scores)` (`cross_scores` is None without memory).
         training: bool.
@@ -94,13 +100,16 @@ class TransformerDecoderBlock(TransformerBlock):
         mask=None,
         x_mask=None,
         memory_mask=None,
+        attention_mask=None,
+        memory_attention_mask=None,
         return_attention_scores=False,
         training=None,
     ):
         self._check_memory(memory)
         padding = x_mask if x_mask is not None else mask
         h, self_scores = self._self_attention_residual(
-            x, padding, training, return_attention_scores, use_causal_mask=True
+            x, padding, training, return_attention_scores,
+            attention_mask=attention_mask, use_causal_mask=True,
         )
         cross_scores = None
         if memory is not None:
@@ -113,6 +122,7 @@ class TransformerDecoderBlock(TransformerBlock):
                     memory,
                     query_mask=padding,
                     value_mask=memory_mask,
+                    attention_mask=memory_attention_mask,
                     training=training,
                 )
 
