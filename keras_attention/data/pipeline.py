@@ -70,7 +70,10 @@ def make_dataset(
     after a shuffle with `seed`, several examples per row of
     `max_source_length` / `max_target_length` tokens, with
     `encoder_segment_ids` and `decoder_segment_ids` among the inputs, for a
-    model built with `packed=True`. `batch_size` then counts rows, the rows
+    model built with `packed=True`. `batch_size` keeps its meaning, examples
+    per batch: rows are batched `round(batch_size * rows / examples)` at a
+    time, so a batch holds about `batch_size` examples and an epoch has about
+    as many steps as unpacked (the same optimisation, less padding). The rows
     are shuffled every epoch (the examples of a row stay together), and
     `bucket_boundaries` is not used. Padding labels are 0, so a loss and
     metrics that ignore label 0 count each token once, and the mean loss of
@@ -152,13 +155,15 @@ def _packed_dataset(dataset, batch_size, max_source_length, max_target_length, s
         examples = [examples[i] for i in np.random.default_rng(seed).permutation(len(examples))]
     inputs, labels = pack_examples(examples, max_source_length=max_source_length,
                                    max_target_length=max_target_length)
+    # About `batch_size` examples per batch.
+    rows_per_batch = max(1, round(batch_size * len(labels) / max(1, len(examples))))
     rows = tf.data.Dataset.from_tensor_slices((inputs, labels))
     if shuffle:
         rows = rows.shuffle(len(labels), seed=seed, reshuffle_each_iteration=True)
-    rows = rows.batch(batch_size)
+    rows = rows.batch(rows_per_batch)
     if pad_to_multiple:
         rows = rows.map(
-            lambda inputs, labels: _pad_batch(inputs, labels, batch_size, pad_to_multiple),
+            lambda inputs, labels: _pad_batch(inputs, labels, rows_per_batch, pad_to_multiple),
             num_parallel_calls=tf.data.AUTOTUNE,
         )
     return rows.prefetch(tf.data.AUTOTUNE)

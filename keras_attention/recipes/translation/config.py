@@ -23,7 +23,7 @@ def get_config():
         "epochs": 6,
         "batch_size": 64,  # global: split between the replicas of a distribution
         # Pack several sentence pairs per row of max_length tokens (transformer only;
-        # batch_size then counts rows): less padding, the same loss per token.
+        # a batch still holds about batch_size pairs): less padding, the same loss per token.
         "pack": False,
         "learning_rate": 2e-3,
         "distribution": "default",  # tf.distribute: default, mirrored, multi_worker or tpu
