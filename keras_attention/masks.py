@@ -16,6 +16,10 @@ Every layer of `keras_attention.layers` turns its Keras implicit masks, its
 explicit `attention_mask` and its causal or window flags into one `(B, T, S)`
 mask with the functions of this module, so every code path masks the same way.
 
+Packed rows (several examples per row, numbered by segment ids, 0 on padding)
+use `segment_mask` (block diagonal; merged with `causal_mask` in a decoder)
+and `segment_positions` (positions that restart at every example).
+
 Example:
 
 >>> import numpy as np
