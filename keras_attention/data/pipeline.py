@@ -97,7 +97,8 @@ def make_dataset(
         bucket_boundaries: source-length bucket limits.
         pad_to_multiple: optional positive int (see above).
         cache: keep the tokenized examples in memory after the first epoch
-            (tokenization then runs once, not once per epoch).
+            (tokenization then runs once, not once per epoch); packed rows
+            are always held in memory.
         pack: bool, pack several examples per row (see above).
 
     Returns:
