@@ -75,9 +75,12 @@ def make_dataset(
     time, so a batch holds about `batch_size` examples and an epoch has about
     as many steps as unpacked (the same optimisation, less padding). The rows
     are shuffled every epoch (the examples of a row stay together), and
-    `bucket_boundaries` is not used. Padding labels are 0, so a loss and
-    metrics that ignore label 0 count each token once, and the mean loss of
-    a batch is the mean over its tokens whatever the packing.
+    `bucket_boundaries` is not used. Packed batches have one shape already;
+    `pad_to_multiple` then only fills the last batch with rows of padding
+    (segment id 0: fully masked rows, which add nothing to the loss).
+    Padding labels are 0, so a loss and metrics that ignore label 0 count
+    each token once, and the mean loss of a batch is the mean over its
+    tokens whatever the packing.
 
     With `pad_to_multiple=k`, every batch's source and target lengths are
     rounded up to a multiple of `k`, and a last, smaller batch of a bucket
@@ -162,9 +165,9 @@ def _packed_dataset(dataset, batch_size, max_source_length, max_target_length, s
     if shuffle:
         rows = rows.shuffle(len(labels), seed=seed, reshuffle_each_iteration=True)
     rows = rows.batch(rows_per_batch)
-    if pad_to_multiple:
+    if pad_to_multiple:  # rows have one width already: fill the last batch only
         rows = rows.map(
-            lambda inputs, labels: _pad_batch(inputs, labels, rows_per_batch, pad_to_multiple),
+            lambda inputs, labels: _pad_batch(inputs, labels, rows_per_batch, 1),
             num_parallel_calls=tf.data.AUTOTUNE,
         )
     return rows.prefetch(tf.data.AUTOTUNE)

@@ -128,6 +128,35 @@ def test_packed_batch_gives_the_gradients_of_unpacked_batches(kwargs):
     assert sum(float(np.abs(g).sum()) for g in packed_grads) > 0
 
 
+@pytest.mark.tf_only("gradients through tf.GradientTape")
+def test_a_fully_padded_row_changes_nothing_and_stays_finite():
+    """A row of padding only (segment id 0 everywhere, as in the filled last
+    batch under XLA) is fully masked in every attention: finite logits, and
+    the loss and gradients of the other rows unchanged."""
+    import tensorflow as tf
+
+    packed_model, _ = models()
+    inputs, labels = packed_batch()
+    padded = {k: np.concatenate([v, np.zeros_like(v[:1])]) for k, v in inputs.items()}
+    padded_labels = np.concatenate([labels, np.zeros_like(labels[:1])])
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0)
+
+    def loss_and_gradients(x, y):
+        with tf.GradientTape() as tape:
+            logits = packed_model(x, training=True)
+            loss = loss_fn(y, logits)
+        grads = tape.gradient(loss, packed_model.trainable_variables)
+        return logits, loss, [np.asarray(tf.convert_to_tensor(g)) for g in grads]
+
+    logits, loss, grads = loss_and_gradients(padded, padded_labels)
+    _, expected_loss, expected_grads = loss_and_gradients(inputs, labels)
+    assert np.isfinite(np.asarray(logits)).all()
+    np.testing.assert_allclose(loss, expected_loss, rtol=1e-6)
+    for g, expected in zip(grads, expected_grads):
+        assert np.isfinite(g).all()
+        np.testing.assert_allclose(g, expected, atol=1e-6, rtol=1e-5)
+
+
 def test_loss_of_fit_is_the_mean_over_the_same_tokens():
     """The recipe's loss (ignore_class=0, the mean over the batch's tokens)
     of a packed batch equals that of an unpacked batch of the same tokens;
