@@ -16,6 +16,10 @@ Every layer of `keras_attention.layers` turns its Keras implicit masks, its
 explicit `attention_mask` and its causal or window flags into one `(B, T, S)`
 mask with the functions of this module, so every code path masks the same way.
 
+Packed rows (several examples per row, numbered by segment ids, 0 on padding)
+use `segment_mask` (block diagonal; merged with `causal_mask` in a decoder)
+and `segment_positions` (positions that restart at every example).
+
 Example:
 
 >>> import numpy as np
@@ -48,6 +52,8 @@ __all__ = [
     "merge_masks",
     "padding_mask",
     "padding_mask_from_lengths",
+    "segment_mask",
+    "segment_positions",
     "sequence_mask",
     "sliding_window_mask",
 ]
@@ -284,6 +290,82 @@ def merge_masks(*masks):
         mask = ops.cast(mask, "bool")
         merged = mask if merged is None else ops.logical_and(merged, mask)
     return merged
+
+
+def segment_mask(query_segment_ids, key_segment_ids=None):
+    """Builds the block-diagonal mask of packed sequences.
+
+    A packed row holds several examples one after the other; `segment_ids`
+    numbers them `1, 2, ...` and marks padding with 0. A query may attend to
+    a key of the same example only: True where the two segment ids are equal
+    and not 0. A padding query (segment 0) is therefore a fully masked row
+    (zero weights, zero context: docs/concepts/fully_masked_rows.md).
+
+    Self-attention: `segment_mask(ids)` (`(B, T, T)`); merge it with
+    `causal_mask(T, T)` for a decoder (`merge_masks`). Cross-attention:
+    `segment_mask(target_ids, source_ids)` (`(B, T, S)`): each target token
+    sees only the source of its own example, when both rows number their
+    examples in the same order.
+
+    Args:
+        query_segment_ids: integer tensor `(B, T)`, 0 on padding.
+        key_segment_ids: integer tensor `(B, S)`, 0 on padding; defaults to
+            `query_segment_ids` (self-attention).
+
+    Returns:
+        A boolean tensor of shape `(B, T, S)`.
+
+    Example:
+
+    >>> from keras_attention import masks
+    >>> m = masks.segment_mask([[1, 1, 2, 0]])
+    >>> m.numpy().astype(int)[0].tolist()
+    [[1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 0]]
+    """
+    query_segment_ids = ops.convert_to_tensor(query_segment_ids, dtype="int32")
+    if key_segment_ids is None:
+        key_segment_ids = query_segment_ids
+    key_segment_ids = ops.convert_to_tensor(key_segment_ids, dtype="int32")
+    for name, ids in (("query_segment_ids", query_segment_ids),
+                      ("key_segment_ids", key_segment_ids)):
+        if len(ids.shape) != 2:
+            raise ValueError(
+                f"`{name}` must have shape (batch, length). "
+                f"Received: {name}.shape={tuple(ids.shape)}"
+            )
+    same = ops.equal(query_segment_ids[:, :, None], key_segment_ids[:, None, :])
+    real = ops.not_equal(query_segment_ids, 0)[:, :, None]
+    return ops.logical_and(same, real)
+
+
+def segment_positions(segment_ids):
+    """Positions that restart at 0 in every example of a packed row.
+
+    The position of a token is the number of earlier tokens of its row with
+    the same segment id, so an example packed after others gets the
+    positions `0, 1, ...` it would have alone (the segments need not be
+    contiguous). Padding (segment 0) gets 0. Computed as a `(B, T, T)`
+    comparison, cheap next to attention at the lengths that are packed.
+
+    Args:
+        segment_ids: integer tensor `(B, T)`, 0 on padding.
+
+    Returns:
+        An int32 tensor `(B, T)`.
+
+    Example:
+
+    >>> from keras_attention import masks
+    >>> masks.segment_positions([[1, 1, 1, 2, 2, 0]]).numpy().tolist()
+    [[0, 1, 2, 0, 1, 0]]
+    """
+    segment_ids = ops.convert_to_tensor(segment_ids, dtype="int32")
+    # Indices from a cumsum, not `arange`: the length may be symbolic
+    # (a functional model's input).
+    index = ops.cumsum(ops.ones_like(segment_ids), axis=1)  # (B, T): 1 .. T
+    earlier = ops.less(index[:, None, :], index[:, :, None])  # key u before query t
+    same = ops.logical_and(segment_mask(segment_ids), earlier)  # (B, T, T)
+    return ops.sum(ops.cast(same, "int32"), axis=-1)
 
 
 def _static_dim(x):

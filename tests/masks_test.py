@@ -114,3 +114,49 @@ def test_attention_mask_refuses_wrong_shapes(shape):
     with pytest.raises(ValueError, match=r"attention_mask.*\(batch, target_len, source_len\)"
                                          r".*Received: attention_mask.shape"):
         masks.attention_mask(np.ones(shape, bool), batch_size=3, query_length=2, key_length=3)
+
+
+def test_segment_mask_is_block_diagonal_literal():
+    ids = [[1, 1, 2, 2, 2, 0], [1, 2, 3, 0, 0, 0]]
+    mask = masks.segment_mask(ids)
+    assert tuple(mask.shape) == (2, 6, 6)
+    assert as_int(mask[0]) == [
+        [1, 1, 0, 0, 0, 0],
+        [1, 1, 0, 0, 0, 0],
+        [0, 0, 1, 1, 1, 0],
+        [0, 0, 1, 1, 1, 0],
+        [0, 0, 1, 1, 1, 0],
+        [0, 0, 0, 0, 0, 0],
+    ]
+    assert as_int(mask[1])[:3] == [[1, 0, 0, 0, 0, 0], [0, 1, 0, 0, 0, 0], [0, 0, 1, 0, 0, 0]]
+
+
+def test_segment_mask_merged_with_causal():
+    mask = masks.merge_masks(masks.segment_mask([[1, 1, 2, 2]]), masks.causal_mask(4, 4))
+    assert as_int(mask) == [[[1, 0, 0, 0], [1, 1, 0, 0], [0, 0, 1, 0], [0, 0, 1, 1]]]
+
+
+def test_segment_mask_cross_attention_sees_its_own_source():
+    target = [[1, 1, 1, 2, 2, 0]]
+    source = [[1, 2, 2, 0]]
+    assert as_int(masks.segment_mask(target, source)) == [[
+        [1, 0, 0, 0], [1, 0, 0, 0], [1, 0, 0, 0], [0, 1, 1, 0], [0, 1, 1, 0], [0, 0, 0, 0],
+    ]]
+
+
+def test_segment_mask_fully_padded_row_is_fully_masked():
+    mask = masks.segment_mask([[1, 1, 0], [0, 0, 0]])
+    assert not np.asarray(mask[1]).any()
+    assert as_int(mask[0])[2] == [0, 0, 0]
+
+
+def test_segment_mask_refuses_wrong_rank():
+    with pytest.raises(ValueError, match=r"key_segment_ids.*Received: key_segment_ids.shape"):
+        masks.segment_mask([[1, 1]], [1, 1])
+
+
+def test_segment_positions_restart_per_segment():
+    ids = [[1, 1, 1, 2, 2, 0, 0], [1, 2, 2, 2, 3, 3, 3], [0, 0, 0, 0, 0, 0, 0]]
+    assert np.asarray(masks.segment_positions(ids)).tolist() == [
+        [0, 1, 2, 0, 1, 0, 0], [0, 0, 1, 2, 0, 1, 2], [0] * 7,
+    ]

@@ -9,6 +9,7 @@ One module per job:
 - `splitting`: `split_examples`, deterministic (optionally grouped) splits.
 - `text_files`: the line reader and line-numbered errors the loaders share.
 - `sentence_selection`, `tokenizers`, `pipeline`, `synthetic`.
+- `packing`: `pack_examples`, several short examples per row with segment ids.
 
 The loaders are pure Python: each reads one local UTF-8 file (nothing is
 downloaded or written) and returns plain lists. Malformed input raises a
@@ -17,6 +18,7 @@ downloaded or written) and returns plain lists. Malformed input raises a
 """
 
 from keras_attention.data.babi import load_babi, load_babi_task
+from keras_attention.data.packing import pack_examples, unpack_rows
 from keras_attention.data.pipeline import (
     encode_sources,
     encode_stories,
@@ -71,6 +73,7 @@ __all__ = [
     "make_stories",
     "make_task",
     "oracle_sentence",
+    "pack_examples",
     "oracle_sentence_pairs",
     "principal_sentences",
     "save_tokenizer",
@@ -83,4 +86,5 @@ __all__ = [
     "strip_special",
     "tokenize_pairs",
     "train_tokenizer",
+    "unpack_rows",
 ]

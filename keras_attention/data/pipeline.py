@@ -5,6 +5,7 @@ import re
 import numpy as np
 import tensorflow as tf
 
+from keras_attention.data.packing import PACKED_KEYS, pack_examples
 from keras_attention.data.sentence_selection import split_sentences
 from keras_attention.data.tokenizers import special_token_ids
 from keras_attention.validation import check_positive_int
@@ -58,11 +59,28 @@ def make_dataset(
     bucket_boundaries=(8, 16, 24, 32, 48),
     pad_to_multiple=None,
     cache=True,
+    pack=False,
 ):
     """A shuffled, length-bucketed, padded and prefetched training dataset.
 
     Examples of similar source length are batched together (less padding);
     padding uses the pad id 0, which the models mask.
+
+    With `pack=True` the examples are packed instead (`pack_examples`): once,
+    after a shuffle with `seed`, several examples per row of
+    `max_source_length` / `max_target_length` tokens, with
+    `encoder_segment_ids` and `decoder_segment_ids` among the inputs, for a
+    model built with `packed=True`. `batch_size` keeps its meaning, examples
+    per batch: rows are batched `round(batch_size * rows / examples)` at a
+    time, so a batch holds about `batch_size` examples and an epoch has about
+    as many steps as unpacked (the same optimisation, less padding). The rows
+    are shuffled every epoch (the examples of a row stay together), and
+    `bucket_boundaries` is not used. Packed batches have one shape already;
+    `pad_to_multiple` then only fills the last batch with rows of padding
+    (segment id 0: fully masked rows, which add nothing to the loss).
+    Padding labels are 0, so a loss and metrics that ignore label 0 count
+    each token once, and the mean loss of a batch is the mean over its
+    tokens whatever the packing.
 
     With `pad_to_multiple=k`, every batch's source and target lengths are
     rounded up to a multiple of `k`, and a last, smaller batch of a bucket
@@ -82,7 +100,9 @@ def make_dataset(
         bucket_boundaries: source-length bucket limits.
         pad_to_multiple: optional positive int (see above).
         cache: keep the tokenized examples in memory after the first epoch
-            (tokenization then runs once, not once per epoch).
+            (tokenization then runs once, not once per epoch); packed rows
+            are always held in memory.
+        pack: bool, pack several examples per row (see above).
 
     Returns:
         A `tf.data.Dataset` of `(inputs, labels)` batches.
@@ -92,6 +112,9 @@ def make_dataset(
     dataset = tokenize_pairs(
         pairs, source_tokenizer, target_tokenizer, max_source_length, max_target_length
     )
+    if pack:
+        return _packed_dataset(dataset, batch_size, max_source_length, max_target_length,
+                               shuffle, seed, pad_to_multiple)
     if cache:
         dataset = dataset.cache()
     boundaries = [b for b in bucket_boundaries if b < max_source_length]
@@ -128,9 +151,32 @@ def _bucketed_batch_count(dataset, boundaries, batch_size):
     return int(np.sum(-(-counts // batch_size)))
 
 
+def _packed_dataset(dataset, batch_size, max_source_length, max_target_length, shuffle,
+                    seed, pad_to_multiple):
+    """Batches of packed rows (`make_dataset(..., pack=True)`)."""
+    examples = list(dataset.as_numpy_iterator())
+    if shuffle:  # which examples share a row
+        examples = [examples[i] for i in np.random.default_rng(seed).permutation(len(examples))]
+    inputs, labels = pack_examples(examples, max_source_length=max_source_length,
+                                   max_target_length=max_target_length)
+    # About `batch_size` examples per batch.
+    rows_per_batch = max(1, round(batch_size * len(labels) / max(1, len(examples))))
+    rows = tf.data.Dataset.from_tensor_slices((inputs, labels))
+    if shuffle:
+        rows = rows.shuffle(len(labels), seed=seed, reshuffle_each_iteration=True)
+    rows = rows.batch(rows_per_batch)
+    if pad_to_multiple:  # rows have one width already: fill the last batch only
+        rows = rows.map(
+            lambda inputs, labels: _pad_batch(inputs, labels, rows_per_batch, 1),
+            num_parallel_calls=tf.data.AUTOTUNE,
+        )
+    return rows.prefetch(tf.data.AUTOTUNE)
+
+
 def _pad_batch(inputs, labels, batch_size, multiple):
     """Pads every `(B, L)` tensor with 0 to `(batch_size, a multiple of
-    multiple)` (the decoder inputs and labels to the same length)."""
+    multiple)` (the decoder inputs and labels to the same length; segment
+    ids, when packed, as their tokens)."""
 
     def pad(tensor):
         shape = tf.shape(tensor)
@@ -138,8 +184,9 @@ def _pad_batch(inputs, labels, batch_size, multiple):
         return tf.pad(tensor, [[0, batch_size - shape[0]], [0, extra]])
 
     inputs = dict(inputs)
-    inputs["encoder_token_ids"] = pad(inputs["encoder_token_ids"])
-    inputs["decoder_token_ids"] = pad(inputs["decoder_token_ids"])
+    for key in PACKED_KEYS:
+        if key in inputs:
+            inputs[key] = pad(inputs[key])
     return inputs, pad(labels)
 
 

@@ -60,9 +60,13 @@ class SinusoidalPositionEncoding(keras.layers.Layer):
     Call arguments:
         inputs: `(B, T, dim)`, only its shape is used.
         start_index: int or scalar tensor, the position of the first row.
+        positions: optional int tensor `(B, T)`, each token's own position
+            (packed rows: `masks.segment_positions`); replaces
+            `start_index + t`.
 
     Returns:
-        `(B, T, dim)`, the encodings of positions `start_index + t`.
+        `(B, T, dim)`, the encodings of positions `start_index + t` (or of
+        `positions`).
     """
 
     def __init__(self, max_wavelength=10000, **kwargs):
@@ -70,21 +74,23 @@ class SinusoidalPositionEncoding(keras.layers.Layer):
         self.max_wavelength = check_positive_int("max_wavelength", max_wavelength)
         self.built = True
 
-    def call(self, inputs, start_index=0):
+    def call(self, inputs, start_index=0, positions=None):
         shape = ops.shape(inputs)
         seq_length, hidden_size = shape[-2], shape[-1]
         dtype = self.compute_dtype
-        positions = ops.cast(ops.arange(seq_length) + start_index, dtype)
+        if positions is None:
+            positions = ops.arange(seq_length) + start_index  # (T,)
+        positions = ops.cast(positions, dtype)
         min_freq = ops.cast(1 / self.max_wavelength, dtype)
         timescales = ops.power(
             min_freq,
             ops.cast(2 * (ops.arange(hidden_size) // 2), dtype) / ops.cast(hidden_size, dtype),
         )
-        angles = positions[:, None] * timescales[None, :]  # (T, dim)
+        angles = positions[..., None] * timescales  # (T, dim) or (B, T, dim)
         cos_mask = ops.cast(ops.arange(hidden_size) % 2, dtype)
         sin_mask = 1 - cos_mask
         encodings = ops.sin(angles) * sin_mask + ops.cos(angles) * cos_mask
-        return ops.broadcast_to(encodings[None], shape)
+        return ops.broadcast_to(encodings, shape)
 
     def compute_output_shape(self, input_shape):
         return input_shape
@@ -102,10 +108,11 @@ class LearnedPositionEmbedding(keras.layers.Layer):
 
     Call arguments:
         inputs: `(B, T, dim)`, only its shape is used.
-        positions: int tensor `(T,)`, the rows to read.
+        positions: int tensor `(T,)` (the same for every example) or
+            `(B, T)` (each token's own, as in packed rows), the rows to read.
 
     Returns:
-        `(B, T, dim)`, `embeddings[positions]` broadcast over the batch.
+        `(B, T, dim)`, `embeddings[positions]` (broadcast over the batch).
     """
 
     def __init__(self, sequence_length, initializer="glorot_uniform", **kwargs):
@@ -123,8 +130,9 @@ class LearnedPositionEmbedding(keras.layers.Layer):
         self.built = True
 
     def call(self, inputs, positions):
+        # (T, dim) or (B, T, dim)
         embeddings = ops.take(ops.convert_to_tensor(self.position_embeddings), positions, axis=0)
-        return ops.broadcast_to(embeddings[None], ops.shape(inputs))
+        return ops.broadcast_to(embeddings, ops.shape(inputs))
 
     def compute_output_shape(self, input_shape):
         return input_shape
@@ -144,6 +152,10 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
     ```
     x_t = sqrt(dim) * E[token_t] + P(start_index + t)     (B, T, dim)
     ```
+
+    Packed rows (several examples per row) pass `positions`, each token's
+    position within its own example (`masks.segment_positions`), in place of
+    `start_index + t`, so that every example is encoded as if it were alone.
 
     `P` is a `SinusoidalPositionEncoding` (`"sinusoidal"`, Vaswani et
     al.; the numbers of keras-hub's `SinePositionEncoding`), a
@@ -168,6 +180,8 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
     Call arguments:
         token_ids: integer tensor `(B, T)`.
         start_index: position of the first token (for cached decoding).
+        positions: optional int tensor `(B, T)`, every token's position
+            (packed rows); replaces `start_index + t`.
 
     Example:
 
@@ -219,7 +233,7 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
             self.position_encoding.build(tuple(token_ids_shape) + (self.dim,))
         self.built = True
 
-    def call(self, token_ids, start_index=0):
+    def call(self, token_ids, start_index=0, positions=None):
         token_ids = ops.convert_to_tensor(token_ids)
         if len(token_ids.shape) != 2:
             raise ValueError(
@@ -230,12 +244,13 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
             math.sqrt(self.dim), self.compute_dtype
         )
         if self.position == "learned":
-            # Positions as indices, not a slice: slicing to a symbolic
-            # length fails under JAX's shape polymorphism.
-            positions = start_index + ops.arange(ops.shape(x)[1], dtype="int32")
-            x = x + self.position_encoding(x, positions=positions)
+            if positions is None:
+                # Positions as indices, not a slice: slicing to a symbolic
+                # length fails under JAX's shape polymorphism.
+                positions = start_index + ops.arange(ops.shape(x)[1], dtype="int32")
+            x = x + self.position_encoding(x, positions=ops.cast(positions, "int32"))
         elif self.position_encoding is not None:
-            x = x + self.position_encoding(x, start_index=start_index)
+            x = x + self.position_encoding(x, start_index=start_index, positions=positions)
         return x
 
     def compute_mask(self, token_ids, mask=None):

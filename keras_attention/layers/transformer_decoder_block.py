@@ -63,10 +63,13 @@ class TransformerDecoderBlock(TransformerBlock):
             (filled from the Keras mask of `memory`). Alias:
             `encoder_padding_mask`.
         attention_mask: optional boolean `(B, T, T)` for self-attention,
-            True = may attend, combined with the causal mask. Alias:
+            True = may attend, combined with the causal mask (packed rows:
+            `masks.segment_mask(segment_ids)`). Alias:
             `decoder_attention_mask`.
         memory_attention_mask: optional boolean `(B, T, S)` for
-            cross-attention. Alias: `encoder_attention_mask`.
+            cross-attention (packed rows: `masks.segment_mask(
+            target_segment_ids, source_segment_ids)`). Alias:
+            `encoder_attention_mask`.
         use_causal_mask: bool (default True), the causal self-attention
             mask; False makes self-attention bidirectional.
         return_attention_scores: bool; if True returns `(y, self_scores,

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_attention import masks
 from keras_attention.layers import (
     PointerGenerator,
     TokenAndPositionEmbedding,
@@ -38,6 +39,20 @@ class TransformerSeq2Seq(Seq2SeqModel):
     (`pad_token_id`) is masked everywhere through Keras masks, including the
     loss of `fit`. Build it with `transformer_seq2seq(...)`.
 
+    With `packed=True` the training graph takes packed rows (several short
+    examples per row, `keras_attention.data.pack_examples`): two more inputs,
+    `encoder_segment_ids (B, S)` and `decoder_segment_ids (B, T)`, number
+    the examples of each row `1, 2, ...` (0 on padding, the same numbers on
+    both sides). Self-attention is then block-diagonal
+    (`masks.segment_mask`; causal too in the decoder), cross-attention sees
+    only the source of its own example, and embedding positions restart at
+    every example (`masks.segment_positions`); rotary positions need no
+    restart, since a rotary score depends only on the distance between two
+    tokens of the same example. Each example thus gets the logits it would
+    get alone. Generation (`encode`, `decode_step`) is the same for both
+    settings: one example per row. `packed` is not available with
+    `pointer_generator` (its coverage adds up over a whole row).
+
     Args: see `transformer_seq2seq`.
     """
 
@@ -60,9 +75,11 @@ class TransformerSeq2Seq(Seq2SeqModel):
         start_token_id=1,
         end_token_id=2,
         dtype=None,
+        packed=False,
         **kwargs,
     ):
         vocabulary_size = check_positive_int("vocabulary_size", vocabulary_size)
+        packed = check_bool("packed", packed)
         target_vocabulary_size = check_positive_int(
             "target_vocabulary_size", target_vocabulary_size or vocabulary_size
         )
@@ -75,6 +92,13 @@ class TransformerSeq2Seq(Seq2SeqModel):
                 "source and target vocabularies must be the same. Received: "
                 f"vocabulary_size={vocabulary_size}, "
                 f"target_vocabulary_size={target_vocabulary_size}"
+            )
+        if packed and pointer_generator:
+            raise ValueError(
+                "`packed=True` is not available with `pointer_generator=True`: "
+                "the copy head's coverage adds up over a whole row, across "
+                f"examples. Received: packed={packed}, "
+                f"pointer_generator={pointer_generator}"
             )
         rotary = position == "rotary"
         embedding_position = "none" if rotary else position
@@ -124,16 +148,26 @@ class TransformerSeq2Seq(Seq2SeqModel):
 
         # Functional graph.
         inputs = token_inputs()
+        if packed:
+            inputs.update(segment_inputs())
         encoder_token_ids = inputs["encoder_token_ids"]
         decoder_token_ids = inputs["decoder_token_ids"]
-        memory = embedding_dropout(source_embedding(encoder_token_ids))
+        packing = packed_masks(inputs) if packed else {}
+        memory = embedding_dropout(
+            source_embedding(encoder_token_ids, positions=packing.get("encoder_positions"))
+        )
         for block in encoder_blocks:
-            memory = block(memory)
+            memory = block(memory, attention_mask=packing.get("encoder_mask"))
         if encoder_norm is not None:
             memory = encoder_norm(memory)
-        hidden = embedding_dropout(target_embedding(decoder_token_ids))
+        hidden = embedding_dropout(
+            target_embedding(decoder_token_ids, positions=packing.get("decoder_positions"))
+        )
         for block in decoder_blocks:
-            hidden = block(hidden, memory)
+            hidden = block(
+                hidden, memory, attention_mask=packing.get("decoder_mask"),
+                memory_attention_mask=packing.get("cross_mask"),
+            )
         if decoder_norm is not None:
             hidden = decoder_norm(hidden)
         if copy_head is not None:
@@ -176,6 +210,7 @@ class TransformerSeq2Seq(Seq2SeqModel):
             pointer_generator=pointer_generator,
             coverage_loss_weight=coverage_loss_weight,
             dtype=dtype,
+            packed=packed,
         )
 
     @property
@@ -241,6 +276,30 @@ class TransformerSeq2Seq(Seq2SeqModel):
         return {**super().get_config(), **self._arguments}
 
 
+def segment_inputs():
+    """The inputs of a packed model's training graph: int32
+    `encoder_segment_ids (B, S)` and `decoder_segment_ids (B, T)`."""
+    return {
+        name: keras.Input((None,), dtype="int32", name=name)
+        for name in ("encoder_segment_ids", "decoder_segment_ids")
+    }
+
+
+def packed_masks(inputs):
+    """The masks and positions of packed rows, from the segment ids of
+    `inputs`: `encoder_mask (B, S, S)`, `decoder_mask (B, T, T)` (block
+    diagonal; the decoder blocks add the causal mask), `cross_mask
+    (B, T, S)` and `encoder_positions (B, S)`, `decoder_positions (B, T)`."""
+    source, target = inputs["encoder_segment_ids"], inputs["decoder_segment_ids"]
+    return {
+        "encoder_mask": masks.segment_mask(source),
+        "decoder_mask": masks.segment_mask(target),
+        "cross_mask": masks.segment_mask(target, source),
+        "encoder_positions": masks.segment_positions(source),
+        "decoder_positions": masks.segment_positions(target),
+    }
+
+
 def transformer_seq2seq(
     vocabulary_size,
     *,
@@ -260,6 +319,7 @@ def transformer_seq2seq(
     start_token_id=1,
     end_token_id=2,
     dtype=None,
+    packed=False,
     name=None,
 ):
     """Builds a `TransformerSeq2Seq` (a `Seq2SeqModel`).
@@ -288,11 +348,16 @@ def transformer_seq2seq(
             kept in the config so that `generate` needs none.
         dtype: `None`, a dtype or a `keras.DTypePolicy` name such as
             `"mixed_bfloat16"`, for every layer.
+        packed: bool; the training graph takes packed rows, with two more
+            inputs `encoder_segment_ids (B, S)` and `decoder_segment_ids
+            (B, T)` (see `TransformerSeq2Seq`; not with
+            `pointer_generator`). Generation is unchanged.
         name: str or `None`, the model's name.
 
     Returns:
         A `TransformerSeq2Seq` with inputs `encoder_token_ids (B, S)` and
-        `decoder_token_ids (B, T)` and float32 logits `(B, T, V)`.
+        `decoder_token_ids (B, T)` (plus the segment ids when `packed`) and
+        float32 logits `(B, T, V)`.
 
     Example:
 
@@ -325,5 +390,6 @@ def transformer_seq2seq(
         start_token_id=start_token_id,
         end_token_id=end_token_id,
         dtype=dtype,
+        packed=packed,
         name=name,
     )

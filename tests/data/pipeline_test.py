@@ -61,3 +61,32 @@ def test_make_dataset_knows_its_number_of_batches(pad_to_multiple):
     assert int(dataset.cardinality()) == len(sizes) > 300 // 16
     assert sum(sizes) == (16 * len(sizes) if pad_to_multiple else 300)
     assert len([_ for _ in dataset]) == len(sizes)  # a second epoch, from the cache
+
+
+@pytest.mark.parametrize("pad_to_multiple", [None, 8])
+def test_make_dataset_packs_every_token_once(pad_to_multiple):
+    from keras_attention.data import make_dataset, make_date_pairs, tokenize_pairs, train_tokenizer
+
+    pairs = make_date_pairs(200, seed=5)
+    tokenizer = train_tokenizer([t for pair in pairs for t in pair], 120)
+    kwargs = dict(max_source_length=40, max_target_length=24)
+    dataset = make_dataset(pairs, tokenizer, tokenizer, batch_size=8, pack=True,
+                           pad_to_multiple=pad_to_multiple, **kwargs)
+    batches = list(dataset.as_numpy_iterator())
+    assert int(dataset.cardinality()) == len(batches)
+    inputs, labels = batches[0]
+    assert sorted(inputs) == ["decoder_segment_ids", "decoder_token_ids",
+                              "encoder_segment_ids", "encoder_token_ids"]
+    assert labels.shape[1] == 24 and inputs["encoder_token_ids"].shape[1] == 40
+    assert inputs["decoder_segment_ids"].max() > 1  # several examples in a row
+    examples = list(tokenize_pairs(pairs, tokenizer, tokenizer, 40, 24).as_numpy_iterator())
+    label_tokens = sorted(int(t) for _, y in examples for t in y)
+    packed_tokens = sorted(int(t) for _, y in batches for t in y.reshape(-1) if t)
+    assert packed_tokens == label_tokens  # every label once, padding labels 0
+    rows = sum(len(y) for _, y in batches)
+    per_batch = [int(x["decoder_segment_ids"].max(axis=1).sum()) for x, _ in batches]
+    assert sum(per_batch) == 200 and rows < 200 / 2
+    # `batch_size` still counts examples: about 8 per batch, in fewer rows.
+    assert abs(np.mean(per_batch) - 8) < 2 and len(batches[0][1]) < 8
+    if pad_to_multiple:  # one shape: the last batch filled with rows of padding
+        assert len({y.shape for _, y in batches}) == 1 and labels.shape[1] == 24

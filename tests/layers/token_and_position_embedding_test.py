@@ -116,3 +116,15 @@ def test_rotary_position_encoding_equals_keras_hub(shape, start_index):
     theirs = keras_hub.layers.RotaryEmbedding()(x, start_index=start_index)
     np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), atol=1e-5)
     assert np.asarray(ours).dtype == np.float32
+
+
+@pytest.mark.parametrize("position", ["sinusoidal", "learned"])
+def test_positions_restart_in_packed_rows(position):
+    layer = TokenAndPositionEmbedding(20, 8, position=position, max_length=10)
+    alone_a = layer(np.array([[3, 4, 5]]))
+    alone_b = layer(np.array([[6, 7]]))
+    packed = layer(np.array([[3, 4, 5, 6, 7, 0]]), positions=np.array([[0, 1, 2, 0, 1, 0]]))
+    np.testing.assert_array_equal(packed[:, :3], alone_a)
+    np.testing.assert_array_equal(packed[:, 3:5], alone_b)
+    default = layer(np.array([[3, 4, 5, 6, 7, 0]]))
+    assert not np.allclose(default[:, 3:5], alone_b)  # without positions, no restart

@@ -14,7 +14,7 @@ from tests.recipes import load_recipe
 
 SMALL = {"translation": ["--num_examples=120"], "summarization": ["--num_examples=60"],
          "question_answering": ["--num_examples=60"]}
-BOOLEANS = {"translation": ["overwrite"],
+BOOLEANS = {"translation": ["overwrite", "pack"],
             "summarization": ["overwrite", "all_references", "pointer_generator",
                               "oracle_sentences", "keep_best_epoch"],
             "question_answering": ["overwrite", "linear_start", "question_first"]}

@@ -22,6 +22,9 @@ def get_config():
         "dropout": 0.1,
         "epochs": 6,
         "batch_size": 64,  # global: split between the replicas of a distribution
+        # Pack several sentence pairs per row of max_length tokens (transformer only;
+        # a batch still holds about batch_size pairs): less padding, the same loss per token.
+        "pack": False,
         "learning_rate": 2e-3,
         "distribution": "default",  # or mirrored, multi_worker, tpu (TF); data_parallel (JAX)
         # Execution (keras_attention.runtime.fast_defaults): "auto" = the fastest

@@ -50,8 +50,15 @@ def parse_settings(argv=None):
 
 
 def check_config(config):
-    """`config` if every setting is known, of its type and within its rule."""
-    return settings.check(config, recipe_config.get_config(), recipe_config.RULES)
+    """`config` if every setting is known, of its type and within its rule
+    (and `pack` only with the transformer)."""
+    config = settings.check(config, recipe_config.get_config(), recipe_config.RULES)
+    if config["pack"] and config["architecture"] != "transformer":
+        raise ValueError(
+            "`pack=true` needs `architecture=transformer` (the RNN reads a row "
+            f"as one sequence). Received: architecture={config['architecture']!r}"
+        )
+    return config
 
 
 ## Setup: data and tokenizers
@@ -115,6 +122,7 @@ def build_model(config, source_tokenizer, target_tokenizer):
         **sizes, num_layers=config["num_layers"], hidden_dim=config["hidden_dim"],
         num_heads=config["num_heads"], intermediate_dim=config["intermediate_dim"],
         dropout=config["dropout"], max_length=config["max_length"] + 2,
+        packed=config["pack"],
     )
 
 
@@ -175,6 +183,7 @@ def train_and_evaluate(config):
             max_source_length=config["max_length"], max_target_length=config["max_length"],
             shuffle=shuffle, seed=config["seed"],
             pad_to_multiple=PAD_TO_MULTIPLE if pad else None,
+            pack=config["pack"],
         )
         for split, shuffle in ((train, True), (validation, False))
     ]
