@@ -12,13 +12,13 @@ outputs, cache, scores = layer.call_cached(
 ```
 
 This module holds what those layers share about it: the method names, the
-return order and the warning of the older, deprecated method names.
+warning of the older, deprecated method names and the description of a
+cache in error messages.
 """
 
 import warnings
 
 CONTRACT_METHODS = ("compute_cache", "init_cache", "call_cached")
-RETURN_ORDER = ("outputs", "cache", "scores")
 
 
 def warn_deprecated(layer, old_name, replacement):

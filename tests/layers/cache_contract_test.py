@@ -26,11 +26,10 @@ B, T, S, D = 2, 4, 5, 8
 MEMORY_MASK = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], bool)
 SOURCE_IDS = np.array([[3, 7, 7, 1, 4], [2, 5, 9, 0, 0]])
 
+# Every public layer with any cache method (SelfAttention inherits them).
 CACHED_LAYERS = [
-    layers.MultiHeadAttention,
-    layers.TransformerDecoderBlock,
-    layers.PointerGenerator,
-    layers.AttentionRNNDecoder,
+    getattr(layers, name) for name in layers.__all__
+    if any(hasattr(getattr(layers, name), method) for method in CONTRACT_METHODS)
 ]
 
 
@@ -64,6 +63,13 @@ def mha_self(rng):
                                       bias_initializer="random_normal")
     x = normal(rng, B, T, D)
     full = layer(x, x, use_causal_mask=True, return_attention_scores=True)
+    return Case(layer, x, full, None, layer.init_cache(B, T), 2)
+
+
+def self_attention_additive(rng):
+    layer = layers.SelfAttention(num_heads=2, score="additive", use_causal_mask=True)
+    x = normal(rng, B, T, D)
+    full = layer(x, return_attention_scores=True)
     return Case(layer, x, full, None, layer.init_cache(B, T), 2)
 
 
@@ -123,6 +129,7 @@ def rnn_decoder_lstm(rng):
 CASES = {
     "mha_self": mha_self,
     "mha_cross": mha_cross,
+    "self_attention_additive": self_attention_additive,
     "block_with_memory": block_with_memory,
     "block_without_memory": block_without_memory,
     "pointer_generator": pointer_generator,
@@ -160,6 +167,13 @@ def decode(case, chunk, step=None):
         assert all(s is None for s in scores)
         return np.concatenate(outputs, 1), None, cache
     return np.concatenate(outputs, 1), np.concatenate(scores, case.scores_axis), cache
+
+
+def test_the_cached_layers_are_found():
+    assert {c.__name__ for c in CACHED_LAYERS} == {
+        "MultiHeadAttention", "SelfAttention", "TransformerDecoderBlock", "PointerGenerator",
+        "AttentionRNNDecoder",
+    }
 
 
 @pytest.mark.parametrize("layer_class", CACHED_LAYERS, ids=lambda c: c.__name__)
