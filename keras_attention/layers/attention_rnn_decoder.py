@@ -5,6 +5,7 @@ from keras import ops
 
 from keras_attention import masks
 from keras_attention.layers.bahdanau_attention import BahdanauAttention
+from keras_attention.layers.cache_contract import describe_cache, warn_deprecated
 from keras_attention.layers.luong_attention import LuongAttention
 from keras_attention.validation import (
     check_bool,
@@ -80,9 +81,13 @@ class AttentionRNNDecoder(keras.layers.Layer):
     `memory`, or `memory_mask`) gets exactly 0 alignment and NaN stored there
     cannot reach the outputs.
 
-    `call` loops over `step`, the one-step API used for generation:
-    `get_initial_state(batch_size)` gives the zero state and
-    `step(inputs_t, state, memory)` advances it by one position.
+    For generation the decoder follows the contract of every cached layer
+    (docs/concepts/caches.md): `compute_cache(memory, memory_mask)` once,
+    `init_cache(batch, max_length, initial_state)` (the state before step
+    0), then `call_cached(inputs, state, index, memory_cache=...)` ->
+    `(outputs, state, alignments)` per step; `call` is the same steps over
+    the whole target. The older `get_initial_state` and `step` are
+    deprecated.
 
     Target padding (the Keras mask of `inputs`) is not used inside the loop:
     padded steps still run and their outputs are meant to be ignored
@@ -129,11 +134,14 @@ class AttentionRNNDecoder(keras.layers.Layer):
     ...                               return_attention_scores=True)
     >>> tuple(outputs.shape), tuple(alignments.shape)
     ((2, 4, 16), (2, 4, 6))
-    >>> state = decoder.get_initial_state(2)
-    >>> output_t, state, alignment_t = decoder.step(targets[:, 0], state,
-    ...                                             memory)
-    >>> tuple(output_t.shape), len(state), tuple(alignment_t.shape)
-    ((2, 16), 2, (2, 6))
+    >>> memory_cache = decoder.compute_cache(memory)         # once
+    >>> state = decoder.init_cache(2, 4)                     # (h, a_0)
+    >>> output_0, state, alignment_0 = decoder.call_cached(  # one step
+    ...     targets[:, :1], state, 0, memory_cache=memory_cache)
+    >>> tuple(output_0.shape), len(state), tuple(alignment_0.shape)
+    ((2, 1, 16), 2, (2, 1, 6))
+    >>> np.allclose(output_0, np.asarray(outputs)[:, :1], atol=1e-5)
+    True
 
     References:
         Luong, Pham, Manning, "Effective Approaches to Attention-based Neural
@@ -182,30 +190,97 @@ class AttentionRNNDecoder(keras.layers.Layer):
         )
         self.built = True
 
-    # ------------------------------------------------------------------ step
-    def get_initial_state(self, batch_size):
-        """The zero state `(cell_states..., a_0)`, each `(B, units)`.
-
-        `"gru"` has one cell state `h`, `"lstm"` two (`h`, `c`).
-        """
+    # ----------------------------------------------------------------- cache
+    def _zero_state(self, batch_size):
+        """The zero state `(cell_states..., a_0)`, each `(B, units)`."""
         num_states = 2 if self.cell_type == "lstm" else 1
         zeros = ops.zeros((batch_size, self.units), self.compute_dtype)
         return (zeros,) * (num_states + 1)
 
-    def step(self, inputs_t, state, memory, memory_mask=None, training=False):
-        """One decoder step.
+    def init_cache(self, batch_size, max_length, initial_state=None):
+        """The step cache: the state before step 0, `(cell_states..., a_0)`,
+        each `(B, units)` (`"gru"` has one cell state `h`, `"lstm"` two).
 
         Args:
-            inputs_t: `(B, E)`, the input at this step.
-            state: tuple `(cell_states..., a_{t-1})`, as from
-                `get_initial_state` or the previous step.
-            memory: `(B, S, Dm)`.
-            memory_mask: optional boolean `(B, S)`, True on real tokens.
+            batch_size: int `B`.
+            max_length: int, the number of target positions (the state has
+                a fixed size: accepted for the contract, not used).
+            initial_state: optional cell state(s), as in `call` (e.g. the
+                encoder's final state); zeros by default. `a_0` is zero.
+        """
+        del max_length
+        return self._start_state(batch_size, initial_state)
+
+    def compute_cache(self, memory, memory_mask=None):
+        """The memory cache: the memory in the compute dtype and its padding
+        (the attention layer projects the keys at each step).
+
+        Args:
+            memory: `(B, S, Dm)`, the encoder outputs.
+            memory_mask: optional boolean `(B, S)`, True on real source
+                tokens (default: every position).
+
+        Returns:
+            `{"memory": (B, S, Dm), "memory_mask": (B, S) bool}`.
+        """
+        memory = ops.cast(memory, self.compute_dtype)
+        if memory_mask is None:
+            memory_mask = ops.ones(ops.shape(memory)[:2], "bool")
+        return {"memory": memory, "memory_mask": ops.cast(memory_mask, "bool")}
+
+    def call_cached(
+        self,
+        inputs,
+        cache,
+        cache_update_index=None,
+        *,
+        memory_cache,
+        training=False,
+    ):
+        """`t` new target positions; returns `(outputs, cache, alignments)`,
+        the order of every cached layer.
+
+        Args:
+            inputs: `(B, t, E)`, the (embedded) inputs of the new positions
+                (`t` static).
+            cache: the state, from `init_cache` or the previous step.
+            cache_update_index: the position of the first new token
+                (accepted for the contract; the state has no positions).
+            memory_cache: from `compute_cache(memory, memory_mask)`.
             training: bool.
 
         Returns:
-            `(output_t (B, units), new_state, alignment_t (B, S) float32)`.
+            `outputs (B, t, units)`, the new state and `alignments (B, t, S)`
+            float32.
         """
+        del cache_update_index
+        if not isinstance(memory_cache, dict) or set(memory_cache) != {"memory",
+                                                                        "memory_mask"}:
+            raise ValueError(
+                "`memory_cache` must be the dict of `compute_cache(memory, "
+                "memory_mask)`, with keys ['memory', 'memory_mask']. Received: "
+                f"memory_cache={describe_cache(memory_cache)}"
+            )
+        inputs = ops.convert_to_tensor(inputs)
+        check_rank("inputs", inputs.shape, 3, _INPUTS_LAYOUT)
+        if not isinstance(inputs.shape[1], int):
+            raise ValueError(
+                "`inputs` must have a static number of new positions. "
+                f"Received: inputs.shape={tuple(inputs.shape)}"
+            )
+        state, outputs, alignments = tuple(cache), [], []
+        for t in range(inputs.shape[1]):
+            output, state, alignment = self._step(
+                inputs[:, t], state, memory_cache["memory"],
+                memory_cache["memory_mask"], training,
+            )
+            outputs.append(output)
+            alignments.append(alignment)
+        return ops.stack(outputs, axis=1), state, ops.stack(alignments, axis=1)
+
+    def _step(self, inputs_t, state, memory, memory_mask=None, training=False):
+        """One decoder step: `inputs_t (B, E)` and `state` -> `(output_t (B,
+        units), new_state, alignment_t (B, S) float32)`."""
         *cell_states, previous = state
         cell_input = ops.cast(inputs_t, self.compute_dtype)  # (B, E)
         if self.input_feeding:
@@ -225,6 +300,24 @@ class AttentionRNNDecoder(keras.layers.Layer):
         )  # (B, 1, Dm), (B, 1, S)
         output = self._attentional_state(context[:, 0], h, training)
         return output, (*cell_states, output), alignment[:, 0]
+
+    # ----------------------------------------------------- deprecated names
+    def get_initial_state(self, batch_size):
+        """Deprecated: `init_cache(batch_size, max_length)`, the zero state
+        `(cell_states..., a_0)`."""
+        warn_deprecated(self, "get_initial_state", "`init_cache(batch_size, max_length)`")
+        return self._zero_state(batch_size)
+
+    def step(self, inputs_t, state, memory, memory_mask=None, training=False):
+        """Deprecated: one step from the raw memory, `call_cached` on one
+        position `inputs_t (B, E)`; returns `(output_t (B, units), new_state,
+        alignment_t (B, S) float32)` (the contract's order)."""
+        warn_deprecated(
+            self, "step",
+            "`compute_cache(memory, memory_mask)` once and `call_cached(inputs, "
+            "cache, cache_update_index, memory_cache=...)`",
+        )
+        return self._step(inputs_t, state, memory, memory_mask, training)
 
     def _attentional_state(self, context, h, training):
         """`dropout(tanh(W_c [c_t ; h_t]))`: `(B, Dm), (B, units) -> (B, units)`."""
@@ -262,7 +355,7 @@ class AttentionRNNDecoder(keras.layers.Layer):
 
     def _start_state(self, batch_size, initial_state):
         """The state before step 0: the given cell state(s), `a_0 = 0`."""
-        state = self.get_initial_state(batch_size)
+        state = self._zero_state(batch_size)
         if initial_state is None:
             return state
         cell_states = initial_state
@@ -291,7 +384,7 @@ class AttentionRNNDecoder(keras.layers.Layer):
             return self._decode_in_loop(inputs, memory, memory_mask, state, training)
         outputs, alignments = [], []
         for t in range(length):
-            output, state, alignment = self.step(
+            output, state, alignment = self._step(
                 inputs[:, t], state, memory, memory_mask, training
             )
             outputs.append(output)
@@ -307,7 +400,7 @@ class AttentionRNNDecoder(keras.layers.Layer):
 
         def body(t, state, outputs, alignments):
             inputs_t = ops.take(inputs, t, axis=1)  # (B, E)
-            output, state, alignment = self.step(
+            output, state, alignment = self._step(
                 inputs_t, state, memory, memory_mask, training
             )
             # Row t of the buffers; unlike slice_update, it has a gradient.

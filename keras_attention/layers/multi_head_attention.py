@@ -8,6 +8,7 @@ from keras import ops
 from keras_attention import masks
 from keras_attention.layers import attention_core
 from keras_attention.layers.base_attention import BaseAttention
+from keras_attention.layers.cache_contract import describe_cache, warn_deprecated
 from keras_attention.layers.token_and_position_embedding import rotary_position_encoding
 from keras_attention.validation import (
     check_bool,
@@ -96,15 +97,18 @@ class MultiHeadAttention(BaseAttention):
         implementation: `"auto"` (default), `"exact"`, `"blocked"` or
             `"fused"` (`keras.ops.dot_product_attention`; a call returning
             or dropping out the weights runs the exact path): see
-            `BaseAttention`. `call_with_cache` always runs the exact path
+            `BaseAttention`. `call_cached` always runs the exact path
             (it returns the weights).
         **kwargs: `keras.layers.Layer` arguments.
 
-    Caching: `compute_cache(value)` projects a memory once;
-    `init_cache(batch, length)` makes a zero self-attention cache;
-    `call_with_cache(query, cache, cache_update_index)` returns
-    `(output, scores, cache)`. Keys and values are cached per key/value head,
-    so grouped-query attention shrinks the cache by `H / K`.
+    Caching (the contract of every cached layer, docs/concepts/caches.md):
+    `compute_cache(value)` projects a memory once; `init_cache(batch,
+    length)` makes a zero self-attention cache; `call_cached(inputs, cache,
+    cache_update_index)` (or `call_cached(inputs, memory_cache=...)`)
+    returns `(output, cache, scores)`. Keys and values are cached per
+    key/value head, so grouped-query attention shrinks the cache by `H / K`.
+    The older `call_with_cache`, returning `(output, scores, cache)`, is
+    deprecated.
 
     Example:
 
@@ -347,14 +351,15 @@ class MultiHeadAttention(BaseAttention):
 
     # ------------------------------------------------------------ caching
     def compute_cache(self, value, key=None):
-        """Projects a memory once, for `call_with_cache` (cross-attention).
+        """The memory cache: a memory projected once, for cross-attention
+        with `call_cached(..., memory_cache=...)`.
 
         Args:
-            value: `(B, S, Dv)`.
+            value: `(B, S, Dv)`, the memory.
             key: `(B, S, Dk)`, defaults to `value`.
 
         Returns:
-            A cache `(key_heads (B, S, K, key_dim), value_heads (B, S, K,
+            `(key_heads (B, S, K, key_dim), value_heads (B, S, K,
             value_dim))`.
         """
         key = value if key is None else key
@@ -363,7 +368,9 @@ class MultiHeadAttention(BaseAttention):
         return self._key_heads(key), self._value_heads(value)
 
     def init_cache(self, batch_size, max_length):
-        """A zero self-attention cache for `max_length` positions."""
+        """The step cache of self-attention: zero keys and values for
+        `max_length` positions, `(keys (B, L, K, key_dim), values (B, L, K,
+        value_dim))`."""
         dtype = self.compute_dtype
         return (
             ops.zeros((batch_size, max_length, self._kv_heads, self.key_dim), dtype),
@@ -373,7 +380,7 @@ class MultiHeadAttention(BaseAttention):
             ),
         )
 
-    def _check_cache(self, cache, batch_size):
+    def _check_cache(self, cache, batch_size, name="cache"):
         expected = (
             (batch_size, None, self._kv_heads, self.key_dim),
             (batch_size, None, self._kv_heads, self._value_head_dim),
@@ -393,11 +400,135 @@ class MultiHeadAttention(BaseAttention):
                 else type(cache).__name__
             )
             raise ValueError(
-                "`cache` must be a pair (key_heads, value_heads) of shapes "
+                f"`{name}` must be a pair (key_heads, value_heads) of shapes "
                 "(batch, cache_len, num_key_value_heads, key_dim) and "
                 "(batch, cache_len, num_key_value_heads, value_dim) = "
-                f"{expected} (None: any). Received: cache shapes {received}"
+                f"{expected} (None: any). Received: {name} shapes {received}"
             )
+
+    def call_cached(
+        self,
+        inputs,
+        cache=None,
+        cache_update_index=None,
+        *,
+        memory_cache=None,
+        attention_mask=None,
+        training=False,
+    ):
+        """`t` new positions over cached keys and values; returns `(output,
+        cache, scores)`, the order of every cached layer.
+
+        Self-attention (`cache` from `init_cache`, `cache_update_index` an
+        int or scalar tensor): the keys and values of the `t` new `inputs`
+        are written into the cache at `cache_update_index` and the queries
+        attend causally (bottom-right aligned: query `i` sits at position
+        `cache_update_index + i`) to every cached position up to theirs.
+        Cross-attention (`memory_cache` from `compute_cache`, no `cache`):
+        the queries attend to the fixed memory; `cache_update_index`, if
+        given, only places the queries for rotary positions, and the
+        returned cache is None.
+
+        Args:
+            inputs: `(B, t, Dq)`, the queries.
+            cache: `(keys (B, L, K, key_dim), values (B, L, K, value_dim))`,
+                or None for cross-attention.
+            cache_update_index: position of the first new token (required
+                with `cache`).
+            memory_cache: `(key_heads (B, S, K, key_dim), value_heads (B, S,
+                K, value_dim))`, or None for self-attention.
+            attention_mask: optional boolean `(B, t, L)` (or `(B, t, S)`)
+                mask, True = may attend; e.g. the memory's padding.
+            training: whether dropout is active.
+
+        Returns:
+            `output (B, t, output_dim)`, the updated `cache` (None for
+            cross-attention) and `scores (B, H, t, L)` (or `(B, H, t, S)`),
+            float32.
+        """
+        if (cache is None) == (memory_cache is None):
+            raise ValueError(
+                "Give exactly one of `cache` (self-attention, from `init_cache`) "
+                "and `memory_cache` (cross-attention, from `compute_cache`). "
+                f"Received: cache={describe_cache(cache)}, "
+                f"memory_cache={describe_cache(memory_cache)}"
+            )
+        if cache is not None and cache_update_index is None:
+            raise ValueError(
+                "A self-attention `cache` needs the position of the first new "
+                "token. Received: cache_update_index=None"
+            )
+        if memory_cache is not None:
+            output, scores = self._cross_attend_cached(
+                inputs, memory_cache, cache_update_index, attention_mask, training
+            )
+            return output, None, scores
+        return self._self_attend_cached(
+            inputs, cache, cache_update_index, attention_mask, training
+        )
+
+    def _self_attend_cached(self, query, cache, cache_update_index, attention_mask,
+                            training):
+        """`call_cached` of self-attention: `(output, cache, scores)`."""
+        self._check_cache(cache, query.shape[0])
+        query = ops.cast(query, self.compute_dtype)
+        key_cache, value_cache = cache
+        query_length, cache_length = query.shape[1], key_cache.shape[1]
+        self._check_cache_index(cache_update_index, query_length, cache_length)
+        index = ops.cast(cache_update_index, "int32")
+        zero = ops.zeros((), "int32")
+        key_cache = ops.slice_update(
+            key_cache,
+            (zero, index, zero, zero),
+            ops.cast(self._key_heads(query, cache_update_index), key_cache.dtype),
+        )
+        value_cache = ops.slice_update(
+            value_cache,
+            (zero, index, zero, zero),
+            ops.cast(self._value_heads(query), value_cache.dtype),
+        )
+        mask = masks.merge_masks(
+            self._call_mask(attention_mask, query, cache_length),
+            masks.causal_mask(
+                ops.shape(query)[1], ops.shape(key_cache)[1], offset=index
+            ),
+        )
+        output, scores = self._attend_heads(
+            query, cache_update_index, key_cache, value_cache, mask, training
+        )
+        return output, (key_cache, value_cache), scores
+
+    def _cross_attend_cached(self, query, memory_cache, query_start, attention_mask,
+                             training):
+        """`call_cached` of cross-attention: `(output, scores)`."""
+        self._check_cache(memory_cache, query.shape[0], "memory_cache")
+        query = ops.cast(query, self.compute_dtype)
+        key_heads, value_heads = memory_cache
+        mask = self._call_mask(attention_mask, query, key_heads.shape[1])
+        start = 0 if query_start is None else query_start
+        return self._attend_heads(query, start, key_heads, value_heads, mask, training)
+
+    @staticmethod
+    def _call_mask(attention_mask, query, key_length):
+        """A given `attention_mask` as boolean `(B, t, L)`, or None."""
+        if attention_mask is None:
+            return None
+        return masks.attention_mask(
+            attention_mask,
+            batch_size=query.shape[0],
+            query_length=query.shape[1],
+            key_length=key_length,
+        )
+
+    def _attend_heads(self, query, query_start, key_heads, value_heads, mask, training):
+        """Exact attention of `query (B, t, Dq)` at positions `query_start +
+        i` over projected heads: `(output, scores (B, H, t, L))`."""
+        logits = self._head_logits(self._query_heads(query, query_start), key_heads)
+        weights = attention_core.masked_softmax(
+            logits, None if mask is None else mask[:, None, None]
+        )
+        output = self._output_from_heads(self._drop(weights, training), value_heads)
+        return output, self._public_scores(weights)
 
     def call_with_cache(
         self,
@@ -408,70 +539,31 @@ class MultiHeadAttention(BaseAttention):
         attention_mask=None,
         training=False,
     ):
-        """Attention over cached key/value heads; returns `(output, scores,
-        cache)` (always three values).
+        """Deprecated: `call_cached`, with the older return order `(output,
+        scores, cache)`.
 
-        Self-attention step (`cache_update_index` is an int or scalar
-        tensor): the keys and values of the `t` new `query` tokens are
-        written into the cache at `cache_update_index` and the queries attend
-        causally (bottom-right aligned: query `i` sits at position
-        `cache_update_index + i`) to every cached position up to theirs.
-        Cross-attention (`cache_update_index=None`): the queries attend to the
-        fixed cache made by `compute_cache`.
-
-        Args:
-            query: `(B, t, Dq)`.
-            cache: `(key_heads (B, L, K, key_dim), value_heads (B, L, K,
-                value_dim))`.
-            cache_update_index: position of the first new token, or None.
-            attention_mask: optional boolean `(B, t, L)` mask (for example
-                the memory's padding for cross-attention).
-            training: whether dropout is active.
-
-        Returns:
-            `output (B, t, output_dim)`, `scores (B, H, t, L)` float32, and the
-            (updated) cache.
+        `call_with_cache(query, cache, index)` is `call_cached(query, cache,
+        index)` with the last two results swapped; `call_with_cache(query,
+        cross_cache)` (no index) is `call_cached(query,
+        memory_cache=cross_cache)` and returns the cross cache unchanged
+        last, as before.
         """
-        self._check_cache(cache, query.shape[0])
-        query = ops.cast(query, self.compute_dtype)
-        key_cache, value_cache = cache
-        query_length, cache_length = query.shape[1], key_cache.shape[1]
-        mask = None
-        if attention_mask is not None:
-            mask = masks.attention_mask(
-                attention_mask,
-                batch_size=query.shape[0],
-                query_length=query_length,
-                key_length=cache_length,
-            )
-        start = 0
-        if cache_update_index is not None:
-            self._check_cache_index(cache_update_index, query_length, cache_length)
-            start = cache_update_index
-            index = ops.cast(cache_update_index, "int32")
-            zero = ops.zeros((), "int32")
-            key_cache = ops.slice_update(
-                key_cache,
-                (zero, index, zero, zero),
-                ops.cast(self._key_heads(query, start), key_cache.dtype),
-            )
-            value_cache = ops.slice_update(
-                value_cache,
-                (zero, index, zero, zero),
-                ops.cast(self._value_heads(query), value_cache.dtype),
-            )
-            mask = masks.merge_masks(
-                mask,
-                masks.causal_mask(
-                    ops.shape(query)[1], ops.shape(key_cache)[1], offset=index
-                ),
-            )
-        logits = self._head_logits(self._query_heads(query, start), key_cache)
-        weights = attention_core.masked_softmax(
-            logits, None if mask is None else mask[:, None, None]
+        warn_deprecated(
+            self, "call_with_cache",
+            "`call_cached(inputs, cache, cache_update_index)` (self-attention) or "
+            "`call_cached(inputs, memory_cache=...)` (cross-attention)",
         )
-        output = self._output_from_heads(self._drop(weights, training), value_cache)
-        return output, self._public_scores(weights), (key_cache, value_cache)
+        if cache_update_index is None:
+            output, _, scores = self.call_cached(
+                query, memory_cache=cache, attention_mask=attention_mask,
+                training=training,
+            )
+            return output, scores, cache
+        output, cache, scores = self.call_cached(
+            query, cache, cache_update_index, attention_mask=attention_mask,
+            training=training,
+        )
+        return output, scores, cache
 
     @staticmethod
     def _check_cache_index(index, query_length, cache_length):

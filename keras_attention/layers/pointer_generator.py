@@ -8,6 +8,7 @@ from keras import ops
 
 from keras_attention import masks
 from keras_attention.layers import attention_core
+from keras_attention.layers.cache_contract import warn_deprecated
 from keras_attention.validation import (
     check_bool,
     check_last_dim_known,
@@ -21,6 +22,7 @@ from keras_attention.validation import (
 _STATES_LAYOUT = "(batch, target_len, state_dim)"
 _MEMORY_LAYOUT = "(batch, source_len, memory_dim)"
 _NEG_INF = float("-inf")
+_SOURCE_KEYS = ("memory", "projected_memory", "token_ids", "memory_mask")
 
 
 def _check_shapes(states_shape, memory_shape, ids_shape, states_rank=3):
@@ -107,10 +109,15 @@ class PointerGenerator(keras.layers.Layer):
     on every `call` when `use_coverage=True` and the weight is > 0; `fit`
     adds it to the compiled loss.
 
-    `call` runs `step` over the target axis, since `a_t` depends on the
-    coverage of the earlier steps (a Python loop for a static `T`, an
-    `ops.while_loop` for a dynamic one). `step` is the generation API: start
-    from `coverage = zeros((B, S))` and feed back the returned coverage.
+    `call` loops over the target axis, since `a_t` depends on the coverage
+    of the earlier steps (a Python loop for a static `T`, an
+    `ops.while_loop` for a dynamic one). Generation uses the contract of
+    every cached layer (docs/concepts/caches.md): `compute_cache(memory,
+    source_token_ids, memory_mask)` once, `init_cache(batch, max_length,
+    memory_cache)` (the coverage `c_0 = 0`), then `call_cached(inputs,
+    coverage, index, memory_cache=...)` -> `(log_probs, coverage,
+    attention)` per step. The older `step`, `compute_source_cache` and
+    `call_with_cache` are deprecated.
 
     Shapes: `decoder_states` `(B, T, D)`, `memory` `(B, S, Dm)`,
     `source_token_ids` `(B, S)` integer ids in `[0, vocabulary_size)` ->
@@ -164,11 +171,12 @@ class PointerGenerator(keras.layers.Layer):
     True
     >>> float(np.asarray(attention)[1, :, 3:].max())   # masked: exactly 0
     0.0
-    >>> coverage = np.zeros((2, 5), "float32")          # one generation step
-    >>> log_probs_t, attention_t, coverage = head.step(
-    ...     decoder_states[:, 0], memory, source_ids, coverage,
-    ...     memory_mask=source_ids > 0)
-    >>> np.allclose(log_probs_t, np.asarray(log_probs)[:, 0], atol=1e-5)
+    >>> memory_cache = head.compute_cache(memory, source_ids,   # once
+    ...                                   memory_mask=source_ids > 0)
+    >>> coverage = head.init_cache(2, 3, memory_cache)         # zeros (B, S)
+    >>> log_probs_0, coverage, attention_0 = head.call_cached(  # one step
+    ...     decoder_states[:, :1], coverage, 0, memory_cache=memory_cache)
+    >>> np.allclose(log_probs_0, np.asarray(log_probs)[:, :1], atol=1e-5)
     True
 
     References:
@@ -378,72 +386,27 @@ class PointerGenerator(keras.layers.Layer):
         log_probs = top + ops.log(ops.exp(generate - top) + ops.exp(point - top))
         return log_probs, p_gen
 
-    def _step(self, state, source, coverage):
-        """One generation step on prepared source data: `state (B, D)` ->
-        `(log_probs (B, V), attention (B, S), new_coverage (B, S))`."""
-        states = ops.cast(state, self.compute_dtype)[:, None]  # (B, 1, D)
-        attention, _, new_coverage = self._attend(
-            self._project_states(states)[:, 0], source, ops.cast(coverage, "float32")
-        )
-        log_probs, _ = self._mix(states, attention[:, None], source)
-        return log_probs[:, 0], attention, new_coverage
-
-    # ------------------------------------------------------------------ step
-    def step(
-        self,
-        decoder_state_t,
-        memory,
-        source_token_ids,
-        coverage,
-        memory_mask=None,
-    ):
-        """One target step, for generation.
-
-        Args:
-            decoder_state_t: `(B, D)`, the decoder state `s_t`.
-            memory: `(B, S, Dm)`.
-            source_token_ids: `(B, S)` integer ids.
-            coverage: `(B, S)`, `c_t` (zeros before the first step).
-            memory_mask: optional boolean `(B, S)`, True on real tokens.
-
-        Returns:
-            `(log_probs_t (B, V), attention_t (B, S), new_coverage (B, S))`,
-            float32, with `new_coverage = coverage + attention_t`.
-        """
-        decoder_state_t = ops.convert_to_tensor(decoder_state_t)
-        memory = ops.convert_to_tensor(memory)
-        source_token_ids = ops.convert_to_tensor(source_token_ids)
-        coverage = ops.convert_to_tensor(coverage)
-        _check_shapes(
-            decoder_state_t.shape, memory.shape, source_token_ids.shape, 2
-        )
-        check_rank("coverage", coverage.shape, 2, "(batch, source_len)")
-        for axis in (0, 1):
-            check_same_sizes(
-                "`coverage` must have the shape (batch, source_len) of "
-                "`source_token_ids`",
-                (
-                    (f"coverage.shape[{axis}]", coverage.shape[axis]),
-                    (
-                        f"source_token_ids.shape[{axis}]",
-                        source_token_ids.shape[axis],
-                    ),
-                ),
+    def _positions_step(self, states, coverage, source):
+        """The generation steps of `t` new positions on prepared source data:
+        `states (B, t, D)` -> `(log_probs (B, t, V), new_coverage (B, S),
+        attention (B, t, S))`, float32."""
+        states = ops.cast(states, self.compute_dtype)
+        projected_states = self._project_states(states)  # (B, t, U)
+        coverage = ops.cast(coverage, "float32")
+        attentions = []
+        for t in range(states.shape[1]):
+            attention_t, _, coverage = self._attend(
+                projected_states[:, t], source, coverage
             )
-        if not self.built:
-            self.build(
-                (None, None, decoder_state_t.shape[-1]),
-                tuple(memory.shape),
-                tuple(source_token_ids.shape),
-            )
-        source_cache = self.compute_source_cache(
-            memory, source_token_ids, memory_mask
-        )
-        return self.call_with_cache(decoder_state_t, source_cache, coverage)
+            attentions.append(attention_t)
+        attention = ops.stack(attentions, axis=1)
+        log_probs, _ = self._mix(states, attention, source)
+        return log_probs, coverage, attention
 
     # ----------------------------------------------------------------- cache
-    def compute_source_cache(self, memory, source_token_ids, memory_mask=None):
-        """What every generation step reuses, computed once per source.
+    def compute_cache(self, memory, source_token_ids, memory_mask=None):
+        """The memory cache: what every generation step reuses, computed
+        once per source.
 
         Args:
             memory: `(B, S, Dm)`.
@@ -469,18 +432,156 @@ class PointerGenerator(keras.layers.Layer):
             "memory_mask": key_mask,
         }
 
-    def call_with_cache(self, decoder_state_t, source_cache, coverage):
-        """One generation step on a `compute_source_cache` result.
+    def init_cache(self, batch_size, max_length, memory_cache):
+        """The step cache: the coverage `c_0 = 0`, float32 `(B, S)`.
+
+        Args:
+            batch_size: int `B`.
+            max_length: int, the number of target positions (the coverage
+                has a fixed size: accepted for the contract, not used).
+            memory_cache: from `compute_cache`, which gives `S`.
+        """
+        del max_length
+        self._check_memory_cache(memory_cache)
+        ids = memory_cache["token_ids"]
+        if isinstance(batch_size, int):
+            check_same_sizes(
+                "`batch_size` must be the batch size of `memory_cache`",
+                (("batch_size", batch_size), ("memory_cache batch", ids.shape[0])),
+            )
+        return ops.zeros((batch_size, ops.shape(ids)[1]), "float32")
+
+    @staticmethod
+    def _check_memory_cache(memory_cache):
+        if not isinstance(memory_cache, dict) or set(memory_cache) != set(_SOURCE_KEYS):
+            received = (
+                sorted(memory_cache) if isinstance(memory_cache, dict)
+                else type(memory_cache).__name__
+            )
+            raise ValueError(
+                "`memory_cache` must be the dict of `compute_cache(memory, "
+                f"source_token_ids, memory_mask)`, with keys {list(_SOURCE_KEYS)}. "
+                f"Received: memory_cache={received}"
+            )
+
+    def call_cached(
+        self,
+        inputs,
+        cache,
+        cache_update_index=None,
+        *,
+        memory_cache,
+        training=False,
+    ):
+        """`t` new target positions; returns `(log_probs, cache,
+        attention)`, the order of every cached layer.
+
+        Args:
+            inputs: `(B, t, D)`, the decoder states `s_t` of the new
+                positions (`t` static).
+            cache: the coverage `(B, S)`, from `init_cache` or the previous
+                step.
+            cache_update_index: the position of the first new token
+                (accepted for the contract; the coverage has no positions).
+            memory_cache: from `compute_cache`.
+            training: bool (unused: the layer has no dropout).
 
         Returns:
-            `(log_probs_t (B, V), attention_t (B, S), new_coverage (B, S))`,
-            float32.
+            `log_probs (B, t, V)`, the new coverage `(B, S)` (the old one
+            plus the attention of the `t` positions) and the attention
+            `(B, t, S)`, float32.
         """
-        source = tuple(
-            source_cache[key]
-            for key in ("memory", "projected_memory", "token_ids", "memory_mask")
+        del cache_update_index, training
+        self._check_memory_cache(memory_cache)
+        inputs = ops.convert_to_tensor(inputs)
+        cache = ops.convert_to_tensor(cache)
+        check_rank("inputs", inputs.shape, 3, _STATES_LAYOUT)
+        if not isinstance(inputs.shape[1], int):
+            raise ValueError(
+                "`inputs` must have a static number of new positions. "
+                f"Received: inputs.shape={tuple(inputs.shape)}"
+            )
+        self._check_coverage(cache, memory_cache["token_ids"].shape, "cache")
+        source = tuple(memory_cache[key] for key in _SOURCE_KEYS)
+        return self._positions_step(inputs, cache, source)
+
+    @staticmethod
+    def _check_coverage(coverage, ids_shape, name):
+        check_rank(name, coverage.shape, 2, "(batch, source_len)")
+        for axis in (0, 1):
+            check_same_sizes(
+                f"`{name}` must have the shape (batch, source_len) of "
+                "`source_token_ids`",
+                (
+                    (f"{name}.shape[{axis}]", coverage.shape[axis]),
+                    (f"source_token_ids.shape[{axis}]", ids_shape[axis]),
+                ),
+            )
+
+    # ----------------------------------------------------- deprecated names
+    def step(
+        self,
+        decoder_state_t,
+        memory,
+        source_token_ids,
+        coverage,
+        memory_mask=None,
+    ):
+        """Deprecated: one target step from the raw memory, `compute_cache`
+        then `call_cached` on one position, with the older return order
+        `(log_probs_t (B, V), attention_t (B, S), new_coverage (B, S))`.
+
+        Args:
+            decoder_state_t: `(B, D)`, the decoder state `s_t`.
+            memory: `(B, S, Dm)`.
+            source_token_ids: `(B, S)` integer ids.
+            coverage: `(B, S)`, `c_t` (zeros before the first step).
+            memory_mask: optional boolean `(B, S)`, True on real tokens.
+        """
+        warn_deprecated(
+            self, "step",
+            "`compute_cache(memory, source_token_ids, memory_mask)` once and "
+            "`call_cached(inputs, cache, cache_update_index, memory_cache=...)`",
         )
-        return self._step(ops.convert_to_tensor(decoder_state_t), source, coverage)
+        decoder_state_t = ops.convert_to_tensor(decoder_state_t)
+        memory = ops.convert_to_tensor(memory)
+        source_token_ids = ops.convert_to_tensor(source_token_ids)
+        coverage = ops.convert_to_tensor(coverage)
+        _check_shapes(
+            decoder_state_t.shape, memory.shape, source_token_ids.shape, 2
+        )
+        self._check_coverage(coverage, source_token_ids.shape, "coverage")
+        if not self.built:
+            self.build(
+                (None, None, decoder_state_t.shape[-1]),
+                tuple(memory.shape),
+                tuple(source_token_ids.shape),
+            )
+        memory_cache = self.compute_cache(memory, source_token_ids, memory_mask)
+        return self._old_order_step(decoder_state_t, memory_cache, coverage)
+
+    def _old_order_step(self, decoder_state_t, memory_cache, coverage):
+        source = tuple(memory_cache[key] for key in _SOURCE_KEYS)
+        log_probs, coverage, attention = self._positions_step(
+            ops.convert_to_tensor(decoder_state_t)[:, None], coverage, source
+        )
+        return log_probs[:, 0], attention[:, 0], coverage
+
+    def compute_source_cache(self, memory, source_token_ids, memory_mask=None):
+        """Deprecated: `compute_cache` (the same dict)."""
+        warn_deprecated(self, "compute_source_cache", "`compute_cache`")
+        return self.compute_cache(memory, source_token_ids, memory_mask)
+
+    def call_with_cache(self, decoder_state_t, source_cache, coverage):
+        """Deprecated: `call_cached(decoder_state_t[:, None], coverage,
+        memory_cache=source_cache)` on one position `(B, D)`, with the older
+        return order `(log_probs_t (B, V), attention_t (B, S), new_coverage
+        (B, S))`."""
+        warn_deprecated(
+            self, "call_with_cache",
+            "`call_cached(inputs, cache, cache_update_index, memory_cache=...)`",
+        )
+        return self._old_order_step(decoder_state_t, source_cache, coverage)
 
     # ------------------------------------------------------------------ call
     def call(

@@ -162,8 +162,8 @@ class TransformerBlock(keras.layers.Layer):
                 "`(B, 2, L, H, D)` tensor each) and their update indices have "
                 "no counterpart here. For cached decoding use "
                 "`init_cache(batch_size, max_length)`, `compute_cache(memory)` "
-                "and `call_with_cache(x, self_cache, cache_update_index, "
-                "cross_cache)`, or let `Seq2SeqModel.generate` run them. "
+                "and `call_cached(x, cache, cache_update_index, "
+                "memory_cache=...)`, or let `Seq2SeqModel.generate` run them. "
                 f"Received: {', '.join(f'{name}=...' for name in given)}"
             )
 

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_attention import masks
+from keras_attention.layers.cache_contract import describe_cache, warn_deprecated
 from keras_attention.layers.feed_forward import residual
 from keras_attention.layers.transformer_block import (
     KERAS_HUB_CACHE_ARGUMENTS,
@@ -29,10 +30,13 @@ class TransformerDecoderBlock(TransformerBlock):
     decoder-only block). Keras masks on `x` (target padding) and `memory`
     (source padding) are honoured; the output keeps the mask of `x`.
 
-    For generation, `compute_cache(memory)` projects the memory once (the
-    cross-attention cache), `init_cache(batch, max_length)` makes the
-    self-attention cache, and `call_with_cache(...)` runs `t` new positions,
-    returning `(y, self_cache, cross_scores)`.
+    For generation (the contract of every cached layer,
+    docs/concepts/caches.md), `compute_cache(memory, memory_mask)` projects
+    the memory once (the cross-attention cache), `init_cache(batch,
+    max_length)` makes the self-attention cache, and `call_cached(inputs,
+    cache, cache_update_index, memory_cache=...)` runs `t` new positions,
+    returning `(y, cache, cross_scores)`. The older `call_with_cache` is
+    deprecated.
 
     Shapes: `x` `(B, T, D)`, `memory` `(B, S, Dm)` -> `(B, T, D)`;
     self-attention weights `(B, H, T, T)`, cross-attention weights
@@ -44,14 +48,14 @@ class TransformerDecoderBlock(TransformerBlock):
     (`decoder_padding_mask`, `encoder_padding_mask`,
     `decoder_attention_mask`, `encoder_attention_mask`, `use_causal_mask`).
     keras-hub's cache arguments raise a ValueError pointing to
-    `call_with_cache`.
+    `call_cached`.
 
     Args: as `TransformerEncoderBlock` (`intermediate_dim`, `num_heads`,
         `dropout`, `activation`, `layer_norm_epsilon`, `kernel_initializer`,
         `bias_initializer`, `norm_first` (alias `normalize_first`),
         `num_key_value_heads`, `rotary`, `implementation`; `rotary` applies
         to self-attention only; `implementation` to both attentions, and
-        `call_with_cache` always runs their exact path).
+        `call_cached` always runs their exact path).
 
     Call arguments:
         x: `(B, T, D)`.
@@ -164,14 +168,97 @@ class TransformerDecoderBlock(TransformerBlock):
 
     # ------------------------------------------------------------ caching
     def init_cache(self, batch_size, max_length):
-        """The zero self-attention cache `(keys, values)`, each
+        """The step cache: zero self-attention keys and values, each
         `(B, max_length, num_key_value_heads, head_size)`."""
         return self.self_attention.init_cache(batch_size, max_length)
 
-    def compute_cache(self, memory):
-        """The cross-attention cache: the memory projected once."""
+    def compute_cache(self, memory, memory_mask=None):
+        """The memory cache: the memory projected once for cross-attention,
+        with its padding.
+
+        Args:
+            memory: `(B, S, Dm)`.
+            memory_mask: optional boolean `(B, S)`, True on real source
+                tokens (default: every position).
+
+        Returns:
+            A dict `{"cross_attention": (key_heads (B, S, K, head_size),
+            value_heads (B, S, K, head_size)), "memory_mask": (B, S) bool}`.
+        """
         self._check_memory(memory)
-        return self.cross_attention.compute_cache(memory)
+        memory = ops.convert_to_tensor(memory)
+        if memory_mask is None:
+            memory_mask = ops.ones(ops.shape(memory)[:2], "bool")
+        return {
+            "cross_attention": self.cross_attention.compute_cache(memory),
+            "memory_mask": ops.cast(memory_mask, "bool"),
+        }
+
+    def call_cached(
+        self,
+        inputs,
+        cache,
+        cache_update_index,
+        *,
+        memory_cache=None,
+        training=False,
+    ):
+        """Runs `t` new positions starting at `cache_update_index`; returns
+        `(y, cache, cross_scores)`, the order of every cached layer.
+
+        Args:
+            inputs: `(B, t, D)`, the new positions.
+            cache: the self-attention cache, from `init_cache` or the
+                previous step.
+            cache_update_index: int or scalar tensor, the position of the
+                first new token (also the rotary position offset).
+            memory_cache: from `compute_cache(memory, memory_mask)`;
+                required exactly when the block has cross-attention.
+            training: bool.
+
+        Returns:
+            `y (B, t, D)`, the updated self-attention cache and the
+            cross-attention `scores (B, H, t, S)` float32 (None for a block
+            without cross-attention).
+        """
+        has_cross = self.cross_attention is not None
+        if (memory_cache is not None) != has_cross:
+            raise ValueError(
+                "`memory_cache` (from `compute_cache(memory)`) must be given exactly "
+                f"when the block has cross-attention ({has_cross}). Received: "
+                f"memory_cache={describe_cache(memory_cache)}"
+            )
+        x = ops.cast(inputs, self.compute_dtype)
+
+        def self_attend(h):
+            out, new_cache, _ = self.self_attention.call_cached(
+                h, cache, cache_update_index, training=training
+            )
+            return out, new_cache
+
+        h, cache = residual(
+            x, self_attend, self.self_attention_norm, self.residual_dropout,
+            self.norm_first, training,
+        )
+        cross_scores = None
+        if has_cross:
+            cross_mask = masks.padding_mask(
+                key_mask=memory_cache["memory_mask"], query_length=ops.shape(x)[1]
+            )
+
+            def cross_attend(z):
+                out, _, scores = self.cross_attention.call_cached(
+                    z, memory_cache=memory_cache["cross_attention"],
+                    attention_mask=cross_mask, training=training,
+                )
+                return out, scores
+
+            h, cross_scores = residual(
+                h, cross_attend, self.cross_attention_norm,
+                self.residual_dropout, self.norm_first, training,
+            )
+        y = self._feed_forward_residual(h, training)
+        return y, cache, cross_scores
 
     def call_with_cache(
         self,
@@ -182,44 +269,30 @@ class TransformerDecoderBlock(TransformerBlock):
         memory_mask=None,
         training=False,
     ):
-        """Runs `t` new positions `x (B, t, D)` starting at
-        `cache_update_index`; returns `(y, self_cache, cross_scores)`
-        (`cross_scores` `(B, H, t, S)`, None without cross-attention)."""
-        x = ops.cast(x, self.compute_dtype)
-
-        def self_attend(h):
-            out, _, cache = self.self_attention.call_with_cache(
-                h, self_cache, cache_update_index, training=training
-            )
-            return out, cache
-
-        h, self_cache = residual(
-            x, self_attend, self.self_attention_norm, self.residual_dropout,
-            self.norm_first, training,
+        """Deprecated: `call_cached(x, self_cache, cache_update_index,
+        memory_cache=compute_cache(memory, memory_mask))`; returns `(y,
+        self_cache, cross_scores)`, the same order. `cross_cache` may be
+        the older key/value pair of the cross-attention or a
+        `compute_cache` result."""
+        warn_deprecated(
+            self, "call_with_cache",
+            "`call_cached(inputs, cache, cache_update_index, "
+            "memory_cache=compute_cache(memory, memory_mask))`",
         )
-        cross_scores = None
-        if self.cross_attention is not None:
-            if cross_cache is None:
-                raise ValueError(
-                    "This block has cross-attention: `cross_cache` (from "
-                    "`compute_cache(memory)`) is required. Received: "
-                    "cross_cache=None"
-                )
-            cross_mask = None
-            if memory_mask is not None:
-                cross_mask = masks.padding_mask(
-                    key_mask=memory_mask, query_length=ops.shape(x)[1]
-                )
-
-            def cross_attend(z):
-                out, scores, _ = self.cross_attention.call_with_cache(
-                    z, cross_cache, attention_mask=cross_mask, training=training
-                )
-                return out, scores
-
-            h, cross_scores = residual(
-                h, cross_attend, self.cross_attention_norm,
-                self.residual_dropout, self.norm_first, training,
+        if self.cross_attention is not None and cross_cache is None:
+            raise ValueError(
+                "This block has cross-attention: `cross_cache` (from "
+                "`compute_cache(memory)`) is required. Received: "
+                "cross_cache=None"
             )
-        y = self._feed_forward_residual(h, training)
-        return y, self_cache, cross_scores
+        memory_cache = cross_cache
+        if isinstance(cross_cache, (tuple, list)):
+            if memory_mask is None:
+                memory_mask = ops.ones(ops.shape(cross_cache[0])[:2], "bool")
+            memory_cache = {"cross_attention": cross_cache, "memory_mask": memory_mask}
+        elif cross_cache is not None and memory_mask is not None:
+            memory_cache = dict(cross_cache, memory_mask=memory_mask)
+        return self.call_cached(
+            x, self_cache, cache_update_index, memory_cache=memory_cache,
+            training=training,
+        )

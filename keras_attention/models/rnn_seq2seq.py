@@ -176,20 +176,20 @@ class RNNSeq2Seq(Seq2SeqModel):
 
     def init_decoder_state(self, memory, memory_mask, max_length):
         batch_size = ops.shape(memory["memory"])[0]
-        zero_feed = self.decoder.get_initial_state(batch_size)[-1]
         return {
-            "memory": memory["memory"],
-            "memory_mask": memory_mask,
-            "rnn_state": (*memory["initial_state"], zero_feed),
+            "memory_cache": self.decoder.compute_cache(memory["memory"], memory_mask),
+            "rnn_state": self.decoder.init_cache(
+                batch_size, max_length, initial_state=memory["initial_state"]
+            ),
         }
 
     def decode_step(self, token_ids, index, state):
-        inputs = self.target_embedding(token_ids[:, None])[:, 0]  # (N, E)
-        output, rnn_state, alignment = self.decoder.step(
-            inputs, state["rnn_state"], state["memory"], state["memory_mask"]
+        inputs = self.target_embedding(token_ids[:, None])  # (N, 1, E)
+        outputs, rnn_state, alignments = self.decoder.call_cached(
+            inputs, state["rnn_state"], index, memory_cache=state["memory_cache"]
         )
-        logits = ops.cast(self.output_projection(output), "float32")
-        return logits, dict(state, rnn_state=tuple(rnn_state)), alignment
+        logits = ops.cast(self.output_projection(outputs[:, 0]), "float32")
+        return logits, dict(state, rnn_state=tuple(rnn_state)), alignments[:, 0]
 
     def get_config(self):
         return {**super().get_config(), **self._arguments}

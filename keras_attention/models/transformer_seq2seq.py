@@ -239,15 +239,13 @@ class TransformerSeq2Seq(Seq2SeqModel):
             memory, source_token_ids = memory["memory"], memory["token_ids"]
         batch_size = ops.shape(memory)[0]
         state = {
-            "memory_mask": memory_mask,
             "self_caches": [b.init_cache(batch_size, max_length) for b in self.decoder_blocks],
-            "cross_caches": [b.compute_cache(memory) for b in self.decoder_blocks],
+            "cross_caches": [b.compute_cache(memory, memory_mask) for b in self.decoder_blocks],
         }
         if self.copy_head is not None:
-            state["source_cache"] = self.copy_head.compute_source_cache(
-                memory, source_token_ids, memory_mask
-            )
-            state["coverage"] = ops.zeros(ops.shape(source_token_ids), "float32")
+            source_cache = self.copy_head.compute_cache(memory, source_token_ids, memory_mask)
+            state["source_cache"] = source_cache
+            state["coverage"] = self.copy_head.init_cache(batch_size, max_length, source_cache)
         return state
 
     def decode_step(self, token_ids, index, state):
@@ -256,18 +254,18 @@ class TransformerSeq2Seq(Seq2SeqModel):
         for block, self_cache, cross_cache in zip(
             self.decoder_blocks, state["self_caches"], state["cross_caches"]
         ):
-            hidden, self_cache, cross_scores = block.call_with_cache(
-                hidden, self_cache, index, cross_cache, state["memory_mask"]
+            hidden, self_cache, cross_scores = block.call_cached(
+                hidden, self_cache, index, memory_cache=cross_cache
             )
             self_caches.append(self_cache)
         if self.decoder_norm is not None:
             hidden = self.decoder_norm(hidden)
         state = dict(state, self_caches=self_caches)
         if self.copy_head is not None:
-            log_probs, attention, coverage = self.copy_head.call_with_cache(
-                hidden[:, 0], state["source_cache"], state["coverage"]
+            log_probs, coverage, attention = self.copy_head.call_cached(
+                hidden, state["coverage"], index, memory_cache=state["source_cache"]
             )
-            return log_probs, dict(state, coverage=coverage), attention
+            return log_probs[:, 0], dict(state, coverage=coverage), attention[:, 0]
         logits = ops.cast(self.output_projection(hidden)[:, 0], "float32")
         attention = ops.mean(cross_scores[:, :, 0, :], axis=1)  # (N, S), last layer
         return logits, state, attention

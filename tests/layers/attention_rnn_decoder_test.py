@@ -45,17 +45,18 @@ def test_layer_behaviors(init_kwargs, memory_dim, rng, tmp_path):
 
 
 def decode_with_steps(layer, inputs, memory, memory_mask=None, state=None):
-    """The Python loop of `step` calls that `call` must equal."""
+    """The Python loop of `call_cached` steps that `call` must equal."""
+    memory_cache = layer.compute_cache(memory, memory_mask)
     if state is None:
-        state = layer.get_initial_state(inputs.shape[0])
+        state = layer.init_cache(inputs.shape[0], inputs.shape[1])
     outputs, alignments = [], []
     for t in range(inputs.shape[1]):
-        output, state, alignment = layer.step(
-            inputs[:, t], state, memory, memory_mask
+        output, state, alignment = layer.call_cached(
+            inputs[:, t : t + 1], state, t, memory_cache=memory_cache
         )
         outputs.append(np.asarray(output))
         alignments.append(np.asarray(alignment))
-    return np.stack(outputs, 1), np.stack(alignments, 1)
+    return np.concatenate(outputs, 1), np.concatenate(alignments, 1)
 
 
 @pytest.mark.parametrize("cell", ["gru", "lstm"])
@@ -120,10 +121,13 @@ def test_input_feeding_feeds_the_previous_attentional_state(input_feeding, rng):
     expected_rows = 5 + UNITS if input_feeding else 5
     assert tuple(layer.cell.kernel.shape) == (expected_rows, 3 * UNITS)
     # Same cell state, different a_{t-1}: only input feeding sees it.
-    h, a = layer.get_initial_state(2)
+    h, a = layer.init_cache(2, 3)
     other_a = rng.normal(size=a.shape).astype("float32")
-    output, *_ = layer.step(inputs[:, 0], (h, a), memory)
-    other_output, *_ = layer.step(inputs[:, 0], (h, other_a), memory)
+    memory_cache = layer.compute_cache(memory)
+    output, *_ = layer.call_cached(inputs[:, :1], (h, a), 0, memory_cache=memory_cache)
+    other_output, *_ = layer.call_cached(
+        inputs[:, :1], (h, other_a), 0, memory_cache=memory_cache
+    )
     differs = not np.allclose(output, other_output)
     assert differs == input_feeding
 
@@ -170,8 +174,12 @@ def test_initial_state_seeds_the_cell_and_a0_is_zero(rng):
             layer, inputs, memory, state=state + (zeros,)
         )
         np.testing.assert_allclose(outputs, stepped, atol=1e-6)
+        seeded, _ = decode_with_steps(
+            layer, inputs, memory, state=layer.init_cache(2, 3, initial_state)
+        )
+        np.testing.assert_allclose(outputs, seeded, atol=1e-6)
         assert not np.allclose(outputs, layer(inputs, memory))
-        assert len(layer.get_initial_state(2)) == (3 if cell == "lstm" else 2)
+        assert len(layer.init_cache(2, 3)) == (3 if cell == "lstm" else 2)
     with pytest.raises(ValueError, match="Received: initial_state with 1"):
         layer(inputs, memory, initial_state=h0)
 
@@ -184,7 +192,7 @@ def test_attention_runs_in_the_layer_dtype_policy():
     assert layer.cell.dtype_policy.name == "mixed_bfloat16"
     same = AttentionRNNDecoder(UNITS, attention)
     assert same.attention is attention
-    state = layer.get_initial_state(2)
+    state = layer.init_cache(2, 1)
     assert all(dtype_of(s) == "bfloat16" for s in state)
 
 

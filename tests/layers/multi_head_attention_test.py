@@ -131,7 +131,7 @@ def decode_step_by_step(layer, x, compiled=False):
     cache = layer.init_cache(x.shape[0], x.shape[1])
 
     def step(token, cache, index):
-        out, _, cache = layer.call_with_cache(token, cache, index)
+        out, cache, _ = layer.call_cached(token, cache, index)
         return out, cache
 
     if compiled:
@@ -180,7 +180,10 @@ def test_cross_attention_cache_equals_plain_call(rng):
     mask[1, :, 3:] = False
     layer = MultiHeadAttention(2, 4)
     expected, expected_scores = layer(q, memory, attention_mask=mask, return_attention_scores=True)
-    out, scores, cache = layer.call_with_cache(q, layer.compute_cache(memory), attention_mask=mask)
+    out, cache, scores = layer.call_cached(
+        q, memory_cache=layer.compute_cache(memory), attention_mask=mask
+    )
+    assert cache is None
     np.testing.assert_allclose(out, expected, atol=1e-6)
     np.testing.assert_allclose(scores, expected_scores, atol=1e-6)
 
@@ -192,12 +195,12 @@ def test_invalid_cache_and_index(rng):
     cache = layer.init_cache(2, 4)
     with pytest.raises(ValueError,
                        match=r"cache_update_index.*out of range.*Received: cache_update_index=4"):
-        layer.call_with_cache(x, cache, 4)
+        layer.call_cached(x, cache, 4)
     with pytest.raises(ValueError, match=r"cache_update_index.*Received: cache_update_index=-1"):
-        layer.call_with_cache(x, cache, -1)
+        layer.call_cached(x, cache, -1)
     with pytest.raises(ValueError, match=r"`cache` must be a pair.*Received: cache shapes"):
-        layer.call_with_cache(x, (cache[0][:, :, :1], cache[1]), 0)
+        layer.call_cached(x, (cache[0][:, :, :1], cache[1]), 0)
     with pytest.raises(ValueError, match=r"`cache` must be a pair.*Received: cache shapes"):
-        layer.call_with_cache(x, MultiHeadAttention(4, 4).init_cache(2, 4), 0)
+        layer.call_cached(x, MultiHeadAttention(4, 4).init_cache(2, 4), 0)
     with pytest.raises(ValueError, match=r"key_dim.*even.*Received: key_dim=3"):
         MultiHeadAttention(2, 3, rotary=True)(x, x)

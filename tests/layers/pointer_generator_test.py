@@ -300,14 +300,15 @@ def test_step_loop_equals_call_and_coverage_is_the_exclusive_cumsum(rng):
     )
     attention = to_numpy(attention)
     exclusive_cumsum = np.cumsum(attention, axis=1) - attention
-    coverage = np.zeros((B, S), "float32")
+    memory_cache = layer.compute_cache(memory, ids, MEMORY_MASK)
+    coverage = layer.init_cache(B, T, memory_cache)
     for t in range(T):
         np.testing.assert_allclose(coverage, exclusive_cumsum[:, t], atol=1e-6)
-        log_probs_t, attention_t, coverage = layer.step(
-            states[:, t], memory, ids, coverage, memory_mask=MEMORY_MASK
+        log_probs_t, coverage, attention_t = layer.call_cached(
+            states[:, t : t + 1], coverage, t, memory_cache=memory_cache
         )
-        np.testing.assert_allclose(log_probs_t, log_probs[:, t], atol=1e-6)
-        np.testing.assert_allclose(attention_t, attention[:, t], atol=1e-6)
+        np.testing.assert_allclose(log_probs_t[:, 0], log_probs[:, t], atol=1e-6)
+        np.testing.assert_allclose(attention_t[:, 0], attention[:, t], atol=1e-6)
     np.testing.assert_allclose(coverage, attention.sum(1), atol=1e-6)
 
 
@@ -316,13 +317,22 @@ def test_coverage_changes_the_attention(rng):
     states, memory, ids = make_inputs(rng)
     zero = np.zeros((B, S), "float32")
     some = rng.uniform(size=(B, S)).astype("float32")
-    _, a0, c0 = layer.step(states[:, 0], memory, ids, zero)
-    _, a1, c1 = layer.step(states[:, 0], memory, ids, some)
+
+    def first_step(layer, coverage):
+        """`(attention (B, 1, S), new coverage)` of the first position."""
+        memory_cache = layer.compute_cache(memory, ids)
+        _, coverage, attention = layer.call_cached(
+            states[:, :1], coverage, 0, memory_cache=memory_cache
+        )
+        return attention, coverage
+
+    a0, c0 = first_step(layer, zero)
+    a1, c1 = first_step(layer, some)
     assert not np.allclose(a0, a1)
-    np.testing.assert_allclose(c1, some + to_numpy(a1), atol=1e-6)
+    np.testing.assert_allclose(c1, some + to_numpy(a1)[:, 0], atol=1e-6)
     no_coverage = built_layer(rng, use_coverage=False)
-    _, b0, _ = no_coverage.step(states[:, 0], memory, ids, zero)
-    _, b1, _ = no_coverage.step(states[:, 0], memory, ids, some)
+    b0, _ = first_step(no_coverage, zero)
+    b1, _ = first_step(no_coverage, some)
     np.testing.assert_allclose(b0, b1, atol=1e-7)
 
 
@@ -484,14 +494,24 @@ def test_bad_call_raises_value_error(name):
 def test_bad_step_inputs_raise_value_error(rng):
     layer = built_layer(rng)
     states, memory, ids = make_inputs(rng)
-    with pytest.raises(ValueError, match=r"`decoder_state_t` must be a rank-2"
-                                         r".*Received: decoder_state_t.shape=\(2, 4, 6\)"):
-        layer.step(states, memory, ids, f32(B, S))
-    with pytest.raises(ValueError, match=r"`coverage`.*Received: coverage.shape\[1\]=4"):
-        layer.step(states[:, 0], memory, ids, f32(B, S - 1))
+    memory_cache = layer.compute_cache(memory, ids)
+    with pytest.raises(ValueError, match=r"`inputs` must be a rank-3"
+                                         r".*Received: inputs.shape=\(2, 6\)"):
+        layer.call_cached(states[:, 0], f32(B, S), 0, memory_cache=memory_cache)
+    with pytest.raises(ValueError, match=r"`cache`.*Received: cache.shape\[1\]=4"):
+        layer.call_cached(states[:, :1], f32(B, S - 1), 0, memory_cache=memory_cache)
     with pytest.raises(ValueError, match=r"vocabulary_size=9.*max=11"):
-        layer.step(states[:, 0], memory, np.full((B, S), 11), f32(B, S))
+        layer.compute_cache(memory, np.full((B, S), 11))
     # An out-of-vocabulary id at a masked position is allowed.
     ids = ids.copy()
     ids[~MEMORY_MASK] = 11
-    layer.step(states[:, 0], memory, ids, f32(B, S), memory_mask=MEMORY_MASK)
+    layer.compute_cache(memory, ids, memory_mask=MEMORY_MASK)
+    # The deprecated one-step API checks its inputs as before.
+    with pytest.deprecated_call(), pytest.raises(
+        ValueError, match=r"`decoder_state_t` must be a rank-2"
+                          r".*Received: decoder_state_t.shape=\(2, 4, 6\)"):
+        layer.step(states, memory, ids, f32(B, S))
+    with pytest.deprecated_call(), pytest.raises(
+        ValueError, match=r"`coverage`.*Received: coverage.shape\[1\]=4"
+    ):
+        layer.step(states[:, 0], memory, ids, f32(B, S - 1))

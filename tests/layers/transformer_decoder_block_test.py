@@ -44,13 +44,16 @@ def test_decoder_only_block(rng, tmp_path):
 
 def cached_decode(block, x, memory, memory_mask, compiled):
     cache = block.init_cache(x.shape[0], x.shape[1])
-    cross = block.compute_cache(memory)
-    step = block.call_with_cache
+    cross = block.compute_cache(memory, memory_mask)
+
+    def step(x, cache, index, cross):
+        return block.call_cached(x, cache, index, memory_cache=cross)
+
     if compiled:
         step = compile_function(step, jit_compile=True) or step
     outs, scores = [], []
     for i in range(x.shape[1]):
-        y, cache, cross_scores = step(x[:, i : i + 1], cache, np.int32(i), cross, memory_mask)
+        y, cache, cross_scores = step(x[:, i : i + 1], cache, np.int32(i), cross)
         outs.append(np.asarray(y))
         scores.append(np.asarray(cross_scores))
     return np.concatenate(outs, 1), np.concatenate(scores, 2)
@@ -88,5 +91,5 @@ def test_memory_must_match_how_the_block_was_built(rng):
     block(x, x)
     with pytest.raises(ValueError, match=r"memory.*Received: memory=None"):
         block(x)
-    with pytest.raises(ValueError, match=r"cross_cache.*Received: cross_cache=None"):
-        block.call_with_cache(x[:, :1], block.init_cache(1, 3), 0)
+    with pytest.raises(ValueError, match=r"memory_cache.*Received: memory_cache=None"):
+        block.call_cached(x[:, :1], block.init_cache(1, 3), 0)
