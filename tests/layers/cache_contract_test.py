@@ -83,7 +83,7 @@ def mha_cross(rng):
 
 
 def block_with_memory(rng):
-    layer = layers.TransformerDecoderBlock(2, 16, norm_first=False, num_key_value_heads=1,
+    layer = layers.TransformerDecoderBlock(16, 2, norm_first=False, num_key_value_heads=1,
                                            rotary=True)
     x, memory = normal(rng, B, T, D), normal(rng, B, S, 6)
     y, _, cross_scores = layer(x, memory, memory_mask=MEMORY_MASK,
@@ -93,7 +93,7 @@ def block_with_memory(rng):
 
 
 def block_without_memory(rng):
-    layer = layers.TransformerDecoderBlock(2, 16)
+    layer = layers.TransformerDecoderBlock(16, 2)
     x = normal(rng, B, T, D)
     return Case(layer, x, (layer(x), None), None, layer.init_cache(B, T), 2)
 

@@ -187,11 +187,11 @@ def test_default_initializers_are_accepted_in_every_form():
     assert (block.kernel_initializer, block.bias_initializer) == ("glorot_uniform", "zeros")
 
 
-def test_keras_hub_cache_arguments_point_to_call_with_cache(rng):
+def test_keras_hub_cache_arguments_point_to_call_cached(rng):
     x = rng.normal(size=(1, 3, 8)).astype("float32")
     block = TransformerDecoderBlock(16, 2)
     cache = np.zeros((1, 2, 3, 2, 4), "float32")
-    with pytest.raises(ValueError, match=r"call_with_cache.*Received: self_attention_cache="):
+    with pytest.raises(ValueError, match=r"call_cached.*Received: self_attention_cache="):
         block(x, self_attention_cache=cache, self_attention_cache_update_index=0)
     # keras-hub's "no cache" (None) is accepted.
     assert tuple(block(x, self_attention_cache=None).shape) == (1, 3, 8)
