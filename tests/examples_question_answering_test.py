@@ -208,6 +208,8 @@ def test_universal_transformer_quick_config_trains_plots_halting_and_the_cli_ans
     for name in ("model.keras", "config.json", "halting.png", "training.png"):
         assert (output / name).exists(), name
     assert not (output / "attention.png").exists()  # the memory network's hop plot
+    assert set(scores["mean_halting_steps"]) == {1}
+    assert 1.0 <= scores["mean_halting_steps"][1] <= config["max_steps"]
     metadata = json.loads((output / "config.json").read_text())
     assert metadata["answer_classes"] and metadata["decoding"] is None
     assert metadata["source_format"] == "{story} | {question}"

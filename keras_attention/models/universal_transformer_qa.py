@@ -207,8 +207,22 @@ def halting_steps(model):
             f"`fact_encoding`, `universal_transformer`). Received: model with layers {names}"
         )
     _, steps = model.get_layer("universal_transformer").output  # (B, 1 + M), recent first
-    pad_token_id = model.get_layer("fact_encoding").pad_token_id
-    fact_mask = ops.any(ops.not_equal(model.input["story"], pad_token_id), axis=-1)
-    facts = most_recent_first(ops.expand_dims(steps[:, 1:], -1), fact_mask)[..., 0]
-    steps = ops.concatenate([steps[:, :1], facts], axis=1)
-    return keras.Model(model.inputs, steps, name=f"{model.name}_halting")
+    # A layer, not loose ops: a reloaded model's op names would clash with new ones.
+    in_order = _ReadingOrder(model.get_layer("fact_encoding").pad_token_id,
+                             name=f"{model.name}_reading_order")
+    return keras.Model(model.inputs, in_order(steps, model.input["story"]),
+                       name=f"{model.name}_halting")
+
+
+class _ReadingOrder(keras.layers.Layer):
+    """Per-position values `(B, 1 + M)` (question, facts most recent first)
+    -> the question's, then the facts' in reading order."""
+
+    def __init__(self, pad_token_id, **kwargs):
+        super().__init__(**kwargs)
+        self.pad_token_id = pad_token_id
+
+    def call(self, values, story):
+        fact_mask = ops.any(ops.not_equal(story, self.pad_token_id), axis=-1)  # (B, M)
+        facts = most_recent_first(ops.expand_dims(values[:, 1:], -1), fact_mask)[..., 0]
+        return ops.concatenate([values[:, :1], facts], axis=1)

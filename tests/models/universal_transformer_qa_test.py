@@ -62,8 +62,10 @@ def test_shapes_halting_in_reading_order_saving_and_padding(tmp_path):
     assert steps[0, 3] == 0 and (steps[:, :3] >= 1).all() and (steps <= 3).all()
     path = tmp_path / "ut.keras"
     model.save(path)
+    keras.backend.clear_session()  # as in a new process: layer and op names start afresh
     reloaded = keras.saving.load_model(path)
     np.testing.assert_array_equal(to_numpy(reloaded(inputs)), logits)
+    np.testing.assert_array_equal(to_numpy(halting_steps(reloaded)(inputs)), steps)
     wider = {"story": np.concatenate([STORY, np.zeros((2, 2, 3), "int32")], 1),
              "question": QUESTION}
     np.testing.assert_allclose(to_numpy(model(wider)), logits, atol=1e-5)

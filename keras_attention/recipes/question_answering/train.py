@@ -359,19 +359,52 @@ def plot_hops(model, record, tokenizer, config, path):
     )
 
 
-def plot_halting(model, record, tokenizer, config, path):
-    """The steps the Universal Transformer took at each fact (and at the
-    question) of one story, as a one-column heatmap scaled to `max_steps`."""
-    x = data.encode_stories([record], tokenizer, max_memories=config["max_memories"])
-    steps = halting_steps(model).predict(x, verbose=0)[0]  # (1 + M,) question, facts
-    sentences = record["story"][-config["max_memories"]:]
-    labels = [f"Q: {record['question']}"] + [f"{i + 1}: {s}" for i, s in enumerate(sentences)]
-    visualize.plot_attention(
-        steps[: len(labels), None] / config["max_steps"], ["steps / max_steps"], labels,
-        path=path, xlabel=f"halting step (1 = {1 / config['max_steps']:.2f})", ylabel="fact",
-        title=f"{record['question']} -> {record['answer']}: steps "
-              + " ".join(str(int(round(s))) for s in steps[: len(labels)]),
-    )
+def halting_by_task(model, records, tokenizer, config):
+    """`{task: mean steps}`: how many steps the Universal Transformer took
+    at a fact, on average over the real facts of each task's `records`."""
+    x = data.encode_stories(records, tokenizer, max_memories=config["max_memories"])
+    steps = halting_steps(model).predict(x, batch_size=256, verbose=0)[:, 1:]  # facts
+    real = x["story"].any(-1)
+    tasks = np.array([r["task"] for r in records])
+    return {int(task): round(float(steps[tasks == task][real[tasks == task]].mean()), 2)
+            for task in sorted(set(tasks.tolist()))}
+
+
+def halting_stories(records, count=3):
+    """Stories to plot the halting of: `sample_story` of each of the first
+    `count` tasks in `records`."""
+    tasks = list(dict.fromkeys(r["task"] for r in records))[:count]
+    return [sample_story([r for r in records if r["task"] == task]) for task in tasks]
+
+
+def plot_halting(model, records, tokenizer, config, path):
+    """The steps the Universal Transformer took at the question and at each
+    fact of some stories (one panel each): horizontal bars from 0 to
+    `max_steps`; returns the steps, a list of `(1 + facts,)` arrays."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from keras_attention.files import write_atomically
+
+    x = data.encode_stories(records, tokenizer, max_memories=config["max_memories"])
+    steps = halting_steps(model).predict(x, verbose=0)  # (N, 1 + M): question, facts
+    rows = [len(r["story"][-config["max_memories"]:]) + 1 for r in records]
+    figure = Figure(figsize=(6.5 * len(records), 0.32 * max(rows) + 1.6), layout="constrained")
+    FigureCanvasAgg(figure)
+    kept = []
+    for k, (record, n) in enumerate(zip(records, rows)):
+        axes = figure.add_subplot(1, len(records), k + 1)
+        sentences = record["story"][-config["max_memories"]:]
+        labels = [f"Q: {record['question']}"] + [f"{i + 1}: {s}" for i, s in enumerate(sentences)]
+        axes.barh(range(n), steps[k, :n], color=["tab:orange"] + ["tab:blue"] * (n - 1))
+        axes.set_yticks(range(n), labels, fontsize=8)
+        axes.invert_yaxis()
+        axes.set_xlim(0, config["max_steps"])
+        axes.set_xlabel("steps before halting (ACT)")
+        axes.set_title(f"task {record['task']}: -> {record['answer']}", fontsize=9)
+        kept.append(steps[k, :n])
+    write_atomically(path, lambda file: figure.savefig(file, format="png"))
+    return kept
 
 
 ## The transformer alternative
@@ -489,6 +522,9 @@ def train_and_evaluate(config):
     test_triples = [(data.story_source(e), e["answer"], e["task"]) for e in test]
     scores = dict(score(predictions, test_triples), train_seconds=round(train_seconds, 1),
                   parameters=model.count_params())
+    if config["architecture"] == "universal_transformer":
+        scores["mean_halting_steps"] = halting_by_task(model, test, tokenizer, config)
+        print("Mean steps at a fact, by task:", scores["mean_halting_steps"])
     print(f"\nMean accuracy over {len(scores['per_task_accuracy'])} task(s): "
           f"{scores['mean_accuracy']:.1f}% (exact match {scores['exact_match']:.1f}, "
           f"F1 {scores['f1']:.1f}); trained in {train_seconds:.0f} s.")
@@ -506,7 +542,7 @@ def train_and_evaluate(config):
         plot_hops(model, sample_story(test), tokenizer, config,
                   os.path.join(config["output_dir"], "attention.png"))
     if config["architecture"] == "universal_transformer":
-        plot_halting(model, sample_story(test), tokenizer, config,
+        plot_halting(model, halting_stories(test), tokenizer, config,
                      os.path.join(config["output_dir"], "halting.png"))
     visualize.plot_history(history, os.path.join(config["output_dir"], "training.png"))
     return scores
