@@ -108,7 +108,7 @@ def get_babi_ut_config():
     """The Universal Transformer (with ACT) on bAbI 1k, 20 tasks trained jointly:
     sized to train within an hour on a shared 2-core CPU (see examples/RESULTS.md)."""
     config = get_ut_config()
-    config.update(data="../shared/data/qa/babi/en", epochs=36, max_steps=4)
+    config.update(data="../shared/data/qa/babi/en", epochs=64, max_steps=4)
     return config
 
 
