@@ -2,6 +2,7 @@
 
 import json
 
+import numpy as np
 import pytest
 
 from tests import recipes
@@ -192,3 +193,64 @@ def test_restarts_keep_the_network_with_the_best_validation_accuracy(monkeypatch
     with pytest.raises(ValueError, match=r"restarts.*Received: restarts=0"):
         recipe.train_memory_network(train, dict(config, restarts=0),
                                     distribute.get_strategy("default"))
+
+
+def test_universal_transformer_quick_config_trains_plots_halting_and_the_cli_answers_the_same(
+        tmp_path):
+    from keras_attention import cli, data
+
+    recipe = load_recipe()
+    output = tmp_path / "qa"
+    config = recipe.parse_settings(["--preset=quick_ut", f"--output_dir={output}"])
+    assert config["architecture"] == "universal_transformer" and config["act"] is True
+    scores = recipe.train_and_evaluate(config)
+    assert 0.0 <= scores["mean_accuracy"] <= 100.0
+    for name in ("model.keras", "config.json", "halting.png", "training.png"):
+        assert (output / name).exists(), name
+    assert not (output / "attention.png").exists()  # the memory network's hop plot
+    assert set(scores["mean_halting_steps"]) == {1}
+    assert 1.0 <= scores["mean_halting_steps"][1] <= config["max_steps"]
+    metadata = json.loads((output / "config.json").read_text())
+    assert metadata["answer_classes"] and metadata["decoding"] is None
+    assert metadata["source_format"] == "{story} | {question}"
+    lines = _cli_answers(cli, output, SOURCES, tmp_path)
+    model, tokenizer, _, _ = recipe.runs.load_run(output)
+    records = [data.story_from_source(s) for s in SOURCES]
+    assert lines == recipe.answer_with_memory(model, records, tokenizer,
+                                              metadata["answer_classes"], config)
+    steps = recipe.halting_steps(model).predict(
+        data.encode_stories(records, tokenizer), verbose=0)
+    assert steps.shape == (2, 3) and steps[1, 2] == 0  # question, 2 facts; 1 fact + padding
+    assert ((steps[:, :2] >= 1) & (steps[:, :2] <= config["max_steps"])).all()
+
+
+def test_universal_transformer_learning_rate_warms_up_then_decays_to_zero():
+    recipe = load_recipe()
+    schedule = recipe.warmup_cosine_schedule(
+        {"warmup_epochs": 2, "epochs": 10, "learning_rate": 1e-3}, steps_per_epoch=10)
+    rates = [float(schedule(step)) for step in (0, 10, 20, 60, 100)]
+    np.testing.assert_allclose(rates, [0.0, 5e-4, 1e-3, 5e-4, 0.0], atol=1e-9)
+    constant = recipe.warmup_cosine_schedule(
+        {"warmup_epochs": 0, "epochs": 1, "learning_rate": 1e-3}, steps_per_epoch=10)
+    assert float(constant(0)) == pytest.approx(1e-3)
+
+
+def test_bucketed_batches_cut_each_batch_to_its_stories_and_keep_every_example():
+    recipe = load_recipe()
+    lengths = np.array([1, 3, 12, 2, 30, 11, 5])
+    story = np.zeros((7, 40, 2), "int32")
+    for i, n in enumerate(lengths):
+        story[i, :n] = i + 1
+    x = {"story": story, "question": np.arange(7)[:, None].astype("int32")}
+    y = np.arange(7)
+    batches = list(recipe.bucketed_batches(x, y, batch_size=2, seed=0))
+    seen = []
+    for inputs, labels in batches:
+        width = inputs["story"].shape[1]
+        assert width in (10, 25, 40)
+        batch_lengths = lengths[labels.numpy()]
+        assert (batch_lengths <= width).all()
+        assert width == min(w for w in (10, 25, 40) if w >= batch_lengths.max())
+        np.testing.assert_array_equal(inputs["story"].numpy(), story[labels.numpy(), :width])
+        seen.extend(labels.numpy().tolist())
+    assert sorted(seen) == list(range(7))

@@ -22,6 +22,7 @@ from keras_attention.layers.transformer_decoder_block import (
 from keras_attention.layers.transformer_encoder_block import (
     TransformerEncoderBlock,
 )
+from keras_attention.layers.universal_transformer import UniversalTransformerEncoder
 
 __all__ = [
     "AttentionRNNDecoder",
@@ -38,4 +39,5 @@ __all__ = [
     "TokenAndPositionEmbedding",
     "TransformerDecoderBlock",
     "TransformerEncoderBlock",
+    "UniversalTransformerEncoder",
 ]

@@ -11,15 +11,23 @@ from keras_attention.models.transformer_seq2seq import (
     TransformerSeq2Seq,
     transformer_seq2seq,
 )
+from keras_attention.models.universal_transformer_qa import (
+    FactEncoding,
+    halting_steps,
+    universal_transformer_qa,
+)
 
 __all__ = [
+    "FactEncoding",
     "GenerationResult",
     "LinearStart",
     "RNNSeq2Seq",
     "Seq2SeqModel",
     "TransformerSeq2Seq",
+    "halting_steps",
     "hop_attention",
     "memory_network",
     "rnn_seq2seq",
     "transformer_seq2seq",
+    "universal_transformer_qa",
 ]

@@ -9,6 +9,7 @@ from keras_attention.models import (
     memory_network,
     rnn_seq2seq,
     transformer_seq2seq,
+    universal_transformer_qa,
 )
 from keras_attention.models.rnn_seq2seq import RNNSeq2Seq
 from keras_attention.models.transformer_seq2seq import TransformerSeq2Seq
@@ -17,6 +18,7 @@ BUILDERS = {
     "transformer_seq2seq": transformer_seq2seq,
     "rnn_seq2seq": rnn_seq2seq,
     "memory_network": memory_network,
+    "universal_transformer_qa": universal_transformer_qa,
 }
 MODEL_CLASSES = {"transformer_seq2seq": TransformerSeq2Seq, "rnn_seq2seq": RNNSeq2Seq}
 

@@ -12,7 +12,9 @@ def get_config():
         "data": "",  # a bAbI folder (e.g. ../shared/data/qa/babi/en); "" = built-in stories
         "tasks": "1-20",  # bAbI tasks to train and test on, e.g. "1,2,3" or "1-20"
         "num_examples": 6000,  # built-in data: number of questions
-        "architecture": "memory_network",  # or "transformer" (seq2seq, generates the answer)
+        # or "transformer" (seq2seq, generates the answer) or "universal_transformer"
+        # (an answer classifier like the memory network, over the facts and question)
+        "architecture": "memory_network",
         "vocabulary_size": 400,  # words (memory network) or SentencePiece pieces (transformer)
         "hidden_dim": 50,
         "epochs": 20,
@@ -46,6 +48,12 @@ def get_config():
         "num_heads": 4,
         "intermediate_dim": 256,
         "dropout": 0.1,
+        # Universal Transformer (Dehghani et al. 2019): hidden_dim, num_heads,
+        # intermediate_dim and dropout above, one block applied max_steps times.
+        "max_steps": 6,
+        "act": True,  # adaptive computation time: each fact halts on its own
+        "ponder_cost": 0.01,  # weight of the ACT ponder cost in the loss
+        "warmup_epochs": 2,  # linear warm-up of the learning rate, then cosine decay to 0
     }
 
 
@@ -78,19 +86,48 @@ def get_babi_transformer_config():
     return config
 
 
+def get_ut_config():
+    """The Universal Transformer on built-in bAbI-like stories."""
+    config = get_config()
+    config.update(architecture="universal_transformer", hidden_dim=64, num_heads=4,
+                  intermediate_dim=128, batch_size=64, learning_rate=1e-3, epochs=20)
+    return config
+
+
+def get_quick_ut_config():
+    """The Universal Transformer, tiny, for tests."""
+    config = get_ut_config()
+    config.update(num_examples=400, hidden_dim=16, num_heads=2, intermediate_dim=32,
+                  max_steps=3, epochs=2, warmup_epochs=1, vocabulary_size=80,
+                  # no compile time in tests (XLA on JAX: runtime.quick_jit_compile)
+                  precision="float32", jit_compile=runtime.quick_jit_compile())
+    return config
+
+
+def get_babi_ut_config():
+    """The Universal Transformer (with ACT) on bAbI 1k, 20 tasks trained jointly:
+    sized to train within an hour on a shared 2-core CPU (see examples/RESULTS.md)."""
+    config = get_ut_config()
+    config.update(data="../shared/data/qa/babi/en", epochs=64, max_steps=4)
+    return config
+
+
 PRESETS = {
     "default": get_config,
     "quick": get_quick_config,
     "babi": get_babi_config,
     "transformer": get_transformer_config,
     "babi_transformer": get_babi_transformer_config,
+    "ut": get_ut_config,
+    "quick_ut": get_quick_ut_config,
+    "babi_ut": get_babi_ut_config,
 }
 
 # What each setting accepts beyond its type (keras_attention.settings); the
 # `tasks` list is checked by the recipe (`train.parse_tasks`).
 RULES = {
     "num_examples": at_least(1),
-    "architecture": one_of("memory_network", "transformer"),
+    "architecture": one_of("memory_network", "transformer", "universal_transformer"),
     "vocabulary_size": at_least(5),  # the 4 special tokens and one more
     "hidden_dim": at_least(1),
     "epochs": at_least(1),
@@ -115,6 +152,9 @@ RULES = {
     "num_heads": at_least(1),
     "intermediate_dim": at_least(1),
     "dropout": fraction(),
+    "max_steps": at_least(1),
+    "ponder_cost": at_least(0),
+    "warmup_epochs": at_least(0),
 }
 
 # Settings a run resuming from a `--backup_dir` may change; the others must
