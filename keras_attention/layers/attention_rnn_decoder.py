@@ -6,6 +6,7 @@ from keras import ops
 from keras_attention import masks
 from keras_attention.layers.bahdanau_attention import BahdanauAttention
 from keras_attention.layers.luong_attention import LuongAttention
+from keras_attention.layers.quantization import NotQuantizable
 from keras_attention.validation import (
     check_bool,
     check_choice,
@@ -57,7 +58,7 @@ def _check_shapes(inputs_shape, memory_shape):
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class AttentionRNNDecoder(keras.layers.Layer):
+class AttentionRNNDecoder(NotQuantizable, keras.layers.Layer):
     """An attentional RNN decoder with input feeding (Luong et al., 2015).
 
     The Keras 3 counterpart of TensorFlow Addons' `AttentionWrapper`. At each
@@ -139,6 +140,10 @@ class AttentionRNNDecoder(keras.layers.Layer):
         Luong, Pham, Manning, "Effective Approaches to Attention-based Neural
         Machine Translation", EMNLP 2015 (section 3.3, input feeding).
     """
+
+    _not_quantizable_reason = (
+        "its W_c kernel is a raw variable and Keras does not quantize RNN cells"
+    )
 
     def __init__(
         self,

@@ -7,11 +7,12 @@ from keras import ops
 
 from keras_attention.layers import attention_core
 from keras_attention.layers.base_attention import BaseAttention
+from keras_attention.layers.quantization import NotQuantizable
 from keras_attention.validation import check_bool, check_positive_int
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class BahdanauAttention(BaseAttention):
+class BahdanauAttention(NotQuantizable, BaseAttention):
     """Additive attention of Bahdanau et al. (2015), with its projections.
 
     For a query (decoder state) `s` and keys (annotations) `h_s`:
@@ -65,6 +66,8 @@ class BahdanauAttention(BaseAttention):
         Bahdanau, Cho, Bengio, "Neural Machine Translation by Jointly
         Learning to Align and Translate", ICLR 2015.
     """
+
+    _not_quantizable_reason = "its score kernels W, U and vector v are raw variables"
 
     _fused_capable = False  # additive / Luong scores: no fused kernel
 

@@ -5,13 +5,14 @@ from keras import ops
 
 from keras_attention.layers import attention_core
 from keras_attention.layers.base_attention import BaseAttention
+from keras_attention.layers.quantization import NotQuantizable
 from keras_attention.validation import check_choice, check_positive_int
 
 SCORES = ("dot", "general", "concat")
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class LuongAttention(BaseAttention):
+class LuongAttention(NotQuantizable, BaseAttention):
     """Global attention with the three scores of Luong et al. (2015).
 
     For a query (decoder state) `h_t` and keys (encoder states) `h_s`:
@@ -65,6 +66,8 @@ class LuongAttention(BaseAttention):
         Luong, Pham, Manning, "Effective Approaches to Attention-based Neural
         Machine Translation", EMNLP 2015.
     """
+
+    _not_quantizable_reason = "its score kernel is a raw variable (score='general' or 'concat')"
 
     _fused_capable = False  # additive / Luong scores: no fused kernel
 

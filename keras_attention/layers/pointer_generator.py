@@ -8,6 +8,7 @@ from keras import ops
 
 from keras_attention import masks
 from keras_attention.layers import attention_core
+from keras_attention.layers.quantization import NotQuantizable
 from keras_attention.validation import (
     check_bool,
     check_last_dim_known,
@@ -59,7 +60,7 @@ def _check_shapes(states_shape, memory_shape, ids_shape, states_rank=3):
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class PointerGenerator(keras.layers.Layer):
+class PointerGenerator(NotQuantizable, keras.layers.Layer):
     """Pointer-generator output head with coverage (See et al., 2017).
 
     Put on top of any decoder: given the decoder states `s_t`, the encoder
@@ -175,6 +176,8 @@ class PointerGenerator(keras.layers.Layer):
         See, Liu, Manning, "Get To The Point: Summarization with
         Pointer-Generator Networks", ACL 2017.
     """
+
+    _not_quantizable_reason = "its attention, vocabulary and switch kernels are raw variables"
 
     def __init__(
         self,

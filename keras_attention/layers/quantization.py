@@ -1,0 +1,239 @@
+"""Quantization, LoRA and saved-weight support for layers built of sublayers.
+
+Keras quantizes (`model.quantize("int8" | "float8" | "int4")`) and adapts
+(`enable_lora(rank)`) its own `Dense` and `EinsumDense` layers only, and only
+the leaves of a model: a layer holding raw `add_weight` kernels would be
+skipped without a word. So every projection of keras_attention is a Keras
+`EinsumDense` or `Dense` sublayer, and:
+
+- `QuantizableSublayers` (a mixin of the layers made of such sublayers) lets
+  `layer.quantize(mode)` and `layer.enable_lora(rank)` be called on the layer
+  itself, records which sublayers are quantized in `get_config()`
+  (`quantized_sublayers`), so that a quantized model round-trips through
+  `.keras` (Keras' own `MultiHeadAttention` does not: its quantized
+  sublayers are rebuilt in float and the load fails), and maps the weights of
+  files saved before the projections were sublayers onto the sublayers.
+- `NotQuantizable` (a mixin of the layers that keep raw weights) makes
+  `quantize` raise an error naming the layer, rather than do nothing.
+"""
+
+import keras
+
+__all__ = ["NotQuantizable", "QuantizableSublayers", "einsum_projection"]
+
+
+def einsum_projection(equation, output_shape, bias_axes, name, **kwargs):
+    """A Keras `EinsumDense` sublayer (bias only when `bias_axes`)."""
+    return keras.layers.EinsumDense(
+        equation, output_shape=output_shape, bias_axes=bias_axes, name=name, **kwargs
+    )
+
+
+def _descendants(layer, prefix=""):
+    """`(relative path, sublayer)` of every sublayer of `layer`, depth first;
+    the path joins sublayer names with "/" ("self_attention/query")."""
+    for sublayer in layer._flatten_layers(include_self=False, recursive=False):
+        path = f"{prefix}{sublayer.name}"
+        yield path, sublayer
+        yield from _descendants(sublayer, path + "/")
+
+
+def _is_leaf(layer):
+    return not list(layer._flatten_layers(include_self=False, recursive=False))
+
+
+def _own_variables(layer):
+    return list(layer._trainable_variables) + list(layer._non_trainable_variables)
+
+
+class _SkipOneEmptyLoad:
+    """Stands in for a sublayer's `load_own_variables` for one call, after
+    its parent loaded the sublayer's weights from a legacy layout (the file
+    has no entry for the sublayer, so Keras hands it an empty store)."""
+
+    def __init__(self, layer):
+        self.layer = layer
+
+    def __call__(self, store):
+        del self.layer.load_own_variables  # back to the class's method
+        if len(store.keys()):
+            self.layer.load_own_variables(store)
+
+
+class QuantizableSublayers:
+    """Mixin of layers whose projections are Keras sublayers.
+
+    Place it before the Keras base class (`class L(QuantizableSublayers,
+    keras.layers.Layer)`). It adds the constructor argument
+    `quantized_sublayers` (a dict `{sublayer path: dtype policy}`, written by
+    `get_config()`; users leave it None) and the methods `quantize` and
+    `enable_lora`. Subclasses may override `_legacy_projections()` to load
+    files saved when the layer held raw kernels.
+    """
+
+    def __init__(self, *args, quantized_sublayers=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        if quantized_sublayers is not None and not isinstance(quantized_sublayers, dict):
+            raise ValueError(
+                "`quantized_sublayers` must be None or a dict {sublayer path: "
+                f"dtype policy}}. Received: quantized_sublayers={quantized_sublayers!r}"
+            )
+        self._saved_quantization = dict(quantized_sublayers or {})
+
+    # ------------------------------------------------------------ quantize
+    def quantize(self, mode=None, type_check=True, config=None):
+        """Quantizes every `Dense`/`EinsumDense` sublayer (as
+        `keras.Model.quantize` does for the leaves of a model).
+
+        Args:
+            mode: `"int8"`, `"float8"` or `"int4"` (as Keras).
+            type_check: passed to the sublayers' `quantize`.
+            config: optional `keras.quantizers.QuantizationConfig`.
+
+        Raises:
+            ValueError: the layer is not built, or holds a sublayer that
+                keeps raw weights (`NotQuantizable`).
+        """
+        if not self.built:
+            raise ValueError(
+                f"Cannot quantize layer '{self.name}' before it is built: call it "
+                f"once (or `build` it) first. Received: mode={mode!r}"
+            )
+        quantized = 0
+        for _, sublayer in _descendants(self):
+            if not _is_leaf(sublayer):
+                continue
+            try:
+                sublayer.quantize(mode, type_check=type_check, config=config)
+                quantized += 1
+            except NotImplementedError:
+                continue  # Dropout, LayerNormalization: no weights to quantize
+        if not quantized:
+            raise ValueError(
+                f"Layer '{self.name}' ({type(self).__name__}) has no sublayer that "
+                f"Keras can quantize. Received: mode={mode!r}"
+            )
+
+    def enable_lora(self, rank, lora_alpha=None, a_initializer="he_uniform",
+                    b_initializer="zeros"):
+        """Enables LoRA (`EinsumDense.enable_lora`) on every `Dense` and
+        `EinsumDense` sublayer and freezes every other weight of the layer
+        (biases, norms): only the LoRA weights train, as keras-hub's
+        `Backbone.enable_lora`.
+
+        For some projections only, call `enable_lora` on them instead
+        (`layer.query_dense`, `layer.value_dense`, ...): Keras then freezes
+        their kernels and leaves the rest trainable.
+        """
+        projections = [
+            sublayer
+            for _, sublayer in _descendants(self)
+            if isinstance(sublayer, (keras.layers.Dense, keras.layers.EinsumDense))
+        ]
+        if not projections:
+            raise ValueError(
+                f"Layer '{self.name}' ({type(self).__name__}) has no Dense or "
+                f"EinsumDense sublayer to adapt. Received: rank={rank}"
+            )
+        for variable in self.weights:
+            variable.trainable = False
+        for projection in projections:
+            projection.enable_lora(
+                rank,
+                lora_alpha=lora_alpha,
+                a_initializer=a_initializer,
+                b_initializer=b_initializer,
+            )
+
+    def _quantized_descendants(self):
+        """`{path: serialized policy}` of the quantized sublayers."""
+        return {
+            path: keras.dtype_policies.serialize(sublayer.dtype_policy)
+            for path, sublayer in _descendants(self)
+            if _is_leaf(sublayer) and sublayer.quantization_mode is not None
+        }
+
+    def _restore_quantization(self):
+        """Quantizes the sublayers the saved config lists, so that their
+        variables match the file's (called before they are loaded)."""
+        if not self._saved_quantization:
+            return
+        by_path = dict(_descendants(self))
+        for path, policy in self._saved_quantization.items():
+            sublayer = by_path.get(path)
+            if sublayer is None:
+                raise ValueError(
+                    f"Layer '{self.name}' has no sublayer '{path}' to quantize; "
+                    f"its sublayers are {sorted(by_path)}. Received: "
+                    f"quantized_sublayers={self._saved_quantization}"
+                )
+            policy = keras.dtype_policies.deserialize(policy)
+            if sublayer.quantization_mode is None:
+                sublayer.quantize(policy.quantization_mode, type_check=False)
+        self._saved_quantization = {}
+
+    # --------------------------------------------------------------- saving
+    def _legacy_projections(self):
+        """The projection sublayers whose kernels (and biases) the layer held
+        as its own variables before they were sublayers, in their old order;
+        the default is none."""
+        return []
+
+    def load_own_variables(self, store):
+        """Loads the layer's own variables; quantizes the sublayers recorded
+        as quantized first, and maps a legacy file's raw kernels (stored as
+        this layer's own variables) onto the projection sublayers."""
+        self._restore_quantization()
+        own = _own_variables(self)
+        saved = len(store.keys())
+        legacy = [
+            variable
+            for sublayer in self._legacy_projections()
+            for variable in (sublayer.kernel, getattr(sublayer, "bias", None))
+            if variable is not None
+        ]
+        if legacy and saved == len(own) + len(legacy):
+            for index, variable in enumerate(legacy):
+                variable.assign(store[str(index)])
+            for sublayer in self._legacy_projections():
+                sublayer.load_own_variables = _SkipOneEmptyLoad(sublayer)
+            store = {str(i): store[str(i + len(legacy))] for i in range(len(own))}
+        super().load_own_variables(store)
+
+    def get_config(self):
+        config = super().get_config()
+        config["quantized_sublayers"] = self._quantized_descendants() or None
+        return config
+
+
+class NotQuantizable:
+    """Mixin of layers that keep raw (`add_weight`) weights: `quantize` says
+    so rather than leave them in float without a word.
+
+    Layers with raw kernels (matrix products Keras could quantize were they
+    `Dense` layers) raise a ValueError, which stops `model.quantize`; layers
+    whose raw weights are tables, gains or scalars that Keras leaves in float
+    too (as `LayerNormalization`) set `_kept_in_float = True` and raise
+    `NotImplementedError`, which `model.quantize` turns into a warning
+    naming the layer. Place the mixin before the Keras base class.
+    """
+
+    # Why the layer's weights stay raw (said in the message).
+    _not_quantizable_reason = "its kernels are raw variables, not Keras Dense layers"
+    _kept_in_float = False
+
+    def quantize(self, mode=None, type_check=True, config=None):
+        """Raises: ValueError (raw kernels) or NotImplementedError (tables
+        kept in float; `model.quantize` warns)."""
+        name = f"Layer '{self.name}' ({type(self).__name__})"
+        if not self.weights or self._kept_in_float:
+            raise NotImplementedError(
+                f"{name} is not quantized: "
+                f"{self._not_quantizable_reason if self.weights else 'it has no weights'}; "
+                f"its weights stay {self.variable_dtype}. Received: mode={mode!r}"
+            )
+        raise ValueError(
+            f"{name} cannot be quantized: {self._not_quantizable_reason}. Leave it "
+            "out with `model.quantize(mode, filters=...)` (a regex or callable that "
+            f"does not match its path '{self.path}'). Received: mode={mode!r}"
+        )
