@@ -19,7 +19,33 @@ skipped without a word. So every projection of keras_attention is a Keras
 
 import keras
 
-__all__ = ["NotQuantizable", "QuantizableSublayers", "einsum_projection"]
+__all__ = [
+    "NotQuantizable",
+    "QuantizableSublayers",
+    "dense_projection",
+    "einsum_projection",
+    "fresh_initializer",
+    "refuse_quantization",
+]
+
+
+def fresh_initializer(initializer):
+    """A copy of a Keras initializer: one instance reused for several
+    kernels draws the same values for each (its seed is fixed when made)."""
+    return initializer.__class__.from_config(initializer.get_config())
+
+
+def dense_projection(units, input_shape, name, kernel_initializer, dtype):
+    """A bias-free Keras `Dense` `(..., D) -> (..., units)`, built."""
+    projection = keras.layers.Dense(
+        units,
+        use_bias=False,
+        kernel_initializer=fresh_initializer(kernel_initializer),
+        dtype=dtype,
+        name=name,
+    )
+    projection.build(tuple(input_shape))
+    return projection
 
 
 def einsum_projection(equation, output_shape, bias_axes, name, **kwargs):
@@ -225,15 +251,23 @@ class NotQuantizable:
     def quantize(self, mode=None, type_check=True, config=None):
         """Raises: ValueError (raw kernels) or NotImplementedError (tables
         kept in float; `model.quantize` warns)."""
-        name = f"Layer '{self.name}' ({type(self).__name__})"
-        if not self.weights or self._kept_in_float:
-            raise NotImplementedError(
-                f"{name} is not quantized: "
-                f"{self._not_quantizable_reason if self.weights else 'it has no weights'}; "
-                f"its weights stay {self.variable_dtype}. Received: mode={mode!r}"
-            )
-        raise ValueError(
-            f"{name} cannot be quantized: {self._not_quantizable_reason}. Leave it "
-            "out with `model.quantize(mode, filters=...)` (a regex or callable that "
-            f"does not match its path '{self.path}'). Received: mode={mode!r}"
+        refuse_quantization(
+            self, mode, self._not_quantizable_reason, self._kept_in_float
         )
+
+
+def refuse_quantization(layer, mode, reason, kept_in_float=False):
+    """Raises the error of a layer that keeps raw weights (`NotQuantizable`):
+    NotImplementedError (a warning in `model.quantize`) for a layer with no
+    weights or with weights Keras keeps in float too, else ValueError."""
+    name = f"Layer '{layer.name}' ({type(layer).__name__})"
+    if not layer.weights or kept_in_float:
+        raise NotImplementedError(
+            f"{name} is not quantized: {reason if layer.weights else 'it has no weights'}; "
+            f"its weights stay {layer.variable_dtype}. Received: mode={mode!r}"
+        )
+    raise ValueError(
+        f"{name} cannot be quantized: {reason}. Leave it out with "
+        "`model.quantize(mode, filters=...)` (a regex or callable that does not "
+        f"match its path '{layer.path}'). Received: mode={mode!r}"
+    )

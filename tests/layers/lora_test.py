@@ -25,6 +25,7 @@ LAYERS = {
     ),
     "encoder_block": lambda: block_model(layers.TransformerEncoderBlock(2, 16, name="layer")),
     "feed_forward": lambda: block_model(layers.FeedForward(16, name="layer")),
+    "bahdanau": lambda: attention_model(layers.BahdanauAttention(6, name="layer")),
 }
 
 

@@ -156,20 +156,51 @@ def rnn_attention_model(attention):
     return keras.Model([query, value], keras.layers.Dense(2, name="head")(out))
 
 
-@pytest.mark.parametrize(
-    "attention",
-    [
-        lambda: layers.BahdanauAttention(8, name="raw"),
-        lambda: layers.LuongAttention(score="general", name="raw"),
-    ],
-)
-def test_layers_with_raw_kernels_refuse_quantization(attention):
-    model = rnn_attention_model(attention())
+def test_layers_with_raw_kernels_refuse_quantization():
+    model = rnn_attention_model(layers.LuongAttention(score="concat", name="raw"))
     with pytest.raises(ValueError, match=r"Layer 'raw' .* cannot be quantized.*filters"):
         quantize_quietly(model, "int8")
     # The alternative the error names: leave the layer out.
     quantize_quietly(model, "int8", filters=lambda layer: layer.name != "raw")
     assert model.get_layer("head").kernel.dtype == "int8"
+
+
+def additive_and_luong_model():
+    keras.utils.set_random_seed(0)
+    query, value = keras.Input((3, 6)), keras.Input((4, 5))
+    outputs = [
+        layers.BahdanauAttention(8, name="additive")(query, value),
+        layers.BahdanauAttention(8, normalize=True, name="normalized")(query, value),
+        layers.LuongAttention(score="general", name="general")(query, value),
+    ]
+    return keras.Model([query, value], keras.layers.Concatenate()(outputs))
+
+
+def test_additive_and_luong_projections_quantize_and_round_trip(tmp_path):
+    model = additive_and_luong_model()
+    rng = np.random.default_rng(0)
+    x = [rng.normal(size=(2, 3, 6)).astype("float32"),
+         rng.normal(size=(2, 4, 5)).astype("float32")]
+    expected = to_numpy(model(x))
+    quantize_quietly(model, "int8")
+    kernels = projection_kernels(model)
+    assert sorted(kernels) == [
+        "additive/key/kernel", "additive/query/kernel", "general/query/kernel",
+        "normalized/key/kernel", "normalized/query/kernel",
+    ]
+    assert all(kernel.dtype == "int8" for kernel in kernels.values())
+    out = to_numpy(model(x))
+    assert 0 < np.abs(out - expected).max() <= TOLERANCE["int8"] * np.abs(expected).max()
+    model.save(tmp_path / "quantized.keras")
+    loaded = keras.saving.load_model(tmp_path / "quantized.keras")
+    np.testing.assert_allclose(to_numpy(loaded(x)), out, atol=1e-6)
+
+
+def test_additive_and_luong_files_saved_with_raw_kernels_still_load():
+    model = keras.saving.load_model(FIXTURES / "raw_weights_rnn_attention.keras")
+    saved = np.load(FIXTURES / "raw_weights_rnn_attention_io.npz")
+    out = to_numpy(model([saved["query"], saved["value"]]))
+    np.testing.assert_allclose(out, saved["y"], atol=1e-5)
 
 
 def test_position_table_is_kept_in_float_with_a_warning():
