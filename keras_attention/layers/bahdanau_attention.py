@@ -10,7 +10,6 @@ from keras_attention.layers.base_attention import BaseAttention
 from keras_attention.layers.quantization import (
     QuantizableSublayers,
     dense_projection,
-    fresh_initializer,
 )
 from keras_attention.validation import check_bool, check_positive_int
 
@@ -103,7 +102,7 @@ class BahdanauAttention(QuantizableSublayers, BaseAttention):
         self.score_vector = self.add_weight(
             name="score_vector",
             shape=(self.units,),
-            initializer=fresh_initializer(self.kernel_initializer),
+            initializer=self.kernel_initializer,
         )
         if self.normalize:
             self.score_gain = self.add_weight(

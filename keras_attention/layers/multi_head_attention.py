@@ -291,14 +291,14 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
         return self.value_dim or self.key_dim
 
     def _sublayer_kwargs(self):
-        """What every projection sublayer gets, as in Keras' layer (fresh
-        initializer copies, so that no two kernels start alike)."""
-        def fresh(initializer):
-            return initializer.__class__.from_config(initializer.get_config())
-
+        """What every projection sublayer gets, as in Keras' layer. One
+        initializer instance serves every kernel, as before the projections
+        were sublayers, so that a seed gives the same initial weights as
+        then (its fixed seed draws the same values for kernels of the same
+        shape; Keras' layer clones it per kernel instead)."""
         return dict(
-            kernel_initializer=fresh(self.kernel_initializer),
-            bias_initializer=fresh(self.bias_initializer),
+            kernel_initializer=self.kernel_initializer,
+            bias_initializer=self.bias_initializer,
             kernel_regularizer=self.kernel_regularizer,
             bias_regularizer=self.bias_regularizer,
             activity_regularizer=self.projection_activity_regularizer,

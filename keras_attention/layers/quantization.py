@@ -24,15 +24,8 @@ __all__ = [
     "QuantizableSublayers",
     "dense_projection",
     "einsum_projection",
-    "fresh_initializer",
     "refuse_quantization",
 ]
-
-
-def fresh_initializer(initializer):
-    """A copy of a Keras initializer: one instance reused for several
-    kernels draws the same values for each (its seed is fixed when made)."""
-    return initializer.__class__.from_config(initializer.get_config())
 
 
 def dense_projection(units, input_shape, name, kernel_initializer, dtype):
@@ -40,7 +33,7 @@ def dense_projection(units, input_shape, name, kernel_initializer, dtype):
     projection = keras.layers.Dense(
         units,
         use_bias=False,
-        kernel_initializer=fresh_initializer(kernel_initializer),
+        kernel_initializer=kernel_initializer,
         dtype=dtype,
         name=name,
     )

@@ -317,14 +317,6 @@ def test_dtype_policy_maps_reach_the_projections(rng):
     assert layer.query_dense.compute_dtype == "float32"
 
 
-def test_initial_kernels_differ_between_projections(rng):
-    """Each projection gets its own copy of the initializer (as Keras)."""
-    x = rng.normal(size=(1, 2, 8)).astype("float32")
-    layer = MultiHeadAttention(2, 4)
-    layer(x, x)
-    assert not np.allclose(np.asarray(layer.query_kernel), np.asarray(layer.key_kernel))
-
-
 @pytest.mark.parametrize(
     "kwargs, pattern",
     [
