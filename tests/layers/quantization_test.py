@@ -229,3 +229,22 @@ def test_layer_quantize_of_raw_kernels_raises_naming_the_layer(make, args):
     layer.build(*args)
     with pytest.raises(ValueError, match=r"Layer 'raw' \(\w+\) cannot be quantized: its"):
         layer.quantize("int8")
+
+
+def test_raw_weights_layout_of_a_subclass_keeps_its_own_variables_after():
+    """`SelfAttention(score="general")` held the 8 projection variables and
+    then its score kernel: the first go to the sublayers, the rest stay."""
+    layer = layers.SelfAttention(num_heads=2, score="general")
+    layer(np.ones((1, 3, 4), "float32"))
+    rng = np.random.default_rng(0)
+    projections = [
+        variable
+        for dense in (layer.query_dense, layer.key_dense, layer.value_dense,
+                      layer.output_dense)
+        for variable in (dense.kernel, dense.bias)
+    ]
+    old = projections + [layer.score_kernel]
+    values = [rng.normal(size=v.shape).astype("float32") for v in old]
+    layer.load_own_variables({str(i): value for i, value in enumerate(values)})
+    for variable, value in zip(old, values):
+        np.testing.assert_array_equal(to_numpy(variable), value, err_msg=variable.path)
