@@ -6,7 +6,7 @@ from keras import ops
 from keras_attention import masks
 from keras_attention.layers.bahdanau_attention import BahdanauAttention
 from keras_attention.layers.luong_attention import LuongAttention
-from keras_attention.layers.quantization import NotQuantizable
+from keras_attention.layers.quantization import QuantizableSublayers
 from keras_attention.validation import (
     check_bool,
     check_choice,
@@ -58,7 +58,7 @@ def _check_shapes(inputs_shape, memory_shape):
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class AttentionRNNDecoder(NotQuantizable, keras.layers.Layer):
+class AttentionRNNDecoder(QuantizableSublayers, keras.layers.Layer):
     """An attentional RNN decoder with input feeding (Luong et al., 2015).
 
     The Keras 3 counterpart of TensorFlow Addons' `AttentionWrapper`. At each
@@ -105,6 +105,11 @@ class AttentionRNNDecoder(NotQuantizable, keras.layers.Layer):
             dropped-out `a_t` is both the output and the value fed back.
         **kwargs: `keras.layers.Layer` arguments.
 
+    `W_c` is a bias-free Keras `Dense` sublayer (`attention_projection`):
+    `model.quantize` and `enable_lora` reach it and the attention's
+    projections; Keras does not quantize the RNN cell (it warns). Files
+    saved when `W_c` was the own variable `attention_kernel` still load.
+
     Call arguments:
         inputs: `(B, T, E)`, the (embedded) target inputs.
         memory: `(B, S, Dm)`, the encoder outputs.
@@ -141,10 +146,6 @@ class AttentionRNNDecoder(NotQuantizable, keras.layers.Layer):
         Machine Translation", EMNLP 2015 (section 3.3, input feeding).
     """
 
-    _not_quantizable_reason = (
-        "its W_c kernel is a raw variable and Keras does not quantize RNN cells"
-    )
-
     def __init__(
         self,
         units,
@@ -180,12 +181,21 @@ class AttentionRNNDecoder(NotQuantizable, keras.layers.Layer):
         self.cell.build((batch, input_dim + feed_dim))
         if not self.attention.built:
             self.attention.build((batch, 1, self.units), tuple(memory_shape))
-        self.attention_kernel = self.add_weight(  # W_c
-            name="attention_kernel",
-            shape=(memory_dim + self.units, self.units),
-            initializer="glorot_uniform",
+        self.attention_projection = keras.layers.Dense(  # W_c
+            self.units,
+            use_bias=False,
+            kernel_initializer="glorot_uniform",
+            dtype=self.dtype_policy,
+            name="attention_projection",
         )
+        self.attention_projection.build((batch, memory_dim + self.units))
         self.built = True
+
+    def _legacy_projections(self):
+        # Before it was a sublayer, W_c was the own variable `attention_kernel`.
+        return [self.attention_projection]
+
+    attention_kernel = property(lambda self: self.attention_projection.kernel)
 
     # ------------------------------------------------------------------ step
     def get_initial_state(self, batch_size):
@@ -233,9 +243,8 @@ class AttentionRNNDecoder(NotQuantizable, keras.layers.Layer):
 
     def _attentional_state(self, context, h, training):
         """`dropout(tanh(W_c [c_t ; h_t]))`: `(B, Dm), (B, units) -> (B, units)`."""
-        kernel = ops.cast(self.attention_kernel, self.compute_dtype)
         combined = ops.concatenate([ops.cast(context, h.dtype), h], axis=-1)
-        output = ops.tanh(ops.matmul(combined, kernel))
+        output = ops.tanh(self.attention_projection(combined))
         if training and self._seed_generator is not None:
             output = keras.random.dropout(
                 output, self.dropout, seed=self._seed_generator

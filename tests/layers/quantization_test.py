@@ -218,10 +218,6 @@ def test_position_table_is_kept_in_float_with_a_warning():
     "make, args",
     [
         (lambda: layers.PointerGenerator(11, 4, name="raw"), ((2, 3, 6), (2, 4, 5))),
-        (
-            lambda: layers.AttentionRNNDecoder(4, layers.LuongAttention(), name="raw"),
-            ((2, 3, 6), (2, 4, 5)),
-        ),
     ],
 )
 def test_layer_quantize_of_raw_kernels_raises_naming_the_layer(make, args):
@@ -248,3 +244,29 @@ def test_raw_weights_layout_of_a_subclass_keeps_its_own_variables_after():
     layer.load_own_variables({str(i): value for i, value in enumerate(values)})
     for variable, value in zip(old, values):
         np.testing.assert_array_equal(to_numpy(variable), value, err_msg=variable.path)
+
+
+def test_rnn_decoder_quantizes_its_projections_and_loads_the_raw_layout():
+    decoder = layers.AttentionRNNDecoder(4, layers.BahdanauAttention(5), name="decoder")
+    inputs = np.random.default_rng(0).normal(size=(2, 3, 6)).astype("float32")
+    memory = np.random.default_rng(1).normal(size=(2, 4, 7)).astype("float32")
+    expected = to_numpy(decoder(inputs, memory))
+    # The raw layout: W_c was the decoder's one own variable.
+    w_c = to_numpy(decoder.attention_kernel)
+    decoder.load_own_variables({"0": w_c[::-1].copy()})
+    np.testing.assert_array_equal(to_numpy(decoder.attention_kernel), w_c[::-1])
+    decoder.load_own_variables({"0": w_c})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        decoder.quantize("int8")
+    assert decoder.attention_projection.kernel.dtype == "int8"
+    assert decoder.attention.query_dense.kernel.dtype == "int8"
+    out = to_numpy(decoder(inputs, memory))
+    assert 0 < np.abs(out - expected).max() <= TOLERANCE["int8"] * np.abs(expected).max()
+
+
+def test_rnn_decoder_file_saved_with_raw_kernels_still_loads():
+    model = keras.saving.load_model(FIXTURES / "raw_weights_rnn_decoder.keras")
+    saved = np.load(FIXTURES / "raw_weights_rnn_decoder_io.npz")
+    out = to_numpy(model([saved["inputs"], saved["memory"]]))
+    np.testing.assert_allclose(out, saved["y"], atol=1e-5)
