@@ -194,29 +194,37 @@ class QuantizableSublayers:
     # --------------------------------------------------------------- saving
     def _legacy_projections(self):
         """The projection sublayers whose kernels (and biases) the layer held
-        as its own variables before they were sublayers, in their old order;
-        the default is none."""
+        as its own variables before they were sublayers; the default is
+        none."""
         return []
+
+    def _legacy_variables(self):
+        """Today's variables in the order the layer held them as its own
+        before the projections were sublayers. The default: the kernel and
+        bias of each `_legacy_projections()` sublayer, then today's own
+        variables; a layer whose old order interleaved them overrides it."""
+        projection_variables = [
+            variable
+            for sublayer in self._legacy_projections()
+            for variable in (sublayer.kernel, getattr(sublayer, "bias", None))
+            if variable is not None
+        ]
+        return projection_variables + _own_variables(self)
 
     def load_own_variables(self, store):
         """Loads the layer's own variables; quantizes the sublayers recorded
         as quantized first, and maps a legacy file's raw kernels (stored as
         this layer's own variables) onto the projection sublayers."""
         self._restore_quantization()
-        own = _own_variables(self)
         saved = len(store.keys())
-        legacy = [
-            variable
-            for sublayer in self._legacy_projections()
-            for variable in (sublayer.kernel, getattr(sublayer, "bias", None))
-            if variable is not None
-        ]
-        if legacy and saved == len(own) + len(legacy):
-            for index, variable in enumerate(legacy):
-                variable.assign(store[str(index)])
-            for sublayer in self._legacy_projections():
-                sublayer.load_own_variables = _SkipOneEmptyLoad(sublayer)
-            store = {str(i): store[str(i + len(legacy))] for i in range(len(own))}
+        if self._legacy_projections() and saved != len(_own_variables(self)):
+            legacy = self._legacy_variables()
+            if saved == len(legacy):
+                for index, variable in enumerate(legacy):
+                    variable.assign(store[str(index)])
+                for sublayer in self._legacy_projections():
+                    sublayer.load_own_variables = _SkipOneEmptyLoad(sublayer)
+                return
         super().load_own_variables(store)
 
     def get_config(self):
