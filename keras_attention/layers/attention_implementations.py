@@ -173,7 +173,8 @@ def block_mask(parts, start, size):
     Args:
         parts: the mask parts of a call (`BaseAttention._mask_parts`):
             `query_mask` `(B, T)` or None, `key_mask` `(B, S)` or None,
-            `explicit` `(B or 1, T, S)` or None, `causal` bool and
+            `explicit` `(B or 1, T, S)` or None, `causal` bool, `window`
+            (the largest query-key distance allowed, or None) and
             `key_length` (int or scalar tensor).
         start: the first query.
         size: the number of queries.
@@ -186,13 +187,18 @@ def block_mask(parts, start, size):
     causal = None
     if parts["causal"]:
         causal = masks.causal_mask(size, parts["key_length"], offset=start)
+    band = None
+    if parts.get("window") is not None:
+        band = masks.sliding_window_mask(
+            size, parts["key_length"], parts["window"], offset=start
+        )
     padding = masks.padding_mask(
         query_mask,
         parts["key_mask"],
         query_length=size,
         key_length=parts["key_length"],
     )
-    return masks.merge_masks(padding, explicit, causal)
+    return masks.merge_masks(padding, explicit, causal, band)
 
 
 def only_causal(parts, query_length, key_length):
@@ -203,6 +209,7 @@ def only_causal(parts, query_length, key_length):
         and parts["query_mask"] is None
         and parts["key_mask"] is None
         and parts["explicit"] is None
+        and parts.get("window") is None
         and isinstance(query_length, int)
         and query_length == key_length
     )

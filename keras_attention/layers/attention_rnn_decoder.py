@@ -7,6 +7,7 @@ from keras_attention import masks
 from keras_attention.layers.bahdanau_attention import BahdanauAttention
 from keras_attention.layers.cache_contract import describe_cache, warn_deprecated
 from keras_attention.layers.luong_attention import LuongAttention
+from keras_attention.layers.quantization import QuantizableSublayers
 from keras_attention.validation import (
     check_bool,
     check_choice,
@@ -58,7 +59,7 @@ def _check_shapes(inputs_shape, memory_shape):
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class AttentionRNNDecoder(keras.layers.Layer):
+class AttentionRNNDecoder(QuantizableSublayers, keras.layers.Layer):
     """An attentional RNN decoder with input feeding (Luong et al., 2015).
 
     The Keras 3 counterpart of TensorFlow Addons' `AttentionWrapper`. At each
@@ -108,6 +109,11 @@ class AttentionRNNDecoder(keras.layers.Layer):
         dropout: float in [0, 1), dropout on `a_t` (training only); the
             dropped-out `a_t` is both the output and the value fed back.
         **kwargs: `keras.layers.Layer` arguments.
+
+    `W_c` is a bias-free Keras `Dense` sublayer (`attention_projection`):
+    `model.quantize` and `enable_lora` reach it and the attention's
+    projections; Keras does not quantize the RNN cell (it warns). Files
+    saved when `W_c` was the own variable `attention_kernel` still load.
 
     Call arguments:
         inputs: `(B, T, E)`, the (embedded) target inputs.
@@ -183,12 +189,21 @@ class AttentionRNNDecoder(keras.layers.Layer):
         self.cell.build((batch, input_dim + feed_dim))
         if not self.attention.built:
             self.attention.build((batch, 1, self.units), tuple(memory_shape))
-        self.attention_kernel = self.add_weight(  # W_c
-            name="attention_kernel",
-            shape=(memory_dim + self.units, self.units),
-            initializer="glorot_uniform",
+        self.attention_projection = keras.layers.Dense(  # W_c
+            self.units,
+            use_bias=False,
+            kernel_initializer="glorot_uniform",
+            dtype=self.dtype_policy,
+            name="attention_projection",
         )
+        self.attention_projection.build((batch, memory_dim + self.units))
         self.built = True
+
+    def _legacy_projections(self):
+        # Before it was a sublayer, W_c was the own variable `attention_kernel`.
+        return [self.attention_projection]
+
+    attention_kernel = property(lambda self: self.attention_projection.kernel)
 
     # ----------------------------------------------------------------- cache
     def _zero_state(self, batch_size):
@@ -321,9 +336,8 @@ class AttentionRNNDecoder(keras.layers.Layer):
 
     def _attentional_state(self, context, h, training):
         """`dropout(tanh(W_c [c_t ; h_t]))`: `(B, Dm), (B, units) -> (B, units)`."""
-        kernel = ops.cast(self.attention_kernel, self.compute_dtype)
         combined = ops.concatenate([ops.cast(context, h.dtype), h], axis=-1)
-        output = ops.tanh(ops.matmul(combined, kernel))
+        output = ops.tanh(self.attention_projection(combined))
         if training and self._seed_generator is not None:
             output = keras.random.dropout(
                 output, self.dropout, seed=self._seed_generator

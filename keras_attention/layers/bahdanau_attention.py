@@ -7,11 +7,15 @@ from keras import ops
 
 from keras_attention.layers import attention_core
 from keras_attention.layers.base_attention import BaseAttention
+from keras_attention.layers.quantization import (
+    QuantizableSublayers,
+    dense_projection,
+)
 from keras_attention.validation import check_bool, check_positive_int
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class BahdanauAttention(BaseAttention):
+class BahdanauAttention(QuantizableSublayers, BaseAttention):
     """Additive attention of Bahdanau et al. (2015), with its projections.
 
     For a query (decoder state) `s` and keys (annotations) `h_s`:
@@ -49,6 +53,11 @@ class BahdanauAttention(BaseAttention):
             these scores).
         **kwargs: `keras.layers.Layer` arguments.
 
+    `W` and `U` are bias-free Keras `Dense` sublayers (`query_dense`,
+    `key_dense`): `quantize` and `enable_lora` reach them
+    (`QuantizableSublayers`); `v` (and `g`, `b`) stay float32 variables.
+    Files saved when `W` and `U` were own variables still load.
+
     Example:
 
     >>> import numpy as np
@@ -83,15 +92,12 @@ class BahdanauAttention(BaseAttention):
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
 
     def build_attention(self, query_shape, value_shape, key_shape):
-        self.query_kernel = self.add_weight(
-            name="query_kernel",
-            shape=(query_shape[-1], self.units),
-            initializer=self.kernel_initializer,
+        policy = self.dtype_policy
+        self.query_dense = dense_projection(  # W
+            self.units, query_shape, "query", self.kernel_initializer, policy
         )
-        self.key_kernel = self.add_weight(
-            name="key_kernel",
-            shape=(key_shape[-1], self.units),
-            initializer=self.kernel_initializer,
+        self.key_dense = dense_projection(  # U
+            self.units, key_shape, "key", self.kernel_initializer, policy
         )
         self.score_vector = self.add_weight(
             name="score_vector",
@@ -110,16 +116,23 @@ class BahdanauAttention(BaseAttention):
                 name="score_bias", shape=(self.units,), initializer="zeros"
             )
 
+    def _legacy_projections(self):
+        # Before they were sublayers, W and U were the first own variables.
+        return [self.query_dense, self.key_dense]
+
+    query_kernel = property(lambda self: self.query_dense.kernel)
+    key_kernel = property(lambda self: self.key_dense.kernel)
+
     def project_query(self, query):
         """`W q` (plus `b` when normalized): `(B, T, Dq) -> (B, T, units)`."""
-        projected = ops.matmul(query, self.query_kernel)
+        projected = self.query_dense(query)
         if self.normalize:
             projected = projected + self.score_bias
         return projected
 
     def project_key(self, key):
         """`U k`: `(B, S, Dk) -> (B, S, units)`; computable once per source."""
-        return ops.matmul(key, self.key_kernel)
+        return self.key_dense(key)
 
     def _score_vector(self):
         if not self.normalize:

@@ -220,7 +220,7 @@ class BaseAttention(keras.layers.Layer):
             attention_mask=attention_mask,
             use_causal_mask=use_causal_mask,
         )
-        steps = self._steps(training)
+        steps = self._steps(training, query)
         implementation = self._implementation_of_call(
             query, key, return_attention_scores, training
         )
@@ -297,8 +297,14 @@ class BaseAttention(keras.layers.Layer):
             "key_mask": key_mask,
             "explicit": explicit,
             "causal": bool(use_causal_mask),
+            "window": self._band_width(),
             "key_length": dynamic_key_length,
         }
+
+    def _band_width(self):
+        """The largest query-key distance a query may attend across (a
+        banded mask, built per block), or None (the default: no band)."""
+        return None
 
     # -------------------------------------------------- implementations
     def _dropout_active(self, training):
@@ -326,8 +332,9 @@ class BaseAttention(keras.layers.Layer):
             query_block_size=self.query_block_size,
         )
 
-    def _steps(self, training):
-        """This layer's hooks, as the implementations take them."""
+    def _steps(self, training, query=None):
+        """This layer's hooks, as the implementations take them (`query`:
+        the call's query, for hooks that depend on it)."""
         return implementations.AttentionSteps(
             compute_logits=self._compute_logits,
             compute_output=self._compute_output,

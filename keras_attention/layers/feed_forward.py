@@ -2,15 +2,18 @@
 
 import keras
 
+from keras_attention.layers.quantization import QuantizableSublayers
 from keras_attention.validation import check_positive_int, check_rate
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class FeedForward(keras.layers.Layer):
+class FeedForward(QuantizableSublayers, keras.layers.Layer):
     """Position-wise feed-forward network `W_2 act(W_1 x + b_1) + b_2`.
 
     Shapes: `(B, T, D) -> (B, T, D)` with a hidden size `intermediate_dim`.
-    Keras masks pass through unchanged.
+    Keras masks pass through unchanged. Both projections are Keras `Dense`
+    sublayers (`hidden`, `projection`): `quantize`, `enable_lora`
+    (`QuantizableSublayers`) and dtype-policy maps reach them.
 
     Args:
         intermediate_dim: positive int, the hidden size.

@@ -5,13 +5,18 @@ from keras import ops
 
 from keras_attention.layers import attention_core
 from keras_attention.layers.base_attention import BaseAttention
+from keras_attention.layers.quantization import (
+    QuantizableSublayers,
+    dense_projection,
+    refuse_quantization,
+)
 from keras_attention.validation import check_choice, check_positive_int
 
 SCORES = ("dot", "general", "concat")
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class LuongAttention(BaseAttention):
+class LuongAttention(QuantizableSublayers, BaseAttention):
     """Global attention with the three scores of Luong et al. (2015).
 
     For a query (decoder state) `h_t` and keys (encoder states) `h_s`:
@@ -49,6 +54,11 @@ class LuongAttention(BaseAttention):
             (`implementation="fused"` is refused: no fused kernel computes
             these scores).
         **kwargs: `keras.layers.Layer` arguments.
+
+    With `score="general"`, `W_a` is a bias-free Keras `Dense` sublayer
+    (`query_dense`, applied to the query): `quantize` and `enable_lora` reach
+    it. `score="concat"` keeps raw weights (`quantize` raises), `"dot"` has
+    none (`model.quantize` warns, as for any weightless layer).
 
     Example:
 
@@ -103,14 +113,12 @@ class LuongAttention(BaseAttention):
     def build_attention(self, query_shape, value_shape, key_shape):
         query_dim, key_dim = query_shape[-1], key_shape[-1]
         if self.score == "general":
-            self.kernel = self.add_weight(
-                name="kernel",
-                shape=(query_dim, key_dim),
-                initializer=self.kernel_initializer,
+            self.query_dense = dense_projection(
+                key_dim, query_shape, "query", self.kernel_initializer, self.dtype_policy
             )
         elif self.score == "concat":
             units = self.units or query_dim
-            self.kernel = self.add_weight(
+            self._concat_kernel = self.add_weight(
                 name="kernel",
                 shape=(query_dim + key_dim, units),
                 initializer=self.kernel_initializer,
@@ -121,17 +129,35 @@ class LuongAttention(BaseAttention):
                 initializer=self.kernel_initializer,
             )
 
+    @property
+    def kernel(self):
+        """`W_a`: `(Dq, Dk)` ("general") or `(Dq + Dk, units)` ("concat")."""
+        if self.score == "general":
+            return self.query_dense.kernel
+        return self._concat_kernel
+
+    def _legacy_projections(self):
+        # Before it was a sublayer, the "general" W_a was the own variable.
+        return [self.query_dense] if self.score == "general" else []
+
+    def quantize(self, mode=None, type_check=True, config=None):
+        """Quantizes `W_a` (score "general"); "concat" raises, "dot" has no
+        weights."""
+        if self.score == "general":
+            return super().quantize(mode, type_check=type_check, config=config)
+        refuse_quantization(
+            self, mode, "its concat score kernel is a raw variable (score='concat')"
+        )
+
     def _compute_logits(self, query, key):
         if self.score == "dot":
             return attention_core.dot_product_logits(query, key)
         if self.score == "general":
             # q . (W_a k) == (q W_a) . k ; project the (usually shorter) query.
-            return attention_core.dot_product_logits(
-                ops.matmul(query, self.kernel), key
-            )
+            return attention_core.dot_product_logits(self.query_dense(query), key)
         query_dim = query.shape[-1]
-        projected_query = ops.matmul(query, self.kernel[:query_dim])
-        projected_key = ops.matmul(key, self.kernel[query_dim:])
+        projected_query = ops.matmul(query, self._concat_kernel[:query_dim])
+        projected_key = ops.matmul(key, self._concat_kernel[query_dim:])
         return attention_core.additive_logits(
             projected_query, projected_key, self.score_vector
         )

@@ -3,11 +3,12 @@
 import keras
 from keras import ops
 
+from keras_attention.layers.quantization import NotQuantizable
 from keras_attention.validation import check_bool, check_positive_int, check_rate
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class MemoryEncoding(keras.layers.Layer):
+class MemoryEncoding(NotQuantizable, keras.layers.Layer):
     """Embeds each sentence as one memory vector (Sukhbaatar et al. 2015).
 
     For the word ids `x_i1 .. x_iJ` of sentence `i` (`J` its own length):
@@ -67,6 +68,9 @@ class MemoryEncoding(keras.layers.Layer):
         Sukhbaatar, Szlam, Weston, Fergus, "End-To-End Memory Networks",
         NIPS 2015, section 4.1.
     """
+
+    _not_quantizable_reason = "its embeddings are tables that are summed, not multiplied"
+    _kept_in_float = True
 
     def __init__(
         self,

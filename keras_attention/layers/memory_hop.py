@@ -4,11 +4,12 @@ import keras
 from keras import ops
 
 from keras_attention.layers.luong_attention import LuongAttention
+from keras_attention.layers.quantization import NotQuantizable
 from keras_attention.validation import check_bool
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class MemoryHop(keras.layers.Layer):
+class MemoryHop(NotQuantizable, keras.layers.Layer):
     """One memory-network hop: `u' = u + sum_i p_i c_i`, `p = softmax(u . m)`.
 
     The read is a `LuongAttention(score="dot")` with the state as a one-step
@@ -36,6 +37,9 @@ class MemoryHop(keras.layers.Layer):
     >>> tuple(new_state.shape), tuple(weights.shape)
     ((2, 4), (2, 1, 3))
     """
+
+    _not_quantizable_reason = "its one weight is a scalar switch"
+    _kept_in_float = True
 
     def __init__(self, linear_start=False, **kwargs):
         super().__init__(**kwargs)

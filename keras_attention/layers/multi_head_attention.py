@@ -1,5 +1,6 @@
 """`MultiHeadAttention`: multi-head attention with grouped-query heads."""
 
+import dataclasses
 import math
 
 import keras
@@ -9,6 +10,7 @@ from keras_attention import masks
 from keras_attention.layers import attention_core
 from keras_attention.layers.base_attention import BaseAttention
 from keras_attention.layers.cache_contract import describe_cache, warn_deprecated
+from keras_attention.layers.quantization import QuantizableSublayers, einsum_projection
 from keras_attention.layers.token_and_position_embedding import rotary_position_encoding
 from keras_attention.validation import (
     check_bool,
@@ -51,8 +53,57 @@ def grouped_context(weights, value_heads):
     )
 
 
+# `attention_axes` values that mean the sequence axis of a (B, T, D) input.
+_SEQUENCE_AXES = (None, 1, -2, (1,), (-2,), [1], [-2])
+
+
+def _check_keras_only_arguments(attention_axes, flash_attention):
+    """Refuses the `keras.layers.MultiHeadAttention` arguments we leave out
+    on purpose, naming the alternative."""
+    if attention_axes not in _SEQUENCE_AXES:
+        raise ValueError(
+            "`attention_axes`: this layer attends over the sequence axis of "
+            "(batch, seq_len, dim) inputs only; for attention over other axes "
+            "(images, video) use `keras.layers.MultiHeadAttention`, or reshape "
+            "the other axes into the batch. Received: "
+            f"attention_axes={attention_axes!r}"
+        )
+    if flash_attention is not None:
+        raise ValueError(
+            "`flash_attention`: choose the kernel with `implementation=` "
+            "('fused' for keras.ops.dot_product_attention, 'exact', 'blocked' "
+            f"or 'auto'). Received: flash_attention={flash_attention!r}"
+        )
+
+
+def _check_output_shape(output_shape, output_dim):
+    """Keras' `output_shape` (int or sequence of positive ints) as a tuple,
+    or None; it may not be given with `output_dim`."""
+    if output_shape is None:
+        return None
+    if output_dim is not None:
+        raise ValueError(
+            "Pass `output_shape` or `output_dim`, not both (`output_dim=n` "
+            "is `output_shape=(n,)`). Received: "
+            f"output_shape={output_shape!r}, output_dim={output_dim!r}"
+        )
+    shape = (output_shape,) if isinstance(output_shape, int) else output_shape
+    try:
+        shape = tuple(shape)
+    except TypeError:
+        shape = None
+    if not shape or not all(
+        isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in shape
+    ):
+        raise ValueError(
+            "`output_shape` must be a positive int or a non-empty tuple of "
+            f"positive ints. Received: output_shape={output_shape!r}"
+        )
+    return shape
+
+
 @keras.saving.register_keras_serializable(package="keras_attention")
-class MultiHeadAttention(BaseAttention):
+class MultiHeadAttention(QuantizableSublayers, BaseAttention):
     """Multi-head attention, with grouped-query (GQA) and multi-query (MQA).
 
     With `H = num_heads` query heads and `K = num_key_value_heads` key/value
@@ -93,13 +144,52 @@ class MultiHeadAttention(BaseAttention):
         rotary: bool, apply rotary position embeddings (RoPE, Su et al.
             2021, keras-hub's `RotaryEmbedding`) to query and key heads at
             their positions (self-attention; needs an even `key_dim`).
+        output_shape: as in `keras.layers.MultiHeadAttention`: an int or a
+            tuple, the output's shape after `(B, T)` (default `(Dq,)`);
+            `output_dim=n` is `output_shape=(n,)` (give one of the two).
+        use_gate: bool, as in Keras: gated attention (Qiu et al. 2025), the
+            contexts times `sigmoid(query W^g + b^g)` `(B, T, H, value_dim)`
+            before the output projection (not in `call_with_cache` yet: it
+            says so).
+        sliding_window: positive int or None, as in Keras: query `i` may
+            attend to key `j` only when `|i - j| < sliding_window` (a
+            symmetric band, top-left aligned; with `use_causal_mask=True`,
+            the causal window of Mistral). Not in `call_with_cache` yet (it
+            says so; pass `masks.sliding_window_mask` as its mask).
+        kernel_regularizer, bias_regularizer, activity_regularizer,
+        kernel_constraint, bias_constraint: as in Keras, for every projection
+            sublayer.
+        attention_axes: only None or the sequence axis (`1`); Keras'
+            attention over other axes is refused (use
+            `keras.layers.MultiHeadAttention` for images).
+        flash_attention: only None; the kernel is chosen by
+            `implementation`.
         query_block_size: see `BaseAttention`.
         implementation: `"auto"` (default), `"exact"`, `"blocked"` or
             `"fused"` (`keras.ops.dot_product_attention`; a call returning
             or dropping out the weights runs the exact path): see
             `BaseAttention`. `call_cached` always runs the exact path
             (it returns the weights).
+        quantized_sublayers: written by `get_config` (which projections are
+            quantized); leave it None.
         **kwargs: `keras.layers.Layer` arguments.
+
+    Projections are Keras `EinsumDense` sublayers with Keras' names and
+    layouts: `query_dense` (`"query"`, kernel `(Dq, H, key_dim)`),
+    `key_dense` and `value_dense` (`(D, K, head_dim)`), `gate_dense`
+    (`"gate"`) and `output_dense` (`"attention_output"`, kernel `(H,
+    value_dim, *output_shape)`). So `model.quantize("int8" | "float8" |
+    "int4")`, `layer.quantize(...)`, `enable_lora(rank)` (on the layer: all
+    projections; or on one of them), constraints, regularizers and
+    `DTypePolicyMap` entries reach them, and weights copy from and to
+    `keras.layers.MultiHeadAttention` variable by variable. `.keras` files
+    saved when the kernels were the layer's own variables still load.
+
+    Where we differ from Keras' layer on purpose: masks are boolean
+    (`attention_mask` True = may attend); `use_causal_mask=True` needs
+    `T == S` (a decode step's bottom-right mask needs an explicit offset:
+    `masks.causal_mask(T, S, offset=...)`); attention runs over the
+    sequence axis only.
 
     Caching (the contract of every cached layer, docs/concepts/caches.md):
     `compute_cache(value)` projects a memory once; `init_cache(batch,
@@ -108,7 +198,8 @@ class MultiHeadAttention(BaseAttention):
     returns `(output, cache, scores)`. Keys and values are cached per
     key/value head, so grouped-query attention shrinks the cache by `H / K`.
     The older `call_with_cache`, returning `(output, scores, cache)`, is
-    deprecated.
+    deprecated. With `use_gate` or `sliding_window` set, the cached calls
+    raise (they do not apply them yet).
 
     Example:
 
@@ -141,8 +232,19 @@ class MultiHeadAttention(BaseAttention):
         bias_initializer="zeros",
         seed=None,
         rotary=False,
+        output_shape=None,
+        use_gate=False,
+        sliding_window=None,
+        kernel_regularizer=None,
+        bias_regularizer=None,
+        activity_regularizer=None,
+        kernel_constraint=None,
+        bias_constraint=None,
+        attention_axes=None,
+        flash_attention=None,
         **kwargs,
     ):
+        _check_keras_only_arguments(attention_axes, flash_attention)
         super().__init__(dropout=dropout, seed=seed, **kwargs)
         self.rotary = check_bool("rotary", rotary)
         self.num_heads = check_positive_int("num_heads", num_heads)
@@ -164,9 +266,22 @@ class MultiHeadAttention(BaseAttention):
         self.output_dim = check_positive_int(
             "output_dim", output_dim, allow_none=True
         )
+        self._output_shape = _check_output_shape(output_shape, output_dim)
+        self.use_gate = check_bool("use_gate", use_gate)
+        self.sliding_window = check_positive_int(
+            "sliding_window", sliding_window, allow_none=True
+        )
 
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        self.bias_regularizer = keras.regularizers.get(bias_regularizer)
+        self.projection_activity_regularizer = keras.regularizers.get(
+            activity_regularizer
+        )
+        self.kernel_constraint = keras.constraints.get(kernel_constraint)
+        self.bias_constraint = keras.constraints.get(bias_constraint)
+        self.gate_dense = None
 
     @property
     def _kv_heads(self):
@@ -180,20 +295,52 @@ class MultiHeadAttention(BaseAttention):
     def _value_head_dim(self):
         return self.value_dim or self.key_dim
 
-    def _add_projection(self, name, input_dim, heads, head_dim):
-        kernel = self.add_weight(
-            name=f"{name}_kernel",
-            shape=(input_dim, heads, head_dim),
-            initializer=self.kernel_initializer,
+    def _sublayer_kwargs(self):
+        """What every projection sublayer gets, as in Keras' layer. One
+        initializer instance serves every kernel, as before the projections
+        were sublayers, so that a seed gives the same initial weights as
+        then (its fixed seed draws the same values for kernels of the same
+        shape; Keras' layer clones it per kernel instead)."""
+        return dict(
+            kernel_initializer=self.kernel_initializer,
+            bias_initializer=self.bias_initializer,
+            kernel_regularizer=self.kernel_regularizer,
+            bias_regularizer=self.bias_regularizer,
+            activity_regularizer=self.projection_activity_regularizer,
+            kernel_constraint=self.kernel_constraint,
+            bias_constraint=self.bias_constraint,
+            dtype=self.dtype_policy,
         )
-        bias = None
-        if self.use_bias:
-            bias = self.add_weight(
-                name=f"{name}_bias",
-                shape=(heads, head_dim),
-                initializer=self.bias_initializer,
-            )
-        return kernel, bias
+
+    def _add_projection(self, name, input_shape, heads, head_dim, activation=None):
+        """An `EinsumDense` `(B, L, D) -> (B, L, heads, head_dim)`, kernel
+        `(D, heads, head_dim)` and bias `(heads, head_dim)` (Keras' layout),
+        built for `input_shape`."""
+        projection = einsum_projection(
+            "bld,dhk->blhk",
+            (None, heads, head_dim),
+            "hk" if self.use_bias else None,
+            name,
+            activation=activation,
+            **self._sublayer_kwargs(),
+        )
+        projection.build(tuple(input_shape))
+        return projection
+
+    def _add_output_projection(self, query_shape):
+        output_shape = self._output_shape or (self.output_dim or query_shape[-1],)
+        letters = "opqrsuvwxyz"[: len(output_shape)]
+        projection = einsum_projection(
+            f"bthd,hd{letters}->bt{letters}",
+            (None,) + tuple(output_shape),
+            letters if self.use_bias else None,
+            "attention_output",
+            **self._sublayer_kwargs(),
+        )
+        projection.build(
+            (query_shape[0], query_shape[1], self.num_heads, self._value_head_dim)
+        )
+        return projection
 
     def build_attention(self, query_shape, value_shape, key_shape):
         if self.rotary and self.key_dim % 2:
@@ -201,50 +348,48 @@ class MultiHeadAttention(BaseAttention):
                 "Argument `key_dim` must be even with `rotary=True`. "
                 f"Received: key_dim={self.key_dim}"
             )
-        self.query_kernel, self.query_bias = self._add_projection(
-            "query", query_shape[-1], self.num_heads, self.key_dim
+        self.query_dense = self._add_projection(
+            "query", query_shape, self.num_heads, self.key_dim
         )
-        self.key_kernel, self.key_bias = self._add_projection(
-            "key", key_shape[-1], self._kv_heads, self.key_dim
+        self.key_dense = self._add_projection(
+            "key", key_shape, self._kv_heads, self.key_dim
         )
-        self.value_kernel, self.value_bias = self._add_projection(
-            "value", value_shape[-1], self._kv_heads, self._value_head_dim
+        self.value_dense = self._add_projection(
+            "value", value_shape, self._kv_heads, self._value_head_dim
         )
-        output_dim = self.output_dim or query_shape[-1]
-        self.output_kernel = self.add_weight(
-            name="output_kernel",
-            shape=(self.num_heads, self._value_head_dim, output_dim),
-            initializer=self.kernel_initializer,
-        )
-        self.output_bias = None
-        if self.use_bias:
-            self.output_bias = self.add_weight(
-                name="output_bias",
-                shape=(output_dim,),
-                initializer=self.bias_initializer,
+        if self.use_gate:
+            self.gate_dense = self._add_projection(
+                "gate", query_shape, self.num_heads, self._value_head_dim, "sigmoid"
             )
+        self.output_dense = self._add_output_projection(query_shape)
 
-    @staticmethod
-    def _project(x, kernel, bias):
-        # (B, L, D) x (D, heads, head_dim) -> (B, L, heads, head_dim)
-        projected = ops.einsum("bld,dhk->blhk", x, kernel)
-        if bias is not None:
-            projected = projected + bias
-        return projected
+    def _legacy_projections(self):
+        # Before the projections were sublayers: query, key, value and
+        # output kernels (each followed by its bias) were own variables.
+        return [self.query_dense, self.key_dense, self.value_dense, self.output_dense]
+
+    # Read-only views of the projections' variables (bias None without).
+    query_kernel = property(lambda self: self.query_dense.kernel)
+    query_bias = property(lambda self: self.query_dense.bias)
+    key_kernel = property(lambda self: self.key_dense.kernel)
+    key_bias = property(lambda self: self.key_dense.bias)
+    value_kernel = property(lambda self: self.value_dense.kernel)
+    value_bias = property(lambda self: self.value_dense.bias)
+    output_kernel = property(lambda self: self.output_dense.kernel)
+    output_bias = property(lambda self: self.output_dense.bias)
+
+    def _band_width(self):
+        # Keras' `sliding_window=w`: |i - j| < w, i.e. a distance <= w - 1.
+        return None if self.sliding_window is None else self.sliding_window - 1
 
     def _grouped_query(self, query):
         """Query heads `(B, T, K, G, key_dim)`, grouped by key/value head."""
-        kernel = ops.reshape(
-            self.query_kernel,
-            (-1, self._kv_heads, self._group_size, self.key_dim),
+        projected = self.query_dense(query)  # (B, T, H, key_dim)
+        shape = ops.shape(projected)
+        return ops.reshape(
+            projected,
+            (shape[0], shape[1], self._kv_heads, self._group_size, self.key_dim),
         )
-        projected = ops.einsum("btd,dkgh->btkgh", query, kernel)
-        if self.query_bias is not None:
-            projected = projected + ops.reshape(
-                self.query_bias,
-                (self._kv_heads, self._group_size, self.key_dim),
-            )
-        return projected
 
     def _rotate(self, heads, start_index):
         """Rotary position encoding of heads `(B, L, ...)` at positions
@@ -257,11 +402,10 @@ class MultiHeadAttention(BaseAttention):
         return self._rotate(self._grouped_query(query), start_index)
 
     def _key_heads(self, key, start_index=0):
-        heads = self._project(key, self.key_kernel, self.key_bias)
-        return self._rotate(heads, start_index)
+        return self._rotate(self.key_dense(key), start_index)
 
     def _value_heads(self, value):
-        return self._project(value, self.value_kernel, self.value_bias)
+        return self.value_dense(value)
 
     def _compute_logits(self, query, key):
         # (B, T, K, G, key_dim) x (B, S, K, key_dim) -> (B, K, G, T, S)
@@ -331,23 +475,45 @@ class MultiHeadAttention(BaseAttention):
         scale = ops.cast(1.0 / math.sqrt(self.key_dim), query_heads.dtype)
         return query_heads * scale, self._key_heads(key), self._value_heads(value)
 
-    def _fused_output(self, context):
-        output = ops.einsum(
-            "bthd,hdo->bto", context, ops.cast(self.output_kernel, context.dtype)
-        )
-        if self.output_bias is not None:
-            output = output + self.output_bias
-        return output
+    def _fused_output(self, context, gate=None):
+        """The output `(B, T, *output_shape)` from contexts `(B, T, H, dv)`,
+        times the gate `(B, T, H, dv)` first with `use_gate=True`."""
+        if self.use_gate:
+            if gate is None:
+                raise ValueError(
+                    "`use_gate=True`: the gate is computed from the query of a "
+                    "call, and `call_with_cache` does not compute it yet; decode "
+                    "with `use_gate=False` or call the layer on the whole prefix. "
+                    "Received: gate=None"
+                )
+            context = context * ops.cast(gate, context.dtype)
+        return self.output_dense(context)
 
-    def _finish_output(self, context):
-        output_kernel = ops.reshape(
-            self.output_kernel,
-            (self._kv_heads, self._group_size, self._value_head_dim, -1),
+    def _finish_output(self, context, gate=None):
+        """The output from contexts `(B, K, G, T, dv)` (see `_fused_output`)."""
+        shape = ops.shape(context)
+        context = ops.reshape(
+            ops.transpose(context, (0, 3, 1, 2, 4)),
+            (shape[0], shape[3], self.num_heads, self._value_head_dim),
         )
-        output = ops.einsum("bkgtd,kgdo->bto", context, output_kernel)
-        if self.output_bias is not None:
-            output = output + self.output_bias
-        return output
+        return self._fused_output(context, gate)
+
+    def _steps(self, training, query=None):
+        steps = super()._steps(training, query)
+        if not self.use_gate:
+            return steps
+        gate = self.gate_dense(query)  # (B, T, H, dv), sigmoid
+
+        def compute_output(weights, value):
+            context = self._prepared_context(weights, self._value_heads(value))
+            return self._finish_output(context, gate)
+
+        return dataclasses.replace(
+            steps,
+            compute_output=compute_output,
+            finish_output=lambda context: self._finish_output(context, gate),
+            fused_output=lambda context: self._fused_output(context, gate),
+        )
 
     # ------------------------------------------------------------ caching
     def compute_cache(self, value, key=None):
@@ -381,6 +547,7 @@ class MultiHeadAttention(BaseAttention):
         )
 
     def _check_cache(self, cache, batch_size, name="cache"):
+        self._check_cache_supported()
         expected = (
             (batch_size, None, self._kv_heads, self.key_dim),
             (batch_size, None, self._kv_heads, self._value_head_dim),
@@ -565,6 +732,16 @@ class MultiHeadAttention(BaseAttention):
         )
         return output, scores, cache
 
+    def _check_cache_supported(self):
+        if self.sliding_window is not None or self.use_gate:
+            raise ValueError(
+                "`call_cached` does not apply `sliding_window` or `use_gate` "
+                "yet; decode by calling the layer on the whole prefix, or use "
+                "`keras_attention.masks.sliding_window_mask` as the "
+                "`attention_mask` of `call_cached`. Received: "
+                f"sliding_window={self.sliding_window}, use_gate={self.use_gate}"
+            )
+
     @staticmethod
     def _check_cache_index(index, query_length, cache_length):
         values = concrete_values(index)
@@ -603,6 +780,26 @@ class MultiHeadAttention(BaseAttention):
                     self.bias_initializer
                 ),
                 "rotary": self.rotary,
+                "output_shape": self._output_shape,
+                "use_gate": self.use_gate,
+                "sliding_window": self.sliding_window,
+                "kernel_regularizer": keras.regularizers.serialize(
+                    self.kernel_regularizer
+                ),
+                "bias_regularizer": keras.regularizers.serialize(
+                    self.bias_regularizer
+                ),
+                "activity_regularizer": keras.regularizers.serialize(
+                    self.projection_activity_regularizer
+                ),
+                "kernel_constraint": keras.constraints.serialize(
+                    self.kernel_constraint
+                ),
+                "bias_constraint": keras.constraints.serialize(
+                    self.bias_constraint
+                ),
+                "attention_axes": None,
+                "flash_attention": None,
             }
         )
         return config

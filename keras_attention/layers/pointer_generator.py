@@ -9,6 +9,7 @@ from keras import ops
 from keras_attention import masks
 from keras_attention.layers import attention_core
 from keras_attention.layers.cache_contract import warn_deprecated
+from keras_attention.layers.quantization import QuantizableSublayers
 from keras_attention.validation import (
     check_bool,
     check_last_dim_known,
@@ -61,7 +62,7 @@ def _check_shapes(states_shape, memory_shape, ids_shape, states_rank=3):
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class PointerGenerator(keras.layers.Layer):
+class PointerGenerator(QuantizableSublayers, keras.layers.Layer):
     """Pointer-generator output head with coverage (See et al., 2017).
 
     Put on top of any decoder: given the decoder states `s_t`, the encoder
@@ -139,6 +140,12 @@ class PointerGenerator(keras.layers.Layer):
         coverage_loss_weight: float >= 0 (default 1.0), the weight `lambda`
             of the coverage loss; 0 adds no loss.
         **kwargs: `keras.layers.Layer` arguments.
+
+    The vocabulary distribution's `V` and `V'` are Keras `Dense` sublayers
+    (`hidden_dense`, `vocabulary_dense`: the `(units, V)` matrix is the
+    layer's largest), so `quantize` and `enable_lora` reach them; the
+    attention's and the switch's weights stay float32 variables. Files saved
+    when `V` and `V'` were own variables still load.
 
     Call arguments:
         decoder_states: `(B, T, D)`, the decoder's outputs `s_t`.
@@ -232,10 +239,12 @@ class PointerGenerator(keras.layers.Layer):
             ),
         )
         # Vocabulary distribution: V' (V [s_t ; h*_t] + b) + b'.
-        self.hidden_kernel = weight("hidden_kernel", (state_dim + memory_dim, units))
-        self.hidden_bias = weight("hidden_bias", (units,), "zeros")
-        self.output_kernel = weight("output_kernel", (units, vocab))
-        self.output_bias = weight("output_bias", (vocab,), "zeros")
+        self.hidden_dense = self._vocabulary_projection(
+            "hidden", units, (None, state_dim + memory_dim)
+        )
+        self.vocabulary_dense = self._vocabulary_projection(
+            "vocabulary", vocab, (None, units)
+        )
         # Switch: sigmoid(w_h* . h*_t + w_s . s_t + b_ptr).
         self.pointer_context_kernel = weight(
             "pointer_context_kernel", (memory_dim, 1)
@@ -243,6 +252,40 @@ class PointerGenerator(keras.layers.Layer):
         self.pointer_state_kernel = weight("pointer_state_kernel", (state_dim, 1))
         self.pointer_bias = weight("pointer_bias", (), "zeros")
         self.built = True
+
+    def _vocabulary_projection(self, name, units, input_shape):
+        """A Keras `Dense` of the vocabulary distribution (`V` or `V'`)."""
+        projection = keras.layers.Dense(
+            units, kernel_initializer="glorot_uniform", dtype=self.dtype_policy, name=name
+        )
+        projection.build(input_shape)
+        return projection
+
+    # `V`, `b`, `V'`, `b'` of the vocabulary distribution (sublayer variables).
+    hidden_kernel = property(lambda self: self.hidden_dense.kernel)
+    hidden_bias = property(lambda self: self.hidden_dense.bias)
+    output_kernel = property(lambda self: self.vocabulary_dense.kernel)
+    output_bias = property(lambda self: self.vocabulary_dense.bias)
+
+    def _legacy_projections(self):
+        return [self.hidden_dense, self.vocabulary_dense]
+
+    def _legacy_variables(self):
+        # The order of the own variables before `V` and `V'` were sublayers.
+        attention = [self.memory_kernel, self.state_kernel]
+        if self.use_coverage:
+            attention.append(self.coverage_kernel)
+        return attention + [
+            self.attention_bias,
+            self.score_vector,
+            self.hidden_kernel,
+            self.hidden_bias,
+            self.output_kernel,
+            self.output_bias,
+            self.pointer_context_kernel,
+            self.pointer_state_kernel,
+            self.pointer_bias,
+        ]
 
     # -------------------------------------------------------------- helpers
     def _check_token_ids(self, source_token_ids, memory_mask):
@@ -355,12 +398,7 @@ class PointerGenerator(keras.layers.Layer):
         context = attention_core.weighted_sum(attention, memory)  # (B, T, Dm)
         # P_vocab, in log space.
         features = ops.concatenate([states, ops.cast(context, states.dtype)], -1)
-        hidden = ops.matmul(
-            features, ops.cast(self.hidden_kernel, states.dtype)
-        ) + ops.cast(self.hidden_bias, states.dtype)
-        vocab_logits = ops.matmul(
-            hidden, ops.cast(self.output_kernel, states.dtype)
-        ) + ops.cast(self.output_bias, states.dtype)
+        vocab_logits = self.vocabulary_dense(self.hidden_dense(features))
         log_vocab = ops.log_softmax(ops.cast(vocab_logits, "float32"), axis=-1)
 
         # The switch; with nothing to copy from, everything is generated.

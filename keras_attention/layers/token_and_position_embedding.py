@@ -5,6 +5,7 @@ import math
 import keras
 from keras import ops
 
+from keras_attention.layers.quantization import NotQuantizable
 from keras_attention.validation import (
     check_choice,
     check_non_negative_int,
@@ -99,7 +100,7 @@ class SinusoidalPositionEncoding(keras.layers.Layer):
         return {**super().get_config(), "max_wavelength": self.max_wavelength}
 
 
-class LearnedPositionEmbedding(keras.layers.Layer):
+class LearnedPositionEmbedding(NotQuantizable, keras.layers.Layer):
     """A trained `(sequence_length, dim)` table of position embeddings.
 
     Holds one weight, `embeddings`, initialized like keras-hub's
@@ -114,6 +115,10 @@ class LearnedPositionEmbedding(keras.layers.Layer):
     Returns:
         `(B, T, dim)`, `embeddings[positions]` (broadcast over the batch).
     """
+
+    # Kept in float, as keras-hub's `PositionEmbedding`.
+    _not_quantizable_reason = "its position table is added, not multiplied"
+    _kept_in_float = True
 
     def __init__(self, sequence_length, initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)

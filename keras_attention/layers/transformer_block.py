@@ -5,6 +5,7 @@ import keras
 from keras_attention.layers.attention_implementations import IMPLEMENTATIONS
 from keras_attention.layers.feed_forward import FeedForward, residual
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
+from keras_attention.layers.quantization import QuantizableSublayers
 from keras_attention.validation import (
     check_bool,
     check_choice,
@@ -86,10 +87,13 @@ KERAS_HUB_CACHE_ARGUMENTS = (
 )
 
 
-class TransformerBlock(keras.layers.Layer):
+class TransformerBlock(QuantizableSublayers, keras.layers.Layer):
     """Base of `TransformerEncoderBlock` and `TransformerDecoderBlock`: the
     constructor arguments, sublayer factories, mask propagation and config.
-    See the subclasses for the equations."""
+    See the subclasses for the equations. Every projection is a Keras
+    sublayer: `quantize(mode)` and `enable_lora(rank)` work on the block
+    (`QuantizableSublayers`), and a quantized block round-trips through
+    `.keras`."""
 
     def __init__(
         self,

@@ -52,8 +52,11 @@ def test_normalized_score_uses_weight_norm_and_bias(rng):
 def test_differs_from_keras_additive_attention_by_owning_projections():
     layer = BahdanauAttention(units=3)
     layer(np.ones((1, 2, 4), "float32"), np.ones((1, 3, 5), "float32"))
-    names = sorted(w.name for w in layer.weights)
-    assert names == ["key_kernel", "query_kernel", "score_vector"]
+    names = sorted(w.path for w in layer.weights)
+    assert names == [
+        f"{layer.name}/key/kernel", f"{layer.name}/query/kernel", f"{layer.name}/score_vector"
+    ]
+    assert layer.query_kernel.shape == (4, 3) and layer.key_kernel.shape == (5, 3)
 
 
 def test_accepts_numpy_integers():

@@ -1,3 +1,4 @@
+import keras
 import numpy as np
 import pytest
 
@@ -204,3 +205,160 @@ def test_invalid_cache_and_index(rng):
         layer.call_cached(x, MultiHeadAttention(4, 4).init_cache(2, 4), 0)
     with pytest.raises(ValueError, match=r"key_dim.*even.*Received: key_dim=3"):
         MultiHeadAttention(2, 3, rotary=True)(x, x)
+
+
+# ------------------------------------------------ Keras' arguments, Keras' meaning
+def keras_twin(ours, query, value, **kwargs):
+    """A `keras.layers.MultiHeadAttention` with our layer's weights."""
+    kwargs = {k: v for k, v in kwargs.items() if k not in ("use_bias", "value_dim")}
+    theirs = keras.layers.MultiHeadAttention(
+        ours.num_heads, ours.key_dim, value_dim=ours.value_dim,
+        use_bias=ours.use_bias, **kwargs,
+    )
+    theirs(query, value)
+    names = ["query", "key", "value", "output"] + (["gate"] if ours.use_gate else [])
+    for name in names:
+        source = getattr(ours, f"{name}_dense")
+        target = getattr(theirs, f"{name}_dense" if name != "gate" else "_gate_dense")
+        assert target.kernel.shape == source.kernel.shape, name
+        target.kernel.assign(source.kernel)
+        if ours.use_bias:
+            target.bias.assign(source.bias)
+    return theirs
+
+
+KERAS_ARGUMENTS = {
+    "plain": ({}, {}),
+    "use_gate": ({"use_gate": True}, {}),
+    "output_shape_int": ({"output_shape": 6}, {}),
+    "output_shape_tuple": ({"output_shape": (3, 2)}, {}),
+    "sliding_window": ({"sliding_window": 2}, {}),
+    "causal_sliding_window": ({"sliding_window": 3}, {"use_causal_mask": True}),
+    # (value_dim == key_dim: Keras' layer fails on JAX otherwise, its fused
+    # kernel needing equal head sizes.)
+    "gate_window_no_bias": ({"use_gate": True, "sliding_window": 1, "use_bias": False}, {}),
+}
+
+
+@pytest.mark.parametrize("implementation", ["exact", "blocked", "fused"])
+@pytest.mark.parametrize("name", list(KERAS_ARGUMENTS))
+def test_keras_arguments_match_keras_multi_head_attention(name, implementation, rng):
+    layer_kwargs, call_kwargs = KERAS_ARGUMENTS[name]
+    query = rng.normal(size=(2, 6, 8)).astype("float32")
+    value = query if call_kwargs else rng.normal(size=(2, 6, 10)).astype("float32")
+    ours = MultiHeadAttention(
+        2, 4, bias_initializer="random_normal", implementation=implementation,
+        query_block_size=4, **layer_kwargs,
+    )
+    ours(query, value)
+    theirs = keras_twin(ours, query, value, **layer_kwargs)
+    np.testing.assert_allclose(
+        np.asarray(ours(query, value, **call_kwargs)),
+        np.asarray(theirs(query, value, **call_kwargs)),
+        atol=1e-5,
+    )
+
+
+def test_sliding_window_with_a_longer_source_is_top_left_as_keras(rng):
+    query = rng.normal(size=(1, 3, 8)).astype("float32")
+    value = rng.normal(size=(1, 7, 8)).astype("float32")
+    ours = MultiHeadAttention(2, 4, sliding_window=2)
+    ours(query, value)
+    _, scores = ours(query, value, return_attention_scores=True)
+    visible = np.asarray(scores)[0, 0] > 0
+    np.testing.assert_array_equal(
+        visible, np.abs(np.arange(3)[:, None] - np.arange(7)[None]) < 2
+    )
+    theirs = keras_twin(ours, query, value, sliding_window=2)
+    np.testing.assert_allclose(
+        np.asarray(ours(query, value)), np.asarray(theirs(query, value)), atol=1e-5
+    )
+
+
+def test_projections_are_keras_sublayers_with_keras_names(rng):
+    x = rng.normal(size=(2, 3, 8)).astype("float32")
+    layer = MultiHeadAttention(4, 2, num_key_value_heads=2, use_gate=True, name="mha")
+    layer(x, x)
+    assert [w.path for w in layer.weights] == [
+        f"mha/{name}/{kind}"
+        for name in ("query", "key", "value", "gate", "attention_output")
+        for kind in ("kernel", "bias")
+    ]
+    assert all(
+        isinstance(d, keras.layers.EinsumDense)
+        for d in (layer.query_dense, layer.key_dense, layer.value_dense,
+                  layer.gate_dense, layer.output_dense)
+    )
+    assert layer.key_kernel.shape == (8, 2, 2) and layer.output_kernel.shape == (4, 2, 8)
+
+
+def test_constraints_and_regularizers_reach_the_projections(rng):
+    x = rng.normal(size=(4, 3, 8)).astype("float32")
+    y = rng.normal(size=(4, 3, 8)).astype("float32")
+    inputs = keras.Input((3, 8))
+    layer = MultiHeadAttention(
+        2, 4, kernel_constraint="non_neg", kernel_regularizer="l2",
+        activity_regularizer="l1", name="mha",
+    )
+    model = keras.Model(inputs, layer(inputs, inputs))
+    model.compile(optimizer=keras.optimizers.SGD(1.0), loss="mse")
+    model.fit(x, y, epochs=2, verbose=0)
+    for dense in (layer.query_dense, layer.key_dense, layer.value_dense, layer.output_dense):
+        assert dense.kernel_constraint is layer.kernel_constraint
+        assert (np.asarray(dense.kernel) >= 0).all(), dense.name
+    layer(x, x)
+    assert len(layer.losses) == 4 + 4  # a kernel and an activity term per projection
+
+
+def test_dtype_policy_maps_reach_the_projections(rng):
+    policies = keras.dtype_policies.DTypePolicyMap(default_policy="float32")
+    policies["mha/value"] = "bfloat16"
+    x = rng.normal(size=(2, 3, 8)).astype("float32")
+    layer = MultiHeadAttention(2, 4, dtype=policies, name="mha")
+    layer(x, x)
+    assert layer.value_dense.compute_dtype == "bfloat16"
+    assert layer.query_dense.compute_dtype == "float32"
+
+
+@pytest.mark.parametrize(
+    "kwargs, pattern",
+    [
+        ({"attention_axes": (2,)}, r"sequence axis.*keras.layers.MultiHeadAttention.*"
+         r"Received: attention_axes=\(2,\)"),
+        ({"flash_attention": True}, r"implementation=.*Received: flash_attention=True"),
+        ({"output_shape": 4, "output_dim": 4}, r"not both.*Received: output_shape=4"),
+        ({"output_shape": (3, 0)}, r"positive ints.*Received: output_shape=\(3, 0\)"),
+        ({"sliding_window": 0}, r"sliding_window.*Received"),
+    ],
+)
+def test_keras_arguments_we_refuse_or_check(kwargs, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        MultiHeadAttention(2, 4, **kwargs)
+    with pytest.raises(TypeError, match=r"use_gate.*Received: use_gate='yes'"):
+        MultiHeadAttention(2, 4, use_gate="yes")
+
+
+def test_sequence_axis_is_accepted_as_attention_axes():
+    assert MultiHeadAttention(2, 4, attention_axes=1).get_config()["attention_axes"] is None
+
+
+@pytest.mark.parametrize("kwargs", [{"use_gate": True}, {"sliding_window": 2}])
+def test_cache_call_refuses_what_it_does_not_apply(kwargs, rng):
+    layer = MultiHeadAttention(2, 4, **kwargs)
+    x = rng.normal(size=(1, 3, 8)).astype("float32")
+    layer(x, x)
+    with pytest.raises(ValueError, match=r"call_with_cache.*Received"):
+        layer.call_with_cache(x[:, :1], layer.init_cache(1, 3), 0)
+
+
+def test_keras_arguments_round_trip_through_config(rng):
+    layer = MultiHeadAttention(
+        2, 4, output_shape=(3, 2), use_gate=True, sliding_window=2,
+        kernel_regularizer="l2", kernel_constraint="non_neg",
+    )
+    x = rng.normal(size=(2, 3, 8)).astype("float32")
+    restored = MultiHeadAttention.from_config(layer.get_config())
+    layer(x, x), restored(x, x)
+    restored.set_weights(layer.get_weights())
+    assert restored(x, x).shape == (2, 3, 3, 2)
+    np.testing.assert_allclose(np.asarray(restored(x, x)), np.asarray(layer(x, x)), atol=1e-6)

@@ -47,6 +47,8 @@ def softmax(x, mask=None):
 def reference(layer, states, memory, ids, memory_mask=None, coverage=True):
     """The equations of See et al. in NumPy, step by step (float64)."""
     w = {v.name: to_numpy(v).astype("float64") for v in layer.weights}
+    for name in ("hidden_kernel", "hidden_bias", "output_kernel", "output_bias"):
+        w[name] = to_numpy(getattr(layer, name)).astype("float64")  # Dense sublayers
     mask = np.ones(ids.shape, bool) if memory_mask is None else memory_mask
     memory = np.where(mask[..., None], memory, 0.0)
     c = np.zeros(ids.shape)
