@@ -38,14 +38,24 @@ def dense_projection(units, input_shape, name, kernel_initializer, dtype):
         name=name,
     )
     projection.build(tuple(input_shape))
-    return projection
+    return _passes_masks_through(projection)
 
 
 def einsum_projection(equation, output_shape, bias_axes, name, **kwargs):
     """A Keras `EinsumDense` sublayer (bias only when `bias_axes`)."""
-    return keras.layers.EinsumDense(
+    return _passes_masks_through(keras.layers.EinsumDense(
         equation, output_shape=output_shape, bias_axes=bias_axes, name=name, **kwargs
-    )
+    ))
+
+
+def _passes_masks_through(projection):
+    """`projection`, marked as passing Keras masks through: our layers read
+    the Keras mask of their inputs themselves and leave it on the tensors
+    (Keras' MultiHeadAttention strips it instead, R1), so a projection sees
+    masked inputs; without this Keras warns that it "will destroy the mask
+    information" at every call. Its outputs stay inside our layer."""
+    projection.supports_masking = True
+    return projection
 
 
 def _descendants(layer, prefix=""):

@@ -23,7 +23,7 @@ LAYERS = {
     "multi_head_attention": lambda: attention_model(
         layers.MultiHeadAttention(2, 4, num_key_value_heads=1, use_gate=True, name="layer")
     ),
-    "encoder_block": lambda: block_model(layers.TransformerEncoderBlock(2, 16, name="layer")),
+    "encoder_block": lambda: block_model(layers.TransformerEncoderBlock(16, 2, name="layer")),
     "feed_forward": lambda: block_model(layers.FeedForward(16, name="layer")),
     "bahdanau": lambda: attention_model(layers.BahdanauAttention(6, name="layer")),
 }

@@ -347,7 +347,7 @@ def test_cache_call_refuses_what_it_does_not_apply(kwargs, rng):
     layer = MultiHeadAttention(2, 4, **kwargs)
     x = rng.normal(size=(1, 3, 8)).astype("float32")
     layer(x, x)
-    with pytest.raises(ValueError, match=r"call_with_cache.*Received"):
+    with pytest.raises(ValueError, match=r"call_cached.*Received"):
         layer.call_with_cache(x[:, :1], layer.init_cache(1, 3), 0)
 
 

@@ -37,8 +37,8 @@ def transformer_model():
     h = layers.MultiHeadAttention(4, 8, num_key_value_heads=2, name="gqa")(x_in, m_in)
     h = layers.MultiHeadAttention(2, 8, use_gate=True, sliding_window=2, name="gated")(h, h)
     h = layers.SelfAttention(num_heads=2, name="self_attention")(h)
-    h = layers.TransformerEncoderBlock(2, 32, name="encoder")(h)
-    h = layers.TransformerDecoderBlock(2, 32, name="decoder")(h, m_in)
+    h = layers.TransformerEncoderBlock(32, 2, name="encoder")(h)
+    h = layers.TransformerDecoderBlock(32, 2, name="decoder")(h, m_in)
     h = layers.FeedForward(32, name="ffn")(h)
     return keras.Model([x_in, m_in], h)
 
