@@ -382,6 +382,16 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
         # Keras' `sliding_window=w`: |i - j| < w, i.e. a distance <= w - 1.
         return None if self.sliding_window is None else self.sliding_window - 1
 
+    def _local_window_mask(self, query_length, key_length, offset=None):
+        """The band of the layer's local window for queries at positions
+        `offset + i` (`i` without an offset) over keys `j`: boolean `(1, T,
+        S)`, or None without a window. `call_cached` merges it with the
+        causal mask, so a decode step sees the band of the full call."""
+        width = self._band_width()
+        if width is None:
+            return None
+        return masks.sliding_window_mask(query_length, key_length, width, offset=offset)
+
     def _grouped_query(self, query):
         """Query heads `(B, T, K, G, key_dim)`, grouped by key/value head."""
         projected = self.query_dense(query)  # (B, T, H, key_dim)
@@ -590,7 +600,8 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
         int or scalar tensor): the keys and values of the `t` new `inputs`
         are written into the cache at `cache_update_index` and the queries
         attend causally (bottom-right aligned: query `i` sits at position
-        `cache_update_index + i`) to every cached position up to theirs.
+        `cache_update_index + i`) to every cached position up to theirs
+        (within the layer's local window, if it has one).
         Cross-attention (`memory_cache` from `compute_cache`, no `cache`):
         the queries attend to the fixed memory; `cache_update_index`, if
         given, only places the queries for rotary positions, and the
@@ -654,11 +665,11 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
             (zero, index, zero, zero),
             ops.cast(self._value_heads(query), value_cache.dtype),
         )
+        query_positions, key_positions = ops.shape(query)[1], ops.shape(key_cache)[1]
         mask = masks.merge_masks(
             self._call_mask(attention_mask, query, cache_length),
-            masks.causal_mask(
-                ops.shape(query)[1], ops.shape(key_cache)[1], offset=index
-            ),
+            masks.causal_mask(query_positions, key_positions, offset=index),
+            self._local_window_mask(query_positions, key_positions, offset=index),
         )
         output, scores = self._attend_heads(
             query, cache_update_index, key_cache, value_cache, mask, training
