@@ -19,6 +19,10 @@ class FeedForward(QuantizableSublayers, keras.layers.Layer):
         intermediate_dim: positive int, the hidden size.
         activation: the hidden activation (default `"relu"`).
         dropout: float in [0, 1), dropout on the hidden layer.
+        kernel_regularizer, bias_regularizer: optional regularizers (a name,
+            a config or an object) of both `Dense` kernels / biases.
+        kernel_constraint, bias_constraint: optional constraints of both
+            `Dense` kernels / biases.
         **kwargs: `keras.layers.Layer` arguments.
 
     Example:
@@ -29,23 +33,48 @@ class FeedForward(QuantizableSublayers, keras.layers.Layer):
     (2, 3, 4)
     """
 
-    def __init__(self, intermediate_dim, activation="relu", dropout=0.0, **kwargs):
+    def __init__(
+        self,
+        intermediate_dim,
+        activation="relu",
+        dropout=0.0,
+        kernel_regularizer=None,
+        bias_regularizer=None,
+        kernel_constraint=None,
+        bias_constraint=None,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
+        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        self.bias_regularizer = keras.regularizers.get(bias_regularizer)
+        self.kernel_constraint = keras.constraints.get(kernel_constraint)
+        self.bias_constraint = keras.constraints.get(bias_constraint)
         self.intermediate_dim = check_positive_int("intermediate_dim", intermediate_dim)
         self.activation = keras.activations.get(activation)
         self.dropout = check_rate("dropout", dropout)
         self.supports_masking = True
         policy = self.dtype_policy
         self.hidden = keras.layers.Dense(
-            intermediate_dim, activation=activation, dtype=policy, name="hidden"
+            intermediate_dim, activation=activation, name="hidden",
+            **self._dense_kwargs(),
         )
         self.hidden_dropout = keras.layers.Dropout(dropout, dtype=policy)
         self.projection = None
 
+    def _dense_kwargs(self):
+        """The arguments both `Dense` sublayers share."""
+        return {
+            "dtype": self.dtype_policy,
+            "kernel_regularizer": self.kernel_regularizer,
+            "bias_regularizer": self.bias_regularizer,
+            "kernel_constraint": self.kernel_constraint,
+            "bias_constraint": self.bias_constraint,
+        }
+
     def build(self, inputs_shape):
         self.hidden.build(inputs_shape)
         self.projection = keras.layers.Dense(
-            inputs_shape[-1], dtype=self.dtype_policy, name="projection"
+            inputs_shape[-1], name="projection", **self._dense_kwargs()
         )
         self.projection.build(tuple(inputs_shape[:-1]) + (self.intermediate_dim,))
         self.built = True
@@ -61,6 +90,10 @@ class FeedForward(QuantizableSublayers, keras.layers.Layer):
                 "intermediate_dim": self.intermediate_dim,
                 "activation": keras.activations.serialize(self.activation),
                 "dropout": self.dropout,
+                "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
+                "bias_regularizer": keras.regularizers.serialize(self.bias_regularizer),
+                "kernel_constraint": keras.constraints.serialize(self.kernel_constraint),
+                "bias_constraint": keras.constraints.serialize(self.bias_constraint),
             }
         )
         return config

@@ -3,12 +3,12 @@
 import keras
 from keras import ops
 
-from keras_attention.layers.quantization import NotQuantizable
+from keras_attention.layers.quantization import QuantizableSublayers
 from keras_attention.validation import check_bool, check_positive_int, check_rate
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class MemoryEncoding(NotQuantizable, keras.layers.Layer):
+class MemoryEncoding(QuantizableSublayers, keras.layers.Layer):
     """Embeds each sentence as one memory vector (Sukhbaatar et al. 2015).
 
     For the word ids `x_i1 .. x_iJ` of sentence `i` (`J` its own length):
@@ -27,6 +27,11 @@ class MemoryEncoding(NotQuantizable, keras.layers.Layer):
     after the sentence (one with probability `p` per slot); the empty slots
     themselves are not added. Recencies beyond `max_memories - 1` share the
     last row of `T`.
+
+    `E` and `T` are Keras `Embedding` sublayers (`word_embedding`,
+    `temporal_embedding`; their tables also `embeddings` and
+    `temporal_embeddings`), so `model.quantize("int8" | "int4")` quantizes
+    them; files saved when they were the layer's own weights still load.
 
     The same layer embeds a question: a rank-2 input `(B, J)` gives `(B,
     dim)` without temporal encoding, so the paper's tying `B = A^1` is one
@@ -69,9 +74,6 @@ class MemoryEncoding(NotQuantizable, keras.layers.Layer):
         NIPS 2015, section 4.1.
     """
 
-    _not_quantizable_reason = "its embeddings are tables that are summed, not multiplied"
-    _kept_in_float = True
-
     def __init__(
         self,
         vocab_size,
@@ -108,6 +110,32 @@ class MemoryEncoding(NotQuantizable, keras.layers.Layer):
         self.seed = seed
         self.seed_generator = keras.random.SeedGenerator(seed) if self.temporal_noise else None
         self.supports_masking = True
+        self.word_embedding = self._table(vocab_size, "word_embedding")
+        self.temporal_embedding = (
+            self._table(max_memories, "temporal_embedding") if temporal_encoding else None
+        )
+
+    def _table(self, rows, name):
+        """A Keras `Embedding` `(rows, dim)` (so `quantize` reaches it)."""
+        return keras.layers.Embedding(
+            rows, self.dim, embeddings_initializer=self.embeddings_initializer,
+            dtype=self.dtype_policy, name=name,
+        )
+
+    @property
+    def embeddings(self):
+        """The word table `(vocab_size, dim)` (int8 once quantized)."""
+        return self.word_embedding.embeddings
+
+    @property
+    def temporal_embeddings(self):
+        """The temporal table `(max_memories, dim)`, or None."""
+        return None if self.temporal_embedding is None else self.temporal_embedding.embeddings
+
+    def _legacy_projections(self):
+        # Files saved before the tables were sublayers hold them as the
+        # layer's own variables, in this order.
+        return [t for t in (self.word_embedding, self.temporal_embedding) if t is not None]
 
     def build(self, token_ids_shape):
         if len(token_ids_shape) not in (2, 3):
@@ -115,15 +143,9 @@ class MemoryEncoding(NotQuantizable, keras.layers.Layer):
                 "`token_ids` must be (batch, memories, words) or (batch, words). "
                 f"Received: token_ids.shape={tuple(token_ids_shape)}"
             )
-        self.embeddings = self.add_weight(
-            name="embeddings", shape=(self.vocab_size, self.dim),
-            initializer=self.embeddings_initializer,
-        )
-        if self.temporal_encoding:
-            self.temporal_embeddings = self.add_weight(
-                name="temporal_embeddings", shape=(self.max_memories, self.dim),
-                initializer=self.embeddings_initializer,
-            )
+        for table in self._legacy_projections():
+            table.build((None,))
+        self.built = True
 
     def call(self, token_ids, training=None):
         if len(token_ids.shape) not in (2, 3):
@@ -133,15 +155,14 @@ class MemoryEncoding(NotQuantizable, keras.layers.Layer):
             )
         token_ids = ops.cast(token_ids, "int32")
         word_mask = ops.not_equal(token_ids, self.pad_token_id)
-        words = ops.take(ops.cast(self.embeddings, self.compute_dtype), token_ids, axis=0)
+        words = self.word_embedding(token_ids)
         weights = ops.cast(self._word_weights(word_mask), self.compute_dtype)
         sentences = ops.sum(words * weights, axis=-2)
         if len(token_ids.shape) == 2 or not self.temporal_encoding:
             return sentences
         memory_mask = ops.any(word_mask, axis=-1)
         recency = self._recency(memory_mask, training)
-        temporal = ops.take(ops.cast(self.temporal_embeddings, self.compute_dtype), recency,
-                            axis=0)
+        temporal = self.temporal_embedding(recency)
         return sentences + temporal * ops.cast(memory_mask[..., None], self.compute_dtype)
 
     def _word_weights(self, word_mask):

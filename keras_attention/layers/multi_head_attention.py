@@ -149,13 +149,12 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
             `output_dim=n` is `output_shape=(n,)` (give one of the two).
         use_gate: bool, as in Keras: gated attention (Qiu et al. 2025), the
             contexts times `sigmoid(query W^g + b^g)` `(B, T, H, value_dim)`
-            before the output projection (not in `call_with_cache` yet: it
-            says so).
+            before the output projection (in `call_cached` too).
         sliding_window: positive int or None, as in Keras: query `i` may
             attend to key `j` only when `|i - j| < sliding_window` (a
             symmetric band, top-left aligned; with `use_causal_mask=True`,
-            the causal window of Mistral). Not in `call_with_cache` yet (it
-            says so; pass `masks.sliding_window_mask` as its mask).
+            the causal window of Mistral). `call_cached` applies the same
+            band at the absolute positions `cache_update_index + i`.
         kernel_regularizer, bias_regularizer, activity_regularizer,
         kernel_constraint, bias_constraint: as in Keras, for every projection
             sublayer.
@@ -198,8 +197,8 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
     returns `(output, cache, scores)`. Keys and values are cached per
     key/value head, so grouped-query attention shrinks the cache by `H / K`.
     The older `call_with_cache`, returning `(output, scores, cache)`, is
-    deprecated. With `use_gate` or `sliding_window` set, the cached calls
-    raise (they do not apply them yet).
+    deprecated. `use_gate` and `sliding_window` apply in the cached calls as
+    in the full call (the window at positions `cache_update_index + i`).
 
     Example:
 
@@ -382,6 +381,16 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
         # Keras' `sliding_window=w`: |i - j| < w, i.e. a distance <= w - 1.
         return None if self.sliding_window is None else self.sliding_window - 1
 
+    def _local_window_mask(self, query_length, key_length, offset=None):
+        """The band of the layer's local window for queries at positions
+        `offset + i` (`i` without an offset) over keys `j`: boolean `(1, T,
+        S)`, or None without a window. `call_cached` merges it with the
+        causal mask, so a decode step sees the band of the full call."""
+        width = self._band_width()
+        if width is None:
+            return None
+        return masks.sliding_window_mask(query_length, key_length, width, offset=offset)
+
     def _grouped_query(self, query):
         """Query heads `(B, T, K, G, key_dim)`, grouped by key/value head."""
         projected = self.query_dense(query)  # (B, T, H, key_dim)
@@ -481,10 +490,8 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
         if self.use_gate:
             if gate is None:
                 raise ValueError(
-                    "`use_gate=True`: the gate is computed from the query of a "
-                    "call, and `call_with_cache` does not compute it yet; decode "
-                    "with `use_gate=False` or call the layer on the whole prefix. "
-                    "Received: gate=None"
+                    "`use_gate=True` needs the gate `(B, T, H, value_dim)` "
+                    "computed from the query of the call. Received: gate=None"
                 )
             context = context * ops.cast(gate, context.dtype)
         return self.output_dense(context)
@@ -547,7 +554,6 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
         )
 
     def _check_cache(self, cache, batch_size, name="cache"):
-        self._check_cache_supported()
         expected = (
             (batch_size, None, self._kv_heads, self.key_dim),
             (batch_size, None, self._kv_heads, self._value_head_dim),
@@ -590,7 +596,8 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
         int or scalar tensor): the keys and values of the `t` new `inputs`
         are written into the cache at `cache_update_index` and the queries
         attend causally (bottom-right aligned: query `i` sits at position
-        `cache_update_index + i`) to every cached position up to theirs.
+        `cache_update_index + i`) to every cached position up to theirs
+        (within the layer's local window, if it has one).
         Cross-attention (`memory_cache` from `compute_cache`, no `cache`):
         the queries attend to the fixed memory; `cache_update_index`, if
         given, only places the queries for rotary positions, and the
@@ -654,11 +661,11 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
             (zero, index, zero, zero),
             ops.cast(self._value_heads(query), value_cache.dtype),
         )
+        query_positions, key_positions = ops.shape(query)[1], ops.shape(key_cache)[1]
         mask = masks.merge_masks(
             self._call_mask(attention_mask, query, cache_length),
-            masks.causal_mask(
-                ops.shape(query)[1], ops.shape(key_cache)[1], offset=index
-            ),
+            masks.causal_mask(query_positions, key_positions, offset=index),
+            self._local_window_mask(query_positions, key_positions, offset=index),
         )
         output, scores = self._attend_heads(
             query, cache_update_index, key_cache, value_cache, mask, training
@@ -694,8 +701,9 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
         weights = attention_core.masked_softmax(
             logits, None if mask is None else mask[:, None, None]
         )
-        output = self._output_from_heads(self._drop(weights, training), value_heads)
-        return output, self._public_scores(weights)
+        context = self._prepared_context(self._drop(weights, training), value_heads)
+        gate = self.gate_dense(query) if self.use_gate else None  # (B, t, H, dv)
+        return self._finish_output(context, gate), self._public_scores(weights)
 
     def call_with_cache(
         self,
@@ -731,16 +739,6 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
             training=training,
         )
         return output, scores, cache
-
-    def _check_cache_supported(self):
-        if self.sliding_window is not None or self.use_gate:
-            raise ValueError(
-                "`call_cached` does not apply `sliding_window` or `use_gate` "
-                "yet; decode by calling the layer on the whole prefix, or use "
-                "`keras_attention.masks.sliding_window_mask` as the "
-                "`attention_mask` of `call_cached`. Received: "
-                f"sliding_window={self.sliding_window}, use_gate={self.use_gate}"
-            )
 
     @staticmethod
     def _check_cache_index(index, query_length, cache_length):

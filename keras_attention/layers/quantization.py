@@ -75,6 +75,14 @@ def _own_variables(layer):
     return list(layer._trainable_variables) + list(layer._non_trainable_variables)
 
 
+def _table_or_kernel_and_bias(sublayer):
+    """The float variables a sublayer's parent once held: an `Embedding`'s
+    table, or a projection's kernel and bias (None without a bias)."""
+    if isinstance(sublayer, keras.layers.Embedding):
+        return (sublayer.embeddings,)
+    return (sublayer.kernel, getattr(sublayer, "bias", None))
+
+
 class _SkipOneEmptyLoad:
     """Stands in for a sublayer's `load_own_variables` for one call, after
     its parent loaded the sublayer's weights from a legacy layout (the file
@@ -111,7 +119,7 @@ class QuantizableSublayers:
 
     # ------------------------------------------------------------ quantize
     def quantize(self, mode=None, type_check=True, config=None):
-        """Quantizes every `Dense`/`EinsumDense` sublayer (as
+        """Quantizes every `Dense`/`EinsumDense`/`Embedding` sublayer (as
         `keras.Model.quantize` does for the leaves of a model).
 
         Args:
@@ -216,7 +224,7 @@ class QuantizableSublayers:
         projection_variables = [
             variable
             for sublayer in self._legacy_projections()
-            for variable in (sublayer.kernel, getattr(sublayer, "bias", None))
+            for variable in _table_or_kernel_and_bias(sublayer)
             if variable is not None
         ]
         return projection_variables + _own_variables(self)

@@ -40,8 +40,10 @@ class SelfAttention(MultiHeadAttention):
 
     `use_causal_mask=True` lets position `i` see positions `j <= i`;
     `window=w` restricts it to `|i - j| <= w` (with causal: the `w` previous
-    positions and itself). A Keras mask on `x` masks padded positions as keys
-    and as queries, and is propagated to the output.
+    positions and itself; `call_cached`, always causal, applies the same
+    window at the positions `cache_update_index + i`). A Keras mask on `x`
+    masks padded positions as keys and as queries, and is propagated to the
+    output.
 
     Shapes: `x` `(B, T, D)`; output `(B, T, D)`; weights `(B, H, T, T)`.
 
@@ -204,9 +206,7 @@ class SelfAttention(MultiHeadAttention):
             )
         if self.window is not None:
             length = ops.shape(x)[1]
-            explicit = masks.merge_masks(
-                explicit, masks.sliding_window_mask(length, length, self.window)
-            )
+            explicit = masks.merge_masks(explicit, self._window_mask(length, length))
         if use_causal_mask is None:
             use_causal_mask = self.use_causal_mask
         return super().call(
@@ -219,6 +219,18 @@ class SelfAttention(MultiHeadAttention):
             return_attention_scores=return_attention_scores,
             training=training,
         )
+
+    def _window_mask(self, query_length, key_length, offset=None):
+        """`|offset + i - j| <= window` as boolean `(1, T, S)`."""
+        return masks.sliding_window_mask(query_length, key_length, self.window, offset=offset)
+
+    def _local_window_mask(self, query_length, key_length, offset=None):
+        # `window` (and Keras' `sliding_window`, if given) in `call_cached`
+        # too: new query `i` sits at `offset + i` (`cache_update_index + i`).
+        band = super()._local_window_mask(query_length, key_length, offset)
+        if self.window is None:
+            return band
+        return masks.merge_masks(band, self._window_mask(query_length, key_length, offset))
 
     def get_config(self):
         config = super().get_config()

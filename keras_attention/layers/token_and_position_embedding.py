@@ -5,7 +5,7 @@ import math
 import keras
 from keras import ops
 
-from keras_attention.layers.quantization import NotQuantizable
+from keras_attention.layers.quantization import QuantizableSublayers
 from keras_attention.validation import (
     check_choice,
     check_non_negative_int,
@@ -100,12 +100,15 @@ class SinusoidalPositionEncoding(keras.layers.Layer):
         return {**super().get_config(), "max_wavelength": self.max_wavelength}
 
 
-class LearnedPositionEmbedding(NotQuantizable, keras.layers.Layer):
+class LearnedPositionEmbedding(QuantizableSublayers, keras.layers.Layer):
     """A trained `(sequence_length, dim)` table of position embeddings.
 
-    Holds one weight, `embeddings`, initialized like keras-hub's
-    `PositionEmbedding` (Glorot uniform), and stored at the same place in a
-    saved model, so models saved with the keras-hub layer load unchanged.
+    The table is a Keras `Embedding` sublayer, `embedding` (its weight
+    `embedding.embeddings`, also `position_embeddings`), initialized like
+    keras-hub's `PositionEmbedding` (Glorot uniform); so
+    `model.quantize("int8" | "int4")` quantizes it as Keras quantizes an
+    `Embedding`. Files saved when the table was the layer's own weight (by
+    keras_attention 0.2.0 and earlier, or keras-hub's layer) still load.
 
     Call arguments:
         inputs: `(B, T, dim)`, only its shape is used.
@@ -116,27 +119,34 @@ class LearnedPositionEmbedding(NotQuantizable, keras.layers.Layer):
         `(B, T, dim)`, `embeddings[positions]` (broadcast over the batch).
     """
 
-    # Kept in float, as keras-hub's `PositionEmbedding`.
-    _not_quantizable_reason = "its position table is added, not multiplied"
-    _kept_in_float = True
-
     def __init__(self, sequence_length, initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
         self.sequence_length = check_positive_int("sequence_length", sequence_length)
         self.initializer = keras.initializers.get(initializer)
+        self.embedding = None
 
     def build(self, inputs_shape):
-        self.position_embeddings = self.add_weight(
-            name="embeddings",
-            shape=(self.sequence_length, inputs_shape[-1]),
-            initializer=self.initializer,
-            trainable=True,
+        self.embedding = keras.layers.Embedding(
+            self.sequence_length,
+            inputs_shape[-1],
+            embeddings_initializer=self.initializer,
+            dtype=self.dtype_policy,
+            name="table",
         )
+        self.embedding.build((None,))
         self.built = True
+
+    @property
+    def position_embeddings(self):
+        """The table `(sequence_length, dim)` (int8 once quantized)."""
+        return self.embedding.embeddings
+
+    def _legacy_projections(self):
+        return [self.embedding]  # the table was the layer's own `embeddings`
 
     def call(self, inputs, positions):
         # (T, dim) or (B, T, dim)
-        embeddings = ops.take(ops.convert_to_tensor(self.position_embeddings), positions, axis=0)
+        embeddings = self.embedding(positions)
         return ops.broadcast_to(embeddings, ops.shape(inputs))
 
     def compute_output_shape(self, input_shape):
@@ -151,7 +161,7 @@ class LearnedPositionEmbedding(NotQuantizable, keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class TokenAndPositionEmbedding(keras.layers.Layer):
+class TokenAndPositionEmbedding(QuantizableSublayers, keras.layers.Layer):
     """Token embeddings scaled by `sqrt(dim)` plus a position encoding.
 
     ```

@@ -73,6 +73,15 @@ def self_attention_additive(rng):
     return Case(layer, x, full, None, layer.init_cache(B, T), 2)
 
 
+def self_attention_window(rng):
+    # window=1 with T=4: the last positions must not see the first ones.
+    layer = layers.SelfAttention(num_heads=2, use_causal_mask=True, window=1)
+    x = normal(rng, B, T, D)
+    full = layer(x, return_attention_scores=True)
+    assert not np.asarray(full[1])[:, :, 3, :2].any(), "the window hides keys 0 and 1"
+    return Case(layer, x, full, None, layer.init_cache(B, T), 2)
+
+
 def mha_cross(rng):
     layer = layers.MultiHeadAttention(2, 4)
     x, memory = normal(rng, B, T, D), normal(rng, B, S, 6)
@@ -130,6 +139,7 @@ CASES = {
     "mha_self": mha_self,
     "mha_cross": mha_cross,
     "self_attention_additive": self_attention_additive,
+    "self_attention_window": self_attention_window,
     "block_with_memory": block_with_memory,
     "block_without_memory": block_without_memory,
     "pointer_generator": pointer_generator,

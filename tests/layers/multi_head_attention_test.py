@@ -342,13 +342,38 @@ def test_sequence_axis_is_accepted_as_attention_axes():
     assert MultiHeadAttention(2, 4, attention_axes=1).get_config()["attention_axes"] is None
 
 
-@pytest.mark.parametrize("kwargs", [{"use_gate": True}, {"sliding_window": 2}])
-def test_cache_call_refuses_what_it_does_not_apply(kwargs, rng):
-    layer = MultiHeadAttention(2, 4, **kwargs)
-    x = rng.normal(size=(1, 3, 8)).astype("float32")
-    layer(x, x)
-    with pytest.raises(ValueError, match=r"call_cached.*Received"):
-        layer.call_with_cache(x[:, :1], layer.init_cache(1, 3), 0)
+@pytest.mark.parametrize("chunk", [1, 2], ids=["one_position", "two_positions"])
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"use_gate": True}, {"sliding_window": 2}, {"use_gate": True, "sliding_window": 3,
+                                                 "num_key_value_heads": 1}],
+    ids=["use_gate", "sliding_window", "both_gqa"],
+)
+def test_cached_decoding_applies_gate_and_sliding_window(kwargs, chunk, rng):
+    """call_cached == the causal full call: the gate from each new query,
+    the window `|p - j| < sliding_window` at `p = cache_update_index + i`."""
+    layer = MultiHeadAttention(2, 4, bias_initializer="random_normal", **kwargs)
+    x = rng.normal(size=(2, 6, 8)).astype("float32")
+    full, full_scores = layer(x, x, use_causal_mask=True, return_attention_scores=True)
+    cache, outputs, scores = layer.init_cache(2, 6), [], []
+    for start in range(0, 6, chunk):
+        output, cache, score = layer.call_cached(x[:, start:start + chunk], cache, start)
+        outputs.append(np.asarray(output))
+        scores.append(np.asarray(score))
+    np.testing.assert_allclose(np.concatenate(outputs, 1), np.asarray(full), atol=2e-5)
+    np.testing.assert_allclose(np.concatenate(scores, 2), np.asarray(full_scores), atol=2e-5)
+    if "sliding_window" in kwargs:
+        width = kwargs["sliding_window"]
+        assert not np.concatenate(scores, 2)[:, :, 5, : 6 - width].any()
+
+
+def test_cross_attention_cache_applies_the_gate(rng):
+    layer = MultiHeadAttention(2, 4, use_gate=True)
+    x, memory = (rng.normal(size=(2, n, 8)).astype("float32") for n in (3, 5))
+    full = layer(x, memory)
+    output, no_cache, _ = layer.call_cached(x, memory_cache=layer.compute_cache(memory))
+    assert no_cache is None
+    np.testing.assert_allclose(np.asarray(output), np.asarray(full), atol=2e-5)
 
 
 def test_keras_arguments_round_trip_through_config(rng):

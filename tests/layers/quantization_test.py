@@ -37,8 +37,8 @@ def transformer_model():
     h = layers.MultiHeadAttention(4, 8, num_key_value_heads=2, name="gqa")(x_in, m_in)
     h = layers.MultiHeadAttention(2, 8, use_gate=True, sliding_window=2, name="gated")(h, h)
     h = layers.SelfAttention(num_heads=2, name="self_attention")(h)
-    h = layers.TransformerEncoderBlock(32, 2, name="encoder")(h)
-    h = layers.TransformerDecoderBlock(32, 2, name="decoder")(h, m_in)
+    h = layers.TransformerEncoderBlock(num_heads=2, intermediate_dim=32, name="encoder")(h)
+    h = layers.TransformerDecoderBlock(num_heads=2, intermediate_dim=32, name="decoder")(h, m_in)
     h = layers.FeedForward(32, name="ffn")(h)
     return keras.Model([x_in, m_in], h)
 
@@ -203,15 +203,72 @@ def test_additive_and_luong_files_saved_with_raw_kernels_still_load():
     np.testing.assert_allclose(out, saved["y"], atol=1e-5)
 
 
-def test_position_table_is_kept_in_float_with_a_warning():
+# Embedding tables quantized to int8 (per-row scales): largest error as a
+# fraction of the largest float output; measured 0.4% to 0.7%.
+TABLE_TOLERANCE = 0.02
+
+
+def tables_fixture():
+    """`raw_tables_model.keras` (saved when the tables were own variables),
+    its inputs and the outputs it gave then."""
+    saved = np.load(FIXTURES / "raw_tables_model_io.npz")
+    inputs = {name: saved[name] for name in ("ids", "story", "question")}
+    expected = [saved[name] for name in ("embedded", "memories", "question_encoding")]
+    return keras.saving.load_model(FIXTURES / "raw_tables_model.keras"), inputs, expected
+
+
+def test_files_saved_with_raw_tables_still_load():
+    model, inputs, expected = tables_fixture()
+    for out, want in zip(model(inputs), expected):
+        np.testing.assert_allclose(to_numpy(out), want, atol=1e-6)
+    paths = {w.path for w in model.weights}
+    assert {"embed/position_embedding/table/embeddings", "encode/word_embedding/embeddings",
+            "encode/temporal_embedding/embeddings"} <= paths
+
+
+def test_embedding_tables_quantize_to_int8_and_round_trip(tmp_path):
+    model, inputs, expected = tables_fixture()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.quantize("int8")
+    assert not [w for w in caught if "not quantized" in str(w.message)]
+    tables = {w.path: w.dtype for w in model.weights if w.path.endswith("/embeddings")}
+    assert len(tables) == 4 and set(tables.values()) == {"int8"}, tables
+    quantized = [to_numpy(out) for out in model(inputs)]
+    for out, want in zip(quantized, expected):
+        assert np.abs(out - want).max() <= TABLE_TOLERANCE * np.abs(want).max()
+    assert not np.array_equal(quantized[1], expected[1]), "the tables changed"
+    path = tmp_path / "tables_int8.keras"
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    for out, want in zip(loaded(inputs), quantized):
+        np.testing.assert_allclose(to_numpy(out), want, atol=1e-6)
+    # The masks are the layers' own, quantized or not.
+    masks = [out._keras_mask for out in loaded(inputs)[:2]]
+    np.testing.assert_array_equal(to_numpy(masks[0]), inputs["ids"] != 0)
+    np.testing.assert_array_equal(to_numpy(masks[1]), (inputs["story"] != 0).any(-1))
+
+
+def test_position_table_quantizes_in_a_model():
     tokens = keras.Input((5,), dtype="int32")
     embedded = layers.TokenAndPositionEmbedding(
         20, 8, position="learned", max_length=5
     )(tokens)
     model = keras.Model(tokens, keras.layers.Dense(3, name="head")(embedded))
-    with pytest.warns(UserWarning, match=r"LearnedPositionEmbedding.*not quantized.*table"):
-        model.quantize("int8")
-    assert model.get_layer("head").kernel.dtype == "int8"
+    ids = np.array([[1, 2, 3, 4, 0]])
+    before = to_numpy(model(ids))
+    quantize_quietly(model, "int4")
+    assert model.get_layer("head").kernel.dtype == "int8"  # int4 values, packed
+    position = model.layers[1].position_encoding
+    assert position.embedding.quantization_mode == "int4"
+    assert np.abs(to_numpy(model(ids)) - before).max() <= 0.4 * np.abs(before).max()
+
+
+def test_memory_hop_keeps_its_scalar_switch_in_float_with_a_warning():
+    hop = layers.MemoryHop(linear_start=True, name="hop")
+    hop.build((2, 4), (2, 3, 4), (2, 3, 4))
+    with pytest.raises(NotImplementedError, match=r"MemoryHop.*not quantized.*scalar"):
+        hop.quantize("int8")
 
 
 def test_layer_quantize_of_raw_kernels_raises_naming_the_layer():

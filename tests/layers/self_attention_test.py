@@ -104,3 +104,21 @@ def test_invalid_args():
         SelfAttention(num_heads=2)(np.ones((2, 3, 5), "float32"))
     with pytest.raises(ValueError, match=r"rank-3.*Received: x.shape=\(3, 5\)"):
         SelfAttention(num_heads=1)(np.ones((3, 5), "float32"))
+
+
+def test_cached_decoding_keeps_the_window_at_a_later_start(rng):
+    """A prefix of 3 positions then 2 steps: the window is placed at the
+    absolute positions `cache_update_index + i`, not at `i`."""
+    layer = SelfAttention(num_heads=2, score="general", use_causal_mask=True, window=2)
+    x = rng.normal(size=(2, 5, 8)).astype("float32")
+    full, full_scores = layer(x, return_attention_scores=True)
+    cache = layer.init_cache(2, 5)
+    prefix, cache, _ = layer.call_cached(x[:, :3], cache, 0)
+    outputs, last_scores = [prefix], None
+    for index in (3, 4):
+        output, cache, last_scores = layer.call_cached(x[:, index:index + 1], cache, index)
+        outputs.append(output)
+    np.testing.assert_allclose(np.concatenate(outputs, 1), np.asarray(full), atol=2e-5)
+    np.testing.assert_allclose(np.asarray(last_scores)[:, :, 0], np.asarray(full_scores)[:, :, 4],
+                               atol=2e-5)
+    assert not np.asarray(last_scores)[:, :, 0, :2].any()
