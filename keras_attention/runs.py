@@ -186,13 +186,17 @@ def save_run(output_dir, model, source_tokenizer, target_tokenizer, *, recipe, c
             `target_length` (positive ints) and optionally `strategy`,
             `num_beams`, `length_penalty`, `coverage_penalty`; `None`: the
             recipe's, read from `config` as folders before format 1 are read
-            (and none for a run with `answer_classes` in `extra`).
+            (and none for a run with `answer_classes` or `selection` in
+            `extra`).
         source_format: how one input line is made: `"text"` (the line is the
             source) or a template naming `SOURCE_FIELDS`, e.g.
             `"{context} | {question}"`; `None`: the recipe's (see
             `SavedRun`).
         extra: dict merged into `config.json`, e.g. the `answer_classes` of
-            a memory-network run.
+            a memory-network run, or the `selection` of an extractive
+            summarizer (`{"max_length": T, "max_sentences": S}`: it reads
+            documents as `data.encode_sentence_documents` does and answers
+            with the sentence of the highest logit; no decoding).
         overwrite: bool, whether an existing run folder may be replaced.
 
     Returns:
@@ -239,7 +243,7 @@ def _metadata(recipe, config, scores, decoding, source_format, extra):
             f"Received: extra keys {sorted(extra)}"
         )
     memory = extra.get("answer_classes") is not None
-    if decoding is None and not memory:
+    if decoding is None and not memory and extra.get("selection") is None:
         try:
             decoding = _LEGACY_DECODING[recipe](config)
         except KeyError as error:
@@ -427,6 +431,8 @@ class SavedRun:
             `target_length`, `strategy`, ...); `{}` for a memory network.
         source_format: how one input line is made (see `format_source`).
         answer_classes: the answers a memory network picks from, or `None`.
+        selection: an extractive summarizer's `{"max_length", "max_sentences"}`,
+            or `None`.
         metadata: dict, the whole `config.json` (converted for older folders).
 
     Raises:
@@ -446,6 +452,7 @@ class SavedRun:
         self.decoding = dict(self.metadata["decoding"] or {})
         self.source_format = self.metadata["source_format"]
         self.answer_classes = self.metadata.get("answer_classes")
+        self.selection = self.metadata.get("selection")
         names = self.metadata["tokenizers"]
         for name in (MODEL_FILE, names["source"], names["target"]):
             self._existing(name)
@@ -522,6 +529,8 @@ class SavedRun:
             return []
         if self.answer_classes is not None:
             return self._answer_from_memory(texts, verbose)
+        if self.selection is not None:
+            return self._select_sentences(texts, verbose)
         settings = dict(self.decoding)
         source_length = settings.pop("source_length")
         target_length = settings.pop("target_length")
@@ -544,6 +553,15 @@ class SavedRun:
                                      max_memories=self.config["max_memories"])
         logits = self.model.predict(inputs, batch_size=256, verbose=verbose)
         return [self.answer_classes[i] for i in np.argmax(logits, axis=-1)]
+
+    def _select_sentences(self, texts, verbose):
+        """The sentence an extractive summarizer keeps of each document."""
+        from keras_attention import data
+        from keras_attention.models import chosen_sentences
+
+        inputs, kept = data.encode_sentence_documents(texts, self.source_tokenizer,
+                                                      **self.selection)
+        return chosen_sentences(self.model.predict(inputs, batch_size=64, verbose=verbose), kept)
 
     def evaluation_examples(self, path, max_examples=None):
         """`(sources, references)` from a file in the recipe's format.
@@ -668,8 +686,15 @@ def _check_metadata(metadata, path, received):
     if memory and not (isinstance(metadata["answer_classes"], list)
                        and "max_memories" in metadata["config"]):
         raise refuse("has answer_classes without a list of answers and config['max_memories']")
+    selection = metadata.get("selection")
+    if selection is not None and not (
+            isinstance(selection, dict) and set(selection) == {"max_length", "max_sentences"}
+            and all(isinstance(v, int) and not isinstance(v, bool) and v > 0
+                    for v in selection.values())):
+        raise refuse(f"has selection={selection!r}, not positive ints max_length and "
+                     f"max_sentences")
     try:
-        if metadata.get("decoding") is not None or not memory:
+        if metadata.get("decoding") is not None or not (memory or selection is not None):
             _check_decoding(metadata.get("decoding"), "decoding")
         check_source_format(metadata.get("source_format"))
     except ValueError as error:

@@ -106,3 +106,46 @@ def test_gap_sentence_pretraining_fits_on_the_documents_principal_sentences(tmp_
     assert seen["epochs"] == 2
     (backup,) = seen["callbacks"]
     assert backup.backup_dir == str(tmp_path / "gap_sentences")  # apart from the summaries'
+
+
+@pytest.fixture(scope="module")
+def extractive_run(tmp_path_factory):
+    recipe = load_recipe()
+    output = tmp_path_factory.mktemp("runs") / "extractive"
+    config = dict(recipe.recipe_config.get_quick_config(), output_dir=str(output),
+                  summarizer="extractive", epochs=2, max_sentences=6)
+    return output, recipe.train_and_evaluate(config)
+
+
+def test_extractive_quick_config_saves_a_run_that_picks_a_sentence(extractive_run, tmp_path):
+    from keras_attention import cli, data, runs
+
+    output, scores = extractive_run
+    for key in ("model", "lead_1", "oracle"):
+        assert set(scores[key]) == {"rouge1", "rouge2", "rougeL"}
+    # The oracle is the best one sentence can do: above lead-1 and the model.
+    assert scores["oracle"]["rougeL"] >= max(scores["lead_1"]["rougeL"],
+                                             scores["model"]["rougeL"])
+    assert 0.0 <= scores["oracle_accuracy"] <= 1.0
+    saved = json.loads((output / "config.json").read_text())
+    assert saved["selection"] == {"max_length": 64, "max_sentences": 6}
+    assert saved["decoding"] is None and saved["config"]["summarizer"] == "extractive"
+    documents = [r["document"] for r in data.make_abstracts(3, seed=5)]
+    (tmp_path / "in.txt").write_text("\n".join(documents) + "\n", encoding="utf-8")
+    cli.main(["generate", str(output), "--input", str(tmp_path / "in.txt"),
+              "--output", str(tmp_path / "out.txt")])
+    lines = (tmp_path / "out.txt").read_text(encoding="utf-8").split("\n")[:-1]
+    assert len(lines) == 3
+    for document, line in zip(documents, lines):
+        assert line in data.split_sentences(document)
+    assert runs.SavedRun(output).generate(documents) == lines
+    records = [json.dumps({"document": d, "summary": "a summary"}) for d in documents]
+    (tmp_path / "test.jsonl").write_text("\n".join(records) + "\n", encoding="utf-8")
+    scores = cli.main(["evaluate", str(output), "--data", str(tmp_path / "test.jsonl")])
+    assert set(scores) == {"rouge1", "rouge2", "rougeL", "examples"} and scores["examples"] == 3
+
+
+def test_scitldr_preset_is_the_extractive_summarizer():
+    recipe = load_recipe()
+    assert recipe.recipe_config.get_scitldr_config()["summarizer"] == "extractive"
+    assert recipe.recipe_config.get_scitldr_abstractive_config()["summarizer"] == "abstractive"

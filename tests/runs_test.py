@@ -361,3 +361,24 @@ def test_memory_network_run_answers_from_its_classes(tokenizer, tmp_path):
         run.metadata, config={})))
     with pytest.raises(runs.RunFolderError, match=r"answer_classes without .*max_memories"):
         runs.SavedRun(tmp_path / "qa")
+
+
+def test_extractive_run_answers_with_a_sentence_and_refuses_bad_selection(tokenizer, tmp_path):
+    from keras_attention.models import extractive_summarizer
+
+    model = extractive_summarizer(tokenizer.vocabulary_size(), max_sentences=3, hidden_dim=8,
+                                  num_heads=2, intermediate_dim=16, num_layers=1)
+    selection = {"max_length": 40, "max_sentences": 3}
+    runs.save_run(tmp_path / "ext", model, tokenizer, tokenizer, recipe="summarization",
+                  config={}, scores={}, source_format="text", extra={"selection": selection})
+    run = runs.SavedRun(tmp_path / "ext")
+    assert run.metadata["decoding"] is None and run.selection == selection
+    documents = ["The cat sat. The dog ran far. A bird sang.", "Only one sentence here."]
+    summaries = run.generate(documents)
+    assert summaries[0] in ["The cat sat.", "The dog ran far.", "A bird sang."]
+    assert summaries[1] == "Only one sentence here."
+    for bad in ({"max_length": 0, "max_sentences": 3}, {"max_length": 40}, [40, 3]):
+        (tmp_path / "ext" / "config.json").write_text(json.dumps(dict(
+            run.metadata, selection=bad)))
+        with pytest.raises(runs.RunFolderError, match=r"selection=.*Received: run_dir"):
+            runs.SavedRun(tmp_path / "ext")

@@ -8,6 +8,8 @@ One module per job:
 - `squad`: `load_squad`, SQuAD v1.1 JSON or JSONL.
 - `splitting`: `split_examples`, deterministic (optionally grouped) splits.
 - `text_files`: the line reader and line-numbered errors the loaders share.
+- `sentence_documents`: `encode_sentence_documents`, documents as numbered
+  sentences for extractive summarizers, and their oracle labels.
 - `sentence_selection`, `tokenizers`, `pipeline`, `synthetic`.
 - `packing`: `pack_examples`, several short examples per row with segment ids.
 
@@ -28,10 +30,15 @@ from keras_attention.data.pipeline import (
     story_texts,
     tokenize_pairs,
 )
+from keras_attention.data.sentence_documents import (
+    encode_sentence_documents,
+    oracle_sentence_indices,
+)
 from keras_attention.data.sentence_pairs import load_sentence_pairs
 from keras_attention.data.sentence_selection import (
     gap_sentence_pairs,
     oracle_sentence,
+    oracle_sentence_index,
     oracle_sentence_pairs,
     principal_sentences,
     split_sentences,
@@ -57,6 +64,7 @@ from keras_attention.data.tokenizers import (
 
 __all__ = [
     "detokenize",
+    "encode_sentence_documents",
     "encode_sources",
     "encode_stories",
     "exact_match",
@@ -73,6 +81,8 @@ __all__ = [
     "make_stories",
     "make_task",
     "oracle_sentence",
+    "oracle_sentence_index",
+    "oracle_sentence_indices",
     "pack_examples",
     "oracle_sentence_pairs",
     "principal_sentences",

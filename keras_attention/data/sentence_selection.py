@@ -128,19 +128,43 @@ def oracle_sentence(document, references, scorer=None):
     ...                 ["Sparse attention makes models fast."])
     'We propose sparse attention for speed.'
     """
+    sentences = split_sentences(document)
+    index = oracle_sentence_index(sentences, references, scorer)
+    return sentences[index] if sentences else ""
+
+
+def oracle_sentence_index(sentences, references, scorer=None):
+    """The index of the sentence with the highest sum of ROUGE-1/2/L F1
+    against its best-matching reference (the first such on ties).
+
+    Args:
+        sentences: sequence of str, a document's sentences.
+        references: non-empty sequence of reference summaries (str).
+        scorer: a `rouge_score.rouge_scorer.RougeScorer` with `rouge1`,
+            `rouge2` and `rougeL` to reuse (built when None).
+
+    Returns:
+        int, 0 for an empty `sentences`.
+
+    Example:
+
+    >>> from keras_attention.data import oracle_sentence_index
+    >>> oracle_sentence_index(["Deep nets are popular.", "We propose sparse attention."],
+    ...                       ["Sparse attention makes models fast."])
+    1
+    """
     if isinstance(references, str) or not references:
         raise ValueError(f"`references` must be a non-empty sequence of strings. "
                          f"Received: references={references!r}")
     scorer = scorer or rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True)
 
-    def closeness(sentence):
+    def closeness(index):
         return max(
-            sum(score.fmeasure for score in scorer.score(reference, sentence).values())
+            sum(score.fmeasure for score in scorer.score(reference, sentences[index]).values())
             for reference in references
         )
 
-    sentences = split_sentences(document)
-    return max(sentences, key=closeness) if sentences else ""
+    return max(range(len(sentences)), key=closeness) if sentences else 0
 
 
 def oracle_sentence_pairs(records):

@@ -1,5 +1,9 @@
 """Sequence-to-sequence model builders (functional API) with generation."""
 
+from keras_attention.models.extractive_summarizer import (
+    chosen_sentences,
+    extractive_summarizer,
+)
 from keras_attention.models.memory_network import (
     LinearStart,
     hop_attention,
@@ -24,6 +28,8 @@ __all__ = [
     "RNNSeq2Seq",
     "Seq2SeqModel",
     "TransformerSeq2Seq",
+    "chosen_sentences",
+    "extractive_summarizer",
     "halting_steps",
     "hop_attention",
     "memory_network",

@@ -17,6 +17,13 @@ def get_config():
         "vocabulary_size": 2000,  # one SentencePiece vocabulary (copying works by id)
         "max_source_length": 160,  # document tokens (longer ones are cut)
         "max_target_length": 56,  # summary tokens
+        # "abstractive": a pointer-generator Transformer writes the summary;
+        # "extractive": a Transformer over tokens and sentences picks the
+        # document's sentence closest to a summary (trained on the oracle
+        # sentence; recipes/summarization/extractive.py).
+        "summarizer": "abstractive",
+        "max_sentences": 16,  # extractive: sentences scored per document
+        "sentence_layers": 1,  # extractive: Transformer blocks over the sentences
         "num_layers": 2,
         "hidden_dim": 128,
         "num_heads": 4,
@@ -69,7 +76,18 @@ def get_quick_config():
 
 
 def get_scitldr_config():
-    """SciTLDR abstracts (../shared/data/summarization/scitldr), as in examples/RESULTS.md."""
+    """SciTLDR abstracts (../shared/data/summarization/scitldr): the extractive
+    summarizer, above lead-1 on ROUGE-1, -2 and -L (examples/RESULTS.md)."""
+    config = get_scitldr_abstractive_config()
+    config.update(summarizer="extractive", epochs=EXTRACTIVE_EPOCHS)
+    return config
+
+
+EXTRACTIVE_EPOCHS = 10
+
+
+def get_scitldr_abstractive_config():
+    """SciTLDR with the pointer-generator Transformer (examples/RESULTS.md)."""
     config = get_config()
     config.update(
         data="../shared/data/summarization/scitldr", vocabulary_size=4000,
@@ -85,6 +103,7 @@ PRESETS = {
     "default": get_config,
     "quick": get_quick_config,
     "scitldr": get_scitldr_config,
+    "scitldr_abstractive": get_scitldr_abstractive_config,
 }
 
 # What each setting accepts beyond its type (keras_attention.settings).
@@ -93,6 +112,9 @@ RULES = {
     "vocabulary_size": at_least(5),  # the 4 special tokens and one more
     "max_source_length": at_least(1),
     "max_target_length": at_least(1),
+    "summarizer": one_of("abstractive", "extractive"),
+    "max_sentences": at_least(1),
+    "sentence_layers": at_least(1),
     "num_layers": at_least(1),
     "hidden_dim": at_least(1),
     "num_heads": at_least(1),

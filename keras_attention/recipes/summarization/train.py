@@ -39,6 +39,7 @@ from keras_attention import data, distribute, metrics, runs, runtime, settings, 
 from keras_attention.models import transformer_seq2seq
 from keras_attention.recipes import backup, checks
 from keras_attention.recipes.summarization import config as recipe_config
+from keras_attention.recipes.summarization import extractive
 
 ## Settings
 
@@ -183,6 +184,9 @@ def train_and_evaluate(config):
     execution = runtime.fast_defaults(config["precision"], config["jit_compile"],
                                       bf16_on_cpu=False)
     print(runtime.describe(execution))
+    if config["summarizer"] == "extractive":
+        return extractive.train_and_evaluate(config, (train, validation, test), strategy,
+                                             execution, backup_record)
 
     train_pairs = training_pairs(train, config["all_references"])
     tokenizer = checks.train_tokenizer(
