@@ -121,8 +121,9 @@ def test_extractive_quick_config_saves_a_run_that_picks_a_sentence(extractive_ru
     from keras_attention import cli, data, runs
 
     output, scores = extractive_run
-    for key in ("model", "lead_1", "oracle"):
-        assert set(scores[key]) == {"rouge1", "rouge2", "rougeL"}
+    for rouge in (scores["model"], scores["lead_1"], scores["oracle"],
+                  *scores["validation"].values()):
+        assert set(rouge) == {"rouge1", "rouge2", "rougeL"}
     # The oracle is the best one sentence can do: above lead-1 and the model.
     assert scores["oracle"]["rougeL"] >= max(scores["lead_1"]["rougeL"],
                                              scores["model"]["rougeL"])
