@@ -144,6 +144,11 @@ def test_extractive_quick_config_saves_a_run_that_picks_a_sentence(extractive_ru
     (tmp_path / "test.jsonl").write_text("\n".join(records) + "\n", encoding="utf-8")
     scores = cli.main(["evaluate", str(output), "--data", str(tmp_path / "test.jsonl")])
     assert set(scores) == {"rouge1", "rouge2", "rougeL", "examples"} and scores["examples"] == 3
+    from keras_attention import export
+
+    with pytest.raises(ValueError, match=r"`run_dir` must hold a `Seq2SeqModel`.*Received"):
+        export.export_run(output, tmp_path / "exported")
+    assert not (tmp_path / "exported").exists()
 
 
 def test_scitldr_preset_is_the_extractive_summarizer():
