@@ -62,12 +62,14 @@ class MemoryEncoding(QuantizableSublayers, SentenceEncoding):
 
     Example:
 
+    >>> import keras
     >>> import numpy as np
     >>> from keras_attention.layers import MemoryEncoding
     >>> encode = MemoryEncoding(vocab_size=20, dim=8, max_memories=10)
     >>> story = np.array([[[4, 5, 6], [7, 8, 0], [0, 0, 0]]])   # 2 sentences
     >>> memories = encode(story)
-    >>> tuple(memories.shape), memories._keras_mask.numpy().tolist()
+    >>> mask = keras.ops.convert_to_numpy(memories._keras_mask)
+    >>> tuple(memories.shape), mask.tolist()
     ((1, 3, 8), [[True, True, False]])
     >>> tuple(encode(np.array([[9, 4, 0]])).shape)              # a question
     (1, 8)

@@ -43,11 +43,12 @@ class FactEncoding(SentenceEncoding):
 
     Example:
 
+    >>> import keras
     >>> import numpy as np
     >>> from keras_attention.models import FactEncoding
     >>> encode = FactEncoding(vocab_size=20, dim=8)
     >>> facts = encode(np.array([[[4, 5, 6], [7, 8, 0], [0, 0, 0]]]))
-    >>> tuple(facts.shape), facts._keras_mask.numpy().tolist()
+    >>> tuple(facts.shape), keras.ops.convert_to_numpy(facts._keras_mask).tolist()
     ((1, 3, 8), [[True, True, False]])
     """
 
