@@ -62,6 +62,62 @@ def emit(record, stream=None):
     stream.flush()
 
 
+def train_tokenizers(pairs, vocabulary_size):
+    """`(source, target)` tokenizers of `(source, target)` text pairs, as the
+    translation recipe trains them. (Seed with `keras.utils.set_random_seed`
+    before: it invalidates the SentencePiece resources of earlier tokenizers.)"""
+    from keras_attention import data  # here: the scripts choose the backend first
+
+    return (data.train_tokenizer([s for s, _ in pairs], vocabulary_size),
+            data.train_tokenizer([t for _, t in pairs], vocabulary_size))
+
+
+def compile_from(model, initial_weights, learning_rate, **compile_options):
+    """Compiles a variant of the translation recipe's model as the recipe does
+    (Adam, cross-entropy ignoring the pad label 0, accuracy), from the same
+    starting point as the others.
+
+    Args:
+        model: the variant's `keras.Model`.
+        initial_weights: the first variant's weights, or None for the first.
+        learning_rate: float.
+        **compile_options: more `model.compile` arguments (`jit_compile`, ...).
+
+    Returns:
+        The weights every variant starts from (the model's own when
+        `initial_weights` is None).
+    """
+    import keras  # here: the scripts choose the backend first
+
+    if initial_weights is None:
+        initial_weights = model.get_weights()
+    else:
+        model.set_weights(initial_weights)
+    model.compile(
+        optimizer=keras.optimizers.Adam(learning_rate),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
+        metrics=["accuracy"], **compile_options,
+    )
+    return initial_weights
+
+
+def rotation(names, round_index):
+    """`names` in the order of round `round_index`: each round starts one
+    variant later, so that no variant always runs right after the same
+    neighbour (with two variants: A, B, then B, A, ...)."""
+    shift = round_index % len(names)
+    return names[shift:] + names[:shift]
+
+
+def timed_fit(model, dataset):
+    """One epoch of `model.fit(dataset)`: `(wall seconds, process CPU
+    seconds (all threads), the epoch's loss)`."""
+    start, cpu_start = time.perf_counter(), time.process_time()
+    history = model.fit(dataset, epochs=1, verbose=0, shuffle=False)
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
+    return seconds, cpu_seconds, history.history["loss"][-1]
+
+
 def _time_calls(fn, inner):
     start = time.perf_counter()
     for _ in range(inner):
@@ -99,8 +155,7 @@ def bench_interleaved(variants, reps, min_measure_s=0.5, on_measure=None):
         inner = max(1, int(round(min_measure_s / max(second, 1e-6))))
         stats[name] = {"first_call_s": first, "second_call_s": second, "inner": inner, "times": []}
     for rep in range(reps):
-        shift = rep % len(names)
-        for name in names[shift:] + names[:shift]:
+        for name in rotation(names, rep):
             seconds = _time_calls(variants[name], stats[name]["inner"])
             stats[name]["times"].append(seconds)
             if on_measure is not None:

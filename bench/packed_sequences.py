@@ -84,10 +84,9 @@ def main():
     args = parser.parse_args()
     config = dict(recipe_config.get_eng_deu_config(), data=find_data(args.data))
     execution = recipe.execution_defaults(config)
-    keras.utils.set_random_seed(0)  # before the tokenizers (see tokenize_pairs)
+    keras.utils.set_random_seed(0)  # before the tokenizers (see common.train_tokenizers)
     train, _, _ = recipe.split_pairs(recipe.load_pairs(config), config)
-    source_tokenizer = data.train_tokenizer([s for s, _ in train], config["vocabulary_size"])
-    target_tokenizer = data.train_tokenizer([t for _, t in train], config["vocabulary_size"])
+    source_tokenizer, target_tokenizer = common.train_tokenizers(train, config["vocabulary_size"])
     needed = args.warmup + args.steps * args.rounds
 
     names = ("bucketed", "packed")
@@ -95,15 +94,8 @@ def main():
     for name in names:
         settings = dict(config, pack=name == "packed")
         model = recipe.build_model(settings, source_tokenizer, target_tokenizer)
-        if initial_weights is None:
-            initial_weights = model.get_weights()
-        else:
-            model.set_weights(initial_weights)  # the same starting point
-        model.compile(
-            optimizer=keras.optimizers.Adam(config["learning_rate"]),
-            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
-            metrics=["accuracy"], jit_compile=execution["jit_compile"],
-        )
+        initial_weights = common.compile_from(model, initial_weights, config["learning_rate"],
+                                              jit_compile=execution["jit_compile"])
         dataset = data.make_dataset(
             train, source_tokenizer, target_tokenizer, batch_size=config["batch_size"],
             max_source_length=config["max_length"], max_target_length=config["max_length"],
@@ -128,17 +120,15 @@ def main():
             lambda: iter(chunk), output_signature=_signature(chunk[0]),
         ).apply(tf.data.experimental.assert_cardinality(len(chunk)))
         tokens = sum(int(np.count_nonzero(y)) for _, y in chunk)
-        begin = time.perf_counter()
-        history = models[name].fit(dataset, epochs=1, verbose=0, shuffle=False)
-        return tokens, time.perf_counter() - begin, history.history["loss"][-1]
+        seconds, _, loss = common.timed_fit(models[name], dataset)
+        return tokens, seconds, loss
 
     for name in names:
         run(name, 0, args.warmup)
     rates = {name: [] for name in names}
     losses = {}
     for r in range(args.rounds):
-        order = names if r % 2 == 0 else names[::-1]
-        for name in order:
+        for name in common.rotation(names, r):
             tokens, seconds, losses[name] = run(name, args.warmup + r * args.steps, args.steps)
             rates[name].append(tokens / seconds)
             common.emit({"variant": name, "round": r, "tokens": tokens,

@@ -89,8 +89,7 @@ def main():
     # SentencePiece resources of tokenizers made before it.
     keras.utils.set_random_seed(0)
     pairs = recipe.load_pairs(config)
-    source_tokenizer = data.train_tokenizer([s for s, _ in pairs], config["vocabulary_size"])
-    target_tokenizer = data.train_tokenizer([t for _, t in pairs], config["vocabulary_size"])
+    source_tokenizer, target_tokenizer = common.train_tokenizers(pairs, config["vocabulary_size"])
 
     def dataset(pad_to_multiple):
         return data.make_dataset(
@@ -103,15 +102,8 @@ def main():
     for name, (policy, jit_compile, pad_to_multiple, steps) in variants.items():
         with runtime.dtype_policy_scope(policy):
             model = recipe.build_model(config, source_tokenizer, target_tokenizer)
-        if initial_weights is None:
-            initial_weights = model.get_weights()
-        else:
-            model.set_weights(initial_weights)  # the same starting point
-        model.compile(
-            optimizer=keras.optimizers.Adam(config["learning_rate"]),
-            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
-            metrics=["accuracy"], jit_compile=jit_compile, steps_per_execution=steps,
-        )
+        initial_weights = common.compile_from(model, initial_weights, config["learning_rate"],
+                                              jit_compile=jit_compile, steps_per_execution=steps)
         models[name] = model
         datasets[name] = dataset(pad_to_multiple)
         shapes = {(x["encoder_token_ids"].shape, x["decoder_token_ids"].shape)
@@ -126,13 +118,11 @@ def main():
     cpu_seconds = {name: [] for name in names}
     losses = {name: [] for name in names}
     for epoch in range(args.epochs):
-        shift = epoch % len(names)
-        for name in names[shift:] + names[:shift]:
-            start, cpu_start = time.perf_counter(), time.process_time()
-            history = models[name].fit(datasets[name], epochs=1, verbose=0, shuffle=False)
-            seconds[name].append(time.perf_counter() - start)
-            cpu_seconds[name].append(time.process_time() - cpu_start)
-            losses[name].append(round(history.history["loss"][-1], 4))
+        for name in common.rotation(names, epoch):
+            wall, cpu, loss = common.timed_fit(models[name], datasets[name])
+            seconds[name].append(wall)
+            cpu_seconds[name].append(cpu)
+            losses[name].append(round(loss, 4))
             common.emit({"variant": name, "epoch": epoch, "seconds": round(seconds[name][-1], 2),
                          "cpu_seconds": round(cpu_seconds[name][-1], 2),
                          "loss": losses[name][-1], "loadavg": common.loadavg()[0]})

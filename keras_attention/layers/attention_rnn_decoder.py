@@ -5,7 +5,12 @@ from keras import ops
 
 from keras_attention import masks
 from keras_attention.layers.bahdanau_attention import BahdanauAttention
-from keras_attention.layers.cache_contract import describe_cache, warn_deprecated
+from keras_attention.layers.cache_contract import (
+    check_memory_cache_dict,
+    check_new_positions,
+    compute_then_call_cached,
+    warn_deprecated,
+)
 from keras_attention.layers.luong_attention import LuongAttention
 from keras_attention.layers.quantization import QuantizableSublayers
 from keras_attention.validation import (
@@ -269,20 +274,10 @@ class AttentionRNNDecoder(QuantizableSublayers, keras.layers.Layer):
             float32.
         """
         del cache_update_index
-        if not isinstance(memory_cache, dict) or set(memory_cache) != {"memory",
-                                                                        "memory_mask"}:
-            raise ValueError(
-                "`memory_cache` must be the dict of `compute_cache(memory, "
-                "memory_mask)`, with keys ['memory', 'memory_mask']. Received: "
-                f"memory_cache={describe_cache(memory_cache)}"
-            )
-        inputs = ops.convert_to_tensor(inputs)
-        check_rank("inputs", inputs.shape, 3, _INPUTS_LAYOUT)
-        if not isinstance(inputs.shape[1], int):
-            raise ValueError(
-                "`inputs` must have a static number of new positions. "
-                f"Received: inputs.shape={tuple(inputs.shape)}"
-            )
+        check_memory_cache_dict(
+            memory_cache, ("memory", "memory_mask"), "compute_cache(memory, memory_mask)"
+        )
+        inputs = check_new_positions(inputs, _INPUTS_LAYOUT)
         state, outputs, alignments = tuple(cache), [], []
         for t in range(inputs.shape[1]):
             output, state, alignment = self._step(
@@ -328,9 +323,7 @@ class AttentionRNNDecoder(QuantizableSublayers, keras.layers.Layer):
         position `inputs_t (B, E)`; returns `(output_t (B, units), new_state,
         alignment_t (B, S) float32)` (the contract's order)."""
         warn_deprecated(
-            self, "step",
-            "`compute_cache(memory, memory_mask)` once and `call_cached(inputs, "
-            "cache, cache_update_index, memory_cache=...)`",
+            self, "step", compute_then_call_cached("compute_cache(memory, memory_mask)")
         )
         return self._step(inputs_t, state, memory, memory_mask, training)
 

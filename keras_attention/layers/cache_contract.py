@@ -12,13 +12,55 @@ outputs, cache, scores = layer.call_cached(
 ```
 
 This module holds what those layers share about it: the method names, the
-warning of the older, deprecated method names and the description of a
-cache in error messages.
+checks of `call_cached`'s arguments, the warning of the older, deprecated
+method names and the description of a cache in error messages.
 """
 
 import warnings
 
+from keras import ops
+
+from keras_attention.validation import check_rank
+
 CONTRACT_METHODS = ("compute_cache", "init_cache", "call_cached")
+
+# The replacement named by the warnings of the deprecated step methods.
+CALL_CACHED = "`call_cached(inputs, cache, cache_update_index, memory_cache=...)`"
+
+
+def compute_then_call_cached(compute_cache_call):
+    """The replacement of a deprecated step on the raw memory: `compute_cache_call`
+    (e.g. `"compute_cache(memory, memory_mask)"`) once, then `call_cached`."""
+    return f"`{compute_cache_call}` once and {CALL_CACHED}"
+
+
+def check_new_positions(inputs, layout):
+    """`inputs` of `call_cached` as a tensor: rank 3 (`layout` names the
+    axes in the message, e.g. `"(batch, new_len, dim)"`) with a static
+    number of new positions (axis 1), else a ValueError."""
+    inputs = ops.convert_to_tensor(inputs)
+    check_rank("inputs", inputs.shape, 3, layout)
+    if not isinstance(inputs.shape[1], int):
+        raise ValueError(
+            "`inputs` must have a static number of new positions. "
+            f"Received: inputs.shape={tuple(inputs.shape)}"
+        )
+    return inputs
+
+
+def check_memory_cache_dict(memory_cache, keys, compute_cache_call):
+    """A ValueError unless `memory_cache` is a dict with exactly `keys`, as
+    `compute_cache_call` (e.g. `"compute_cache(memory, memory_mask)"`)
+    returns it."""
+    if isinstance(memory_cache, dict) and set(memory_cache) == set(keys):
+        return
+    received = (
+        sorted(memory_cache) if isinstance(memory_cache, dict) else describe_cache(memory_cache)
+    )
+    raise ValueError(
+        f"`memory_cache` must be the dict of `{compute_cache_call}`, with keys "
+        f"{list(keys)}. Received: memory_cache={received}"
+    )
 
 
 def warn_deprecated(layer, old_name, replacement):

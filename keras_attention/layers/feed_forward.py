@@ -2,6 +2,11 @@
 
 import keras
 
+from keras_attention.layers.projection_options import (
+    projection_options,
+    projection_options_config,
+    set_projection_options,
+)
 from keras_attention.layers.quantization import QuantizableSublayers
 from keras_attention.validation import check_positive_int, check_rate
 
@@ -45,10 +50,10 @@ class FeedForward(QuantizableSublayers, keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
-        self.bias_regularizer = keras.regularizers.get(bias_regularizer)
-        self.kernel_constraint = keras.constraints.get(kernel_constraint)
-        self.bias_constraint = keras.constraints.get(bias_constraint)
+        set_projection_options(
+            self, kernel_regularizer=kernel_regularizer, bias_regularizer=bias_regularizer,
+            kernel_constraint=kernel_constraint, bias_constraint=bias_constraint,
+        )
         self.intermediate_dim = check_positive_int("intermediate_dim", intermediate_dim)
         self.activation = keras.activations.get(activation)
         self.dropout = check_rate("dropout", dropout)
@@ -63,13 +68,7 @@ class FeedForward(QuantizableSublayers, keras.layers.Layer):
 
     def _dense_kwargs(self):
         """The arguments both `Dense` sublayers share."""
-        return {
-            "dtype": self.dtype_policy,
-            "kernel_regularizer": self.kernel_regularizer,
-            "bias_regularizer": self.bias_regularizer,
-            "kernel_constraint": self.kernel_constraint,
-            "bias_constraint": self.bias_constraint,
-        }
+        return {"dtype": self.dtype_policy, **projection_options(self)}
 
     def build(self, inputs_shape):
         self.hidden.build(inputs_shape)
@@ -90,10 +89,7 @@ class FeedForward(QuantizableSublayers, keras.layers.Layer):
                 "intermediate_dim": self.intermediate_dim,
                 "activation": keras.activations.serialize(self.activation),
                 "dropout": self.dropout,
-                "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
-                "bias_regularizer": keras.regularizers.serialize(self.bias_regularizer),
-                "kernel_constraint": keras.constraints.serialize(self.kernel_constraint),
-                "bias_constraint": keras.constraints.serialize(self.bias_constraint),
+                **projection_options_config(self),
             }
         )
         return config

@@ -4,11 +4,12 @@ import keras
 from keras import ops
 
 from keras_attention.layers.quantization import QuantizableSublayers
+from keras_attention.layers.sentence_encoding import SentenceEncoding
 from keras_attention.validation import check_bool, check_positive_int, check_rate
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class MemoryEncoding(QuantizableSublayers, keras.layers.Layer):
+class MemoryEncoding(QuantizableSublayers, SentenceEncoding):
     """Embeds each sentence as one memory vector (Sukhbaatar et al. 2015).
 
     For the word ids `x_i1 .. x_iJ` of sentence `i` (`J` its own length):
@@ -38,7 +39,9 @@ class MemoryEncoding(QuantizableSublayers, keras.layers.Layer):
     layer called twice.
 
     Masks: the output's Keras mask is `(B, M)`, True for sentences with at
-    least one non-pad token; pad tokens add nothing.
+    least one non-pad token; pad tokens add nothing (the weighted sum and
+    the masks are those of `SentenceEncoding`, the base it shares with
+    `models.FactEncoding`).
 
     Args:
         vocab_size: positive int.
@@ -59,12 +62,14 @@ class MemoryEncoding(QuantizableSublayers, keras.layers.Layer):
 
     Example:
 
+    >>> import keras
     >>> import numpy as np
     >>> from keras_attention.layers import MemoryEncoding
     >>> encode = MemoryEncoding(vocab_size=20, dim=8, max_memories=10)
     >>> story = np.array([[[4, 5, 6], [7, 8, 0], [0, 0, 0]]])   # 2 sentences
     >>> memories = encode(story)
-    >>> tuple(memories.shape), memories._keras_mask.numpy().tolist()
+    >>> mask = keras.ops.convert_to_numpy(memories._keras_mask)
+    >>> tuple(memories.shape), mask.tolist()
     ((1, 3, 8), [[True, True, False]])
     >>> tuple(encode(np.array([[9, 4, 0]])).shape)              # a question
     (1, 8)
@@ -87,9 +92,7 @@ class MemoryEncoding(QuantizableSublayers, keras.layers.Layer):
         seed=None,
         **kwargs,
     ):
-        super().__init__(**kwargs)
-        self.vocab_size = check_positive_int("vocab_size", vocab_size)
-        self.dim = check_positive_int("dim", dim)
+        super().__init__(vocab_size, dim, pad_token_id=pad_token_id, **kwargs)
         self.max_memories = check_positive_int("max_memories", max_memories)
         self.position_encoding = check_bool("position_encoding", position_encoding)
         self.temporal_encoding = check_bool("temporal_encoding", temporal_encoding)
@@ -99,17 +102,11 @@ class MemoryEncoding(QuantizableSublayers, keras.layers.Layer):
                 "Argument `temporal_noise` needs `temporal_encoding=True`. "
                 f"Received: temporal_noise={temporal_noise}, temporal_encoding=False"
             )
-        if not isinstance(pad_token_id, int) or isinstance(pad_token_id, bool):
-            raise ValueError(
-                f"Argument `pad_token_id` must be an int. Received: pad_token_id={pad_token_id!r}"
-            )
-        self.pad_token_id = pad_token_id
         self.embeddings_initializer = keras.initializers.get(
             embeddings_initializer or keras.initializers.RandomNormal(stddev=0.1, seed=seed)
         )
         self.seed = seed
         self.seed_generator = keras.random.SeedGenerator(seed) if self.temporal_noise else None
-        self.supports_masking = True
         self.word_embedding = self._table(vocab_size, "word_embedding")
         self.temporal_embedding = (
             self._table(max_memories, "temporal_embedding") if temporal_encoding else None
@@ -138,26 +135,16 @@ class MemoryEncoding(QuantizableSublayers, keras.layers.Layer):
         return [t for t in (self.word_embedding, self.temporal_embedding) if t is not None]
 
     def build(self, token_ids_shape):
-        if len(token_ids_shape) not in (2, 3):
-            raise ValueError(
-                "`token_ids` must be (batch, memories, words) or (batch, words). "
-                f"Received: token_ids.shape={tuple(token_ids_shape)}"
-            )
+        self.check_token_ids_shape(token_ids_shape)
         for table in self._legacy_projections():
             table.build((None,))
         self.built = True
 
     def call(self, token_ids, training=None):
-        if len(token_ids.shape) not in (2, 3):
-            raise ValueError(
-                "`token_ids` must be (batch, memories, words) or (batch, words). "
-                f"Received: token_ids.shape={tuple(token_ids.shape)}"
-            )
-        token_ids = ops.cast(token_ids, "int32")
-        word_mask = ops.not_equal(token_ids, self.pad_token_id)
-        words = self.word_embedding(token_ids)
-        weights = ops.cast(self._word_weights(word_mask), self.compute_dtype)
-        sentences = ops.sum(words * weights, axis=-2)
+        token_ids, word_mask = self.ids_and_word_mask(token_ids)
+        sentences = self.sum_words(
+            self.word_embedding(token_ids), word_mask, self._word_weights(word_mask)
+        )
         if len(token_ids.shape) == 2 or not self.temporal_encoding:
             return sentences
         memory_mask = ops.any(word_mask, axis=-1)
@@ -166,14 +153,15 @@ class MemoryEncoding(QuantizableSublayers, keras.layers.Layer):
         return sentences + temporal * ops.cast(memory_mask[..., None], self.compute_dtype)
 
     def _word_weights(self, word_mask):
-        """`l_kj` for each word (0 on padding): `(..., J, dim)` or `(..., J, 1)`."""
-        mask = ops.cast(word_mask, "float32")[..., None]  # (..., J, 1)
+        """`l_kj` for each word `(..., J, dim)` (`sum_words` drops the
+        padding), or None for a plain bag of words."""
         if not self.position_encoding:
-            return mask
+            return None
+        mask = ops.cast(word_mask, "float32")[..., None]  # (..., J, 1)
         length = ops.maximum(ops.sum(mask, axis=-2, keepdims=True), 1.0)  # J of each sentence
         j = ops.cumsum(mask, axis=-2)  # 1-based word index (padding after the words)
         k = ops.arange(1, self.dim + 1, dtype="float32") / self.dim
-        return ((1.0 - j / length) - k * (1.0 - 2.0 * j / length)) * mask
+        return (1.0 - j / length) - k * (1.0 - 2.0 * j / length)
 
     def _recency(self, memory_mask, training):
         """0 for the last real sentence, 1 for the one before, ... `(B, M)`."""
@@ -185,24 +173,13 @@ class MemoryEncoding(QuantizableSublayers, keras.layers.Layer):
             after = after + ops.flip(ops.cumsum(ops.flip(inserted, axis=-1), axis=-1), axis=-1)
         return ops.minimum(after, self.max_memories - 1)
 
-    def compute_mask(self, token_ids, mask=None):
-        if len(token_ids.shape) == 2:
-            return None
-        return ops.any(ops.not_equal(token_ids, self.pad_token_id), axis=-1)
-
-    def compute_output_shape(self, token_ids_shape):
-        return tuple(token_ids_shape[:-1]) + (self.dim,)
-
     def get_config(self):
         config = super().get_config()
         config.update({
-            "vocab_size": self.vocab_size,
-            "dim": self.dim,
             "max_memories": self.max_memories,
             "position_encoding": self.position_encoding,
             "temporal_encoding": self.temporal_encoding,
             "temporal_noise": self.temporal_noise,
-            "pad_token_id": self.pad_token_id,
             "embeddings_initializer": keras.initializers.serialize(self.embeddings_initializer),
             "seed": self.seed,
         })

@@ -10,6 +10,11 @@ from keras_attention import masks
 from keras_attention.layers import attention_core
 from keras_attention.layers.base_attention import BaseAttention
 from keras_attention.layers.cache_contract import describe_cache, warn_deprecated
+from keras_attention.layers.projection_options import (
+    projection_options,
+    projection_options_config,
+    set_projection_options,
+)
 from keras_attention.layers.quantization import QuantizableSublayers, einsum_projection
 from keras_attention.layers.token_and_position_embedding import rotary_position_encoding
 from keras_attention.validation import (
@@ -273,13 +278,13 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
 
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
-        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
-        self.bias_regularizer = keras.regularizers.get(bias_regularizer)
+        set_projection_options(
+            self, kernel_regularizer=kernel_regularizer, bias_regularizer=bias_regularizer,
+            kernel_constraint=kernel_constraint, bias_constraint=bias_constraint,
+        )
         self.projection_activity_regularizer = keras.regularizers.get(
             activity_regularizer
         )
-        self.kernel_constraint = keras.constraints.get(kernel_constraint)
-        self.bias_constraint = keras.constraints.get(bias_constraint)
         self.gate_dense = None
 
     @property
@@ -303,12 +308,9 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
         return dict(
             kernel_initializer=self.kernel_initializer,
             bias_initializer=self.bias_initializer,
-            kernel_regularizer=self.kernel_regularizer,
-            bias_regularizer=self.bias_regularizer,
             activity_regularizer=self.projection_activity_regularizer,
-            kernel_constraint=self.kernel_constraint,
-            bias_constraint=self.bias_constraint,
             dtype=self.dtype_policy,
+            **projection_options(self),
         )
 
     def _add_projection(self, name, input_shape, heads, head_dim, activation=None):
@@ -781,20 +783,9 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
                 "output_shape": self._output_shape,
                 "use_gate": self.use_gate,
                 "sliding_window": self.sliding_window,
-                "kernel_regularizer": keras.regularizers.serialize(
-                    self.kernel_regularizer
-                ),
-                "bias_regularizer": keras.regularizers.serialize(
-                    self.bias_regularizer
-                ),
+                **projection_options_config(self),
                 "activity_regularizer": keras.regularizers.serialize(
                     self.projection_activity_regularizer
-                ),
-                "kernel_constraint": keras.constraints.serialize(
-                    self.kernel_constraint
-                ),
-                "bias_constraint": keras.constraints.serialize(
-                    self.bias_constraint
                 ),
                 "attention_axes": None,
                 "flash_attention": None,

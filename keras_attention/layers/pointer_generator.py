@@ -8,7 +8,13 @@ from keras import ops
 
 from keras_attention import masks
 from keras_attention.layers import attention_core
-from keras_attention.layers.cache_contract import warn_deprecated
+from keras_attention.layers.cache_contract import (
+    CALL_CACHED,
+    check_memory_cache_dict,
+    check_new_positions,
+    compute_then_call_cached,
+    warn_deprecated,
+)
 from keras_attention.layers.quantization import QuantizableSublayers
 from keras_attention.validation import (
     check_bool,
@@ -24,6 +30,7 @@ _STATES_LAYOUT = "(batch, target_len, state_dim)"
 _MEMORY_LAYOUT = "(batch, source_len, memory_dim)"
 _NEG_INF = float("-inf")
 _SOURCE_KEYS = ("memory", "projected_memory", "token_ids", "memory_mask")
+_COMPUTE_CACHE_CALL = "compute_cache(memory, source_token_ids, memory_mask)"
 
 
 def _check_shapes(states_shape, memory_shape, ids_shape, states_rank=3):
@@ -491,16 +498,7 @@ class PointerGenerator(QuantizableSublayers, keras.layers.Layer):
 
     @staticmethod
     def _check_memory_cache(memory_cache):
-        if not isinstance(memory_cache, dict) or set(memory_cache) != set(_SOURCE_KEYS):
-            received = (
-                sorted(memory_cache) if isinstance(memory_cache, dict)
-                else type(memory_cache).__name__
-            )
-            raise ValueError(
-                "`memory_cache` must be the dict of `compute_cache(memory, "
-                f"source_token_ids, memory_mask)`, with keys {list(_SOURCE_KEYS)}. "
-                f"Received: memory_cache={received}"
-            )
+        check_memory_cache_dict(memory_cache, _SOURCE_KEYS, _COMPUTE_CACHE_CALL)
 
     def call_cached(
         self,
@@ -531,14 +529,8 @@ class PointerGenerator(QuantizableSublayers, keras.layers.Layer):
         """
         del cache_update_index, training
         self._check_memory_cache(memory_cache)
-        inputs = ops.convert_to_tensor(inputs)
+        inputs = check_new_positions(inputs, _STATES_LAYOUT)
         cache = ops.convert_to_tensor(cache)
-        check_rank("inputs", inputs.shape, 3, _STATES_LAYOUT)
-        if not isinstance(inputs.shape[1], int):
-            raise ValueError(
-                "`inputs` must have a static number of new positions. "
-                f"Received: inputs.shape={tuple(inputs.shape)}"
-            )
         self._check_coverage(cache, memory_cache["token_ids"].shape, "cache")
         source = tuple(memory_cache[key] for key in _SOURCE_KEYS)
         return self._positions_step(inputs, cache, source)
@@ -576,11 +568,7 @@ class PointerGenerator(QuantizableSublayers, keras.layers.Layer):
             coverage: `(B, S)`, `c_t` (zeros before the first step).
             memory_mask: optional boolean `(B, S)`, True on real tokens.
         """
-        warn_deprecated(
-            self, "step",
-            "`compute_cache(memory, source_token_ids, memory_mask)` once and "
-            "`call_cached(inputs, cache, cache_update_index, memory_cache=...)`",
-        )
+        warn_deprecated(self, "step", compute_then_call_cached(_COMPUTE_CACHE_CALL))
         decoder_state_t = ops.convert_to_tensor(decoder_state_t)
         memory = ops.convert_to_tensor(memory)
         source_token_ids = ops.convert_to_tensor(source_token_ids)
@@ -615,10 +603,7 @@ class PointerGenerator(QuantizableSublayers, keras.layers.Layer):
         memory_cache=source_cache)` on one position `(B, D)`, with the older
         return order `(log_probs_t (B, V), attention_t (B, S), new_coverage
         (B, S))`."""
-        warn_deprecated(
-            self, "call_with_cache",
-            "`call_cached(inputs, cache, cache_update_index, memory_cache=...)`",
-        )
+        warn_deprecated(self, "call_with_cache", CALL_CACHED)
         return self._old_order_step(decoder_state_t, source_cache, coverage)
 
     # ------------------------------------------------------------------ call

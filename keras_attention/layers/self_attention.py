@@ -72,6 +72,7 @@ class SelfAttention(MultiHeadAttention):
 
     Example:
 
+    >>> import keras
     >>> import numpy as np
     >>> from keras_attention.layers import SelfAttention
     >>> layer = SelfAttention(num_heads=2, score="additive",
@@ -80,7 +81,7 @@ class SelfAttention(MultiHeadAttention):
     >>> out, weights = layer(x, return_attention_scores=True)
     >>> tuple(out.shape), tuple(weights.shape)
     ((3, 5, 8), (3, 2, 5, 5))
-    >>> bool((weights.numpy()[0, 0, 4, :2] == 0).all())  # outside the window
+    >>> bool((keras.ops.convert_to_numpy(weights)[0, 0, 4, :2] == 0).all())  # outside the window
     True
     """
 

@@ -200,11 +200,12 @@ class TokenAndPositionEmbedding(QuantizableSublayers, keras.layers.Layer):
 
     Example:
 
+    >>> import keras
     >>> import numpy as np
     >>> from keras_attention.layers import TokenAndPositionEmbedding
     >>> embed = TokenAndPositionEmbedding(vocab_size=10, dim=4)
     >>> x = embed(np.array([[3, 4, 0]]))
-    >>> tuple(x.shape), x._keras_mask.numpy().tolist()
+    >>> tuple(x.shape), keras.ops.convert_to_numpy(x._keras_mask).tolist()
     ((1, 3, 4), [[True, True, False]])
     """
 

@@ -114,12 +114,17 @@ class TransformerDecoderBlock(TransformerBlock):
         self.built = True
 
     def _check_memory(self, memory):
+        self._check_given_with_cross_attention("memory", memory)
+
+    def _check_given_with_cross_attention(self, name, value, made_by=""):
+        """A ValueError unless `value` (the memory or its cache) is given
+        exactly when the block has cross-attention (was built with a memory)."""
         has_cross = self.cross_attention is not None
-        if (memory is not None) != has_cross:
+        if (value is not None) != has_cross:
             raise ValueError(
-                "`memory` must be given exactly when the block was built with "
-                f"a memory (cross-attention: {has_cross}). "
-                f"Received: memory={'None' if memory is None else tuple(memory.shape)}"
+                f"`{name}`{made_by} must be given exactly when the block has "
+                f"cross-attention ({has_cross}), i.e. was built with a memory. "
+                f"Received: {name}={describe_cache(value)}"
             )
 
     def call(
@@ -221,13 +226,9 @@ class TransformerDecoderBlock(TransformerBlock):
             cross-attention `scores (B, H, t, S)` float32 (None for a block
             without cross-attention).
         """
-        has_cross = self.cross_attention is not None
-        if (memory_cache is not None) != has_cross:
-            raise ValueError(
-                "`memory_cache` (from `compute_cache(memory)`) must be given exactly "
-                f"when the block has cross-attention ({has_cross}). Received: "
-                f"memory_cache={describe_cache(memory_cache)}"
-            )
+        self._check_given_with_cross_attention(
+            "memory_cache", memory_cache, " (from `compute_cache(memory)`)"
+        )
         x = ops.cast(inputs, self.compute_dtype)
 
         def self_attend(h):
@@ -241,7 +242,7 @@ class TransformerDecoderBlock(TransformerBlock):
             self.norm_first, training,
         )
         cross_scores = None
-        if has_cross:
+        if memory_cache is not None:
             cross_mask = masks.padding_mask(
                 key_mask=memory_cache["memory_mask"], query_length=ops.shape(x)[1]
             )

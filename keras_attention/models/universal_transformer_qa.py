@@ -3,12 +3,13 @@
 import keras
 from keras import ops
 
+from keras_attention.layers.sentence_encoding import SentenceEncoding, sentence_mask
 from keras_attention.layers.universal_transformer import UniversalTransformerEncoder
 from keras_attention.validation import check_positive_int
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class FactEncoding(keras.layers.Layer):
+class FactEncoding(SentenceEncoding):
     """Embeds each sentence (fact) as one vector with a learned positional mask.
 
     As in the Universal Transformer's bAbI model: each word embedding is
@@ -23,7 +24,9 @@ class FactEncoding(keras.layers.Layer):
     embeddings, puts facts on the scale of the sinusoidal signals.)
 
     Words beyond `max_words` share the last row of `M`; pad tokens add
-    nothing. A rank-2 input `(B, J)` (a question) gives `(B, dim)`.
+    nothing. A rank-2 input `(B, J)` (a question) gives `(B, dim)`. (The
+    sum, the padding and the masks are those of `SentenceEncoding`, the
+    base it shares with `MemoryEncoding`.)
 
     Masks: for `(B, M, J)` sentences, the output's Keras mask is `(B, M)`,
     True for sentences with at least one non-pad token.
@@ -40,32 +43,21 @@ class FactEncoding(keras.layers.Layer):
 
     Example:
 
+    >>> import keras
     >>> import numpy as np
     >>> from keras_attention.models import FactEncoding
     >>> encode = FactEncoding(vocab_size=20, dim=8)
     >>> facts = encode(np.array([[[4, 5, 6], [7, 8, 0], [0, 0, 0]]]))
-    >>> tuple(facts.shape), facts._keras_mask.numpy().tolist()
+    >>> tuple(facts.shape), keras.ops.convert_to_numpy(facts._keras_mask).tolist()
     ((1, 3, 8), [[True, True, False]])
     """
 
     def __init__(self, vocab_size, dim, max_words=20, pad_token_id=0, **kwargs):
-        super().__init__(**kwargs)
-        self.vocab_size = check_positive_int("vocab_size", vocab_size)
-        self.dim = check_positive_int("dim", dim)
+        super().__init__(vocab_size, dim, pad_token_id=pad_token_id, **kwargs)
         self.max_words = check_positive_int("max_words", max_words)
-        if not isinstance(pad_token_id, int) or isinstance(pad_token_id, bool):
-            raise ValueError(
-                f"Argument `pad_token_id` must be an int. Received: pad_token_id={pad_token_id!r}"
-            )
-        self.pad_token_id = pad_token_id
-        self.supports_masking = True
 
     def build(self, token_ids_shape):
-        if len(token_ids_shape) not in (2, 3):
-            raise ValueError(
-                "`token_ids` must be (batch, sentences, words) or (batch, words). "
-                f"Received: token_ids.shape={tuple(token_ids_shape)}"
-            )
+        self.check_token_ids_shape(token_ids_shape)
         self.embeddings = self.add_weight(
             name="embeddings", shape=(self.vocab_size, self.dim),
             initializer=keras.initializers.RandomNormal(stddev=self.dim**-0.5),
@@ -75,27 +67,15 @@ class FactEncoding(keras.layers.Layer):
         )
 
     def call(self, token_ids):
-        token_ids = ops.cast(token_ids, "int32")
+        token_ids, word_mask = self.ids_and_word_mask(token_ids)
         words = ops.take(ops.cast(self.embeddings, self.compute_dtype), token_ids, axis=0)
         positions = ops.minimum(ops.arange(ops.shape(token_ids)[-1]), self.max_words - 1)
         mask = ops.take(ops.cast(self.position_mask, self.compute_dtype), positions, axis=0)
-        real = ops.cast(ops.not_equal(token_ids, self.pad_token_id), self.compute_dtype)
-        total = ops.sum(words * mask * real[..., None], axis=-2)  # (..., dim)
+        total = self.sum_words(words, word_mask, mask)  # (..., dim)
         return total * ops.cast(self.dim**0.5, self.compute_dtype)
 
-    def compute_mask(self, token_ids, mask=None):
-        if len(token_ids.shape) == 2:
-            return None
-        return ops.any(ops.not_equal(token_ids, self.pad_token_id), axis=-1)
-
-    def compute_output_shape(self, token_ids_shape):
-        return tuple(token_ids_shape[:-1]) + (self.dim,)
-
     def get_config(self):
-        config = super().get_config()
-        config.update({"vocab_size": self.vocab_size, "dim": self.dim,
-                       "max_words": self.max_words, "pad_token_id": self.pad_token_id})
-        return config
+        return {**super().get_config(), "max_words": self.max_words}
 
 
 def universal_transformer_qa(
@@ -166,7 +146,7 @@ def universal_transformer_qa(
                           pad_token_id=pad_token_id, name="fact_encoding")
     facts = encode(story)  # (B, M, dim)
     query = encode(question)  # (B, dim)
-    fact_mask = ops.any(ops.not_equal(story, pad_token_id), axis=-1)  # (B, M)
+    fact_mask = sentence_mask(story, pad_token_id)  # (B, M)
     facts = most_recent_first(facts, fact_mask)
     sequence = ops.concatenate([ops.expand_dims(query, 1), facts], axis=1)  # (B, 1 + M, dim)
     mask = ops.concatenate([ops.ones_like(fact_mask[:, :1]), fact_mask], axis=1)
@@ -223,6 +203,6 @@ class _ReadingOrder(keras.layers.Layer):
         self.pad_token_id = pad_token_id
 
     def call(self, values, story):
-        fact_mask = ops.any(ops.not_equal(story, self.pad_token_id), axis=-1)  # (B, M)
+        fact_mask = sentence_mask(story, self.pad_token_id)  # (B, M)
         facts = most_recent_first(ops.expand_dims(values[:, 1:], -1), fact_mask)[..., 0]
         return ops.concatenate([values[:, :1], facts], axis=1)

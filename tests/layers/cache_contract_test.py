@@ -373,3 +373,34 @@ def test_rnn_decoder_older_names_still_work(rng):
     np.testing.assert_array_equal(alignment, alignments[:, 0])
     keras.tree.map_structure(np.testing.assert_array_equal, tuple(old_state),
                              tuple(new_state))
+
+
+def test_deprecated_step_warnings_keep_their_texts(rng):
+    pointer = pointer_generator(rng)
+    with pytest.warns(DeprecationWarning) as record:
+        pointer.layer.step(pointer.inputs[:, 0], pointer.memory_cache["memory"], SOURCE_IDS,
+                           pointer.cache)
+    assert str(record[0].message).startswith(
+        "`PointerGenerator.step` is deprecated and kept for older code; use "
+        "`compute_cache(memory, source_token_ids, memory_mask)` once and "
+        "`call_cached(inputs, cache, cache_update_index, memory_cache=...)` (the contract"
+    )
+    decoder = rnn_decoder_gru(rng)
+    with pytest.warns(DeprecationWarning) as record:
+        decoder.layer.step(decoder.inputs[:, 0], decoder.cache, decoder.memory_cache["memory"])
+    assert "use `compute_cache(memory, memory_mask)` once and `call_cached(inputs, cache, " \
+        "cache_update_index, memory_cache=...)`" in str(record[0].message)
+    assert record[0].filename == __file__  # the warning points at the caller
+
+
+def test_memory_cache_dict_errors_name_the_keys_and_what_was_received(rng):
+    pointer = pointer_generator(rng)
+    with pytest.raises(ValueError, match=r"keys \['memory', 'projected_memory', 'token_ids', "
+                                         r"'memory_mask'\]\. Received: memory_cache=None"):
+        pointer.layer.call_cached(pointer.inputs[:, :1], pointer.cache, 0, memory_cache=None)
+    decoder = rnn_decoder_gru(rng)
+    with pytest.raises(ValueError, match=r"compute_cache\(memory, memory_mask\)`, with keys "
+                                         r"\['memory', 'memory_mask'\]\. Received: "
+                                         r"memory_cache=\['memory'\]"):
+        decoder.layer.call_cached(decoder.inputs[:, :1], decoder.cache, 0,
+                                  memory_cache={"memory": decoder.memory_cache["memory"]})

@@ -3,12 +3,8 @@ import numpy as np
 import pytest
 
 from keras_attention.layers import MemoryEncoding
+from tests.stories import STORY
 from tests.test_case import run_layer_test
-
-STORY = np.array([
-    [[4, 5, 6], [7, 8, 0], [0, 0, 0]],  # two sentences, one padding slot
-    [[9, 0, 0], [4, 4, 4], [5, 6, 0]],
-], "int32")
 
 
 def position_weights(length, dim):

@@ -2,26 +2,13 @@ import keras
 import numpy as np
 import pytest
 
-from keras_attention import data
 from keras_attention.models import hop_attention, memory_network
+from tests.stories import encoded_stories
 
 
 @pytest.fixture(scope="module")
 def stories_and_tokenizer():
-    keras.utils.set_random_seed(0)
-    train = data.make_stories(3000, seed=0, max_sentences=6)
-    test = data.make_stories(300, seed=1, max_sentences=6)
-    tokenizer = data.train_tokenizer(data.story_texts(train), 100, lowercase=True,
-                                     model_type="word")
-    answers = sorted({e["answer"] for e in train})
-
-    def encode(records):
-        return (
-            data.encode_stories(records, tokenizer, max_memories=10),
-            np.array([answers.index(e["answer"]) for e in records]),
-        )
-
-    return encode(train), encode(test), tokenizer, answers
+    return encoded_stories(3000, 300, max_sentences=6, max_memories=10)
 
 
 @pytest.mark.slow_on("torch", reason="trains to an accuracy target, eagerly")

@@ -2,15 +2,11 @@ import keras
 import numpy as np
 import pytest
 
-from keras_attention import data
 from keras_attention.models import FactEncoding, halting_steps, universal_transformer_qa
 from keras_attention.models.universal_transformer_qa import most_recent_first
+from tests.stories import STORY, encoded_stories
 from tests.test_case import run_layer_test, to_numpy
 
-STORY = np.array([
-    [[4, 5, 6], [7, 8, 0], [0, 0, 0]],  # two facts, one padding slot
-    [[9, 0, 0], [4, 4, 4], [5, 6, 0]],
-], "int32")
 QUESTION = np.array([[9, 4], [5, 0]], "int32")
 
 
@@ -90,18 +86,9 @@ def test_halting_steps_follow_the_facts_in_reading_order():
 
 @pytest.mark.slow_on("torch", reason="trains to an accuracy target, eagerly")
 def test_learns_the_last_place_of_a_person():
-    keras.utils.set_random_seed(0)
-    train = data.make_stories(2000, seed=0, max_sentences=4)
-    test = data.make_stories(200, seed=1, max_sentences=4)
-    tokenizer = data.train_tokenizer(data.story_texts(train), 100, lowercase=True,
-                                     model_type="word")
-    answers = sorted({e["answer"] for e in train})
-
-    def encode(records):
-        return (data.encode_stories(records, tokenizer, max_memories=4),
-                np.array([answers.index(e["answer"]) for e in records]))
-
-    (x, y), (x_test, y_test) = encode(train), encode(test)
+    (x, y), (x_test, y_test), tokenizer, answers = encoded_stories(
+        2000, 200, max_sentences=4, max_memories=4
+    )
     model = universal_transformer_qa(tokenizer.vocabulary_size(), len(answers), hidden_dim=32,
                                      num_heads=2, intermediate_dim=64, max_steps=2,
                                      dropout=0.0)
