@@ -25,7 +25,16 @@ def get_config():
         # Pack several sentence pairs per row of max_length tokens (transformer only;
         # a batch still holds about batch_size pairs): less padding, the same loss per token.
         "pack": False,
-        "learning_rate": 2e-3,
+        "learning_rate": 2e-3,  # the peak rate with warmup_steps > 0
+        # Linear warmup over this many steps, then inverse square root decay
+        # (keras_attention.schedules.WarmupInverseSqrtDecay); 0 = a constant rate.
+        "warmup_steps": 0,
+        # Cross-entropy with this much label smoothing (padding still left out:
+        # keras_attention.losses.SmoothedSparseCrossentropy); 0 = none.
+        "label_smoothing": 0.0,
+        # Evaluate and save the mean of the weights after each of the last N
+        # epochs (keras_attention.callbacks.AverageLastEpochs); 1 = the last epoch's.
+        "average_last_epochs": 1,
         "distribution": "default",  # or mirrored, multi_worker, tpu (TF); data_parallel (JAX)
         # Execution (keras_attention.runtime.fast_defaults): "auto" = the fastest
         # measured choice for this machine, printed at the start of a run.
@@ -89,6 +98,9 @@ RULES = {
     "epochs": at_least(1),
     "batch_size": at_least(1),
     "learning_rate": greater_than(0),
+    "warmup_steps": at_least(0),
+    "label_smoothing": fraction(),
+    "average_last_epochs": at_least(1),
     "distribution": one_of(*distribute.STRATEGIES),
     "precision": one_of(*runtime.PRECISIONS),
     "jit_compile": one_of(*runtime.JIT_CHOICES),
