@@ -73,3 +73,16 @@ def test_quick_recipe_trains_with_every_setting_and_saves_a_run_that_loads(tmp_p
     assert isinstance(model.loss, SmoothedSparseCrossentropy)
     assert model.generate(np.array([[5, 6, 7, 0]]), max_length=6).shape == (1, 6)
 
+
+
+def test_eng_deu_preset_trains_with_the_settings_of_its_results_row():
+    recipe = load_recipe("translation")
+    config = recipe.parse_settings(["--preset=eng_deu"])
+    assert recipe.check_config(config) == config
+    assert config["pack"] and config["architecture"] == "transformer"
+    assert config["label_smoothing"] == 0.1 and config["warmup_steps"] > 0
+    assert 1 < config["average_last_epochs"] <= config["epochs"]
+    compiled = recipe.compile_settings(config)
+    assert isinstance(compiled["loss"], SmoothedSparseCrossentropy)
+    first_rate = float(compiled["optimizer"].learning_rate)  # step 0 of the warmup
+    assert first_rate == pytest.approx(config["learning_rate"] / config["warmup_steps"])

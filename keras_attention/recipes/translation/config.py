@@ -71,8 +71,14 @@ def get_eng_deu_config():
     config = get_config()
     config.update(
         data="../shared/data/translation/eng-deu.tsv", vocabulary_size=4000,
-        hidden_dim=256, num_heads=8, intermediate_dim=512, batch_size=128,
-        learning_rate=1e-3, max_length=24, epochs=8,
+        max_length=24, batch_size=128,
+        # 3+3 layers with a wider feed-forward, made affordable by packing (about
+        # twice the non-pad tokens per second of the length-bucketed batches).
+        num_layers=3, hidden_dim=256, num_heads=8, intermediate_dim=1024, pack=True,
+        dropout=0.1, label_smoothing=0.1,
+        # Warmup to 2e-3 over 800 steps (~2.4 of 340 packed steps an epoch), then 1/sqrt(step).
+        learning_rate=2e-3, warmup_steps=800,
+        epochs=10, average_last_epochs=4,
     )
     return config
 
