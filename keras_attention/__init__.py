@@ -6,6 +6,10 @@ Public modules:
 - `keras_attention.masks`: the mask builders every layer uses.
 - `keras_attention.models`: seq2seq model builders with `generate`.
 - `keras_attention.decoding`: greedy, sampling and beam search loops.
+- `keras_attention.losses`, `keras_attention.schedules`,
+  `keras_attention.callbacks`: label-smoothed cross-entropy, a warmup
+  learning-rate schedule (both imported with the package, so that a saved
+  model compiled with them loads) and checkpoint averaging.
 - `keras_attention.data`: loaders, tokenizers, tf.data pipelines and
   built-in synthetic tasks.
 - `keras_attention.metrics`: BLEU, chrF, ROUGE, exact match and F1.
@@ -15,33 +19,36 @@ Public modules:
 - `keras_attention.distribute`: `tf.distribute` strategies by name for training.
 - `keras_attention.export`: a run folder as a strings-to-strings SavedModel.
 
-The core (`layers`, `masks`, `models`, `decoding`) is imported with the
-package and needs only Keras and NumPy, on every backend. The toolkit modules
-(`data`, `metrics`, `visualize`, `runs`, `runtime`, `distribute`, `export`)
-are imported on first use (`keras_attention.metrics`, or
+The core (`layers`, `masks`, `models`, `decoding`, `losses`, `schedules`,
+`callbacks`) is imported with the package and needs only Keras and NumPy,
+on every backend. The toolkit modules (`data`, `metrics`, `visualize`,
+`runs`, `runtime`, `distribute`, `export`) are imported on first use (`keras_attention.metrics`, or
 `from keras_attention import metrics`), so TensorFlow, tensorflow-text,
 keras-hub, matplotlib, sacrebleu and rouge-score load only when they are used.
 """
 
 import importlib
 
-from keras_attention import decoding, layers, masks, models
+from keras_attention import callbacks, decoding, layers, losses, masks, models, schedules
 from keras_attention.version import __version__
 
 _TOOLKIT_MODULES = ("data", "distribute", "export", "metrics", "runs", "runtime", "visualize")
 
 __all__ = [
     "__version__",
+    "callbacks",
     "data",
     "decoding",
     "distribute",
     "export",
     "layers",
+    "losses",
     "masks",
     "metrics",
     "models",
     "runs",
     "runtime",
+    "schedules",
     "visualize",
 ]
 

@@ -34,7 +34,18 @@ import time
 
 import keras
 
-from keras_attention import data, distribute, metrics, runs, runtime, settings, visualize
+from keras_attention import (
+    data,
+    distribute,
+    losses,
+    metrics,
+    runs,
+    runtime,
+    schedules,
+    settings,
+    visualize,
+)
+from keras_attention.callbacks import AverageLastEpochs
 from keras_attention.models import rnn_seq2seq, transformer_seq2seq
 from keras_attention.recipes import backup, checks
 from keras_attention.recipes.translation import config as recipe_config
@@ -53,6 +64,12 @@ def check_config(config):
     """`config` if every setting is known, of its type and within its rule
     (and `pack` only with the transformer)."""
     config = settings.check(config, recipe_config.get_config(), recipe_config.RULES)
+    if config["average_last_epochs"] > config["epochs"]:
+        raise ValueError(
+            "`average_last_epochs` must be at most `epochs` (the epochs to average). "
+            f"Received: average_last_epochs={config['average_last_epochs']}, "
+            f"epochs={config['epochs']}"
+        )
     if config["pack"] and config["architecture"] != "transformer":
         raise ValueError(
             "`pack=true` needs `architecture=transformer` (the RNN reads a row "
@@ -126,6 +143,20 @@ def build_model(config, source_tokenizer, target_tokenizer):
     )
 
 
+def compile_settings(config):
+    """The optimizer and loss of `config`: Adam at `learning_rate` (the peak of
+    a warmup and inverse square root decay when `warmup_steps` > 0), and the
+    cross-entropy over the non-pad tokens (with `label_smoothing`)."""
+    learning_rate = config["learning_rate"]
+    if config["warmup_steps"]:
+        learning_rate = schedules.WarmupInverseSqrtDecay(learning_rate, config["warmup_steps"])
+    if config["label_smoothing"]:
+        loss = losses.SmoothedSparseCrossentropy(config["label_smoothing"], ignore_class=0)
+    else:
+        loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0)
+    return {"optimizer": keras.optimizers.Adam(learning_rate), "loss": loss}
+
+
 ## Evaluation
 
 
@@ -195,12 +226,13 @@ def train_and_evaluate(config):
         with runtime.dtype_policy_scope(execution["dtype_policy"]):
             model = build_model(config, source_tokenizer, target_tokenizer)
             model.compile(
-                optimizer=keras.optimizers.Adam(config["learning_rate"]),
-                loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
+                **compile_settings(config),
                 metrics=["accuracy"],
                 jit_compile=execution["jit_compile"],  # generation is always compiled
             )
         callbacks = []
+        if config["average_last_epochs"] > 1:
+            callbacks.append(AverageLastEpochs(config["average_last_epochs"]))
         if config["backup_dir"]:  # an interrupted run resumes from its last epoch
             backup.write_backup_record(config["backup_dir"], backup_record)
             callbacks.append(distribute.backup_and_restore(config["backup_dir"], strategy))
@@ -210,6 +242,10 @@ def train_and_evaluate(config):
         history = model.fit(datasets[0], validation_data=datasets[1], epochs=config["epochs"],
                             callbacks=callbacks, shuffle=False, verbose=2)  # shuffled by the data
         train_seconds = time.time() - start
+        if config["average_last_epochs"] > 1:  # the averaged weights, on the validation split
+            averaged = model.evaluate(datasets[1], verbose=0, return_dict=True)
+            print(f"Averaged the weights of epochs {callbacks[0].averaged_epochs}: "
+                  f"validation loss {averaged['loss']:.4f}, accuracy {averaged['accuracy']:.4f}.")
 
     sources = [s for s, _ in test]
     references = [t for _, t in test]
