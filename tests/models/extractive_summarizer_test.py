@@ -64,9 +64,10 @@ def test_learns_which_sentence_holds_a_marker_under_xla():
     model.compile(keras.optimizers.Adam(3e-3),
                   keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                   metrics=["accuracy"], jit_compile=True)
+    _, accuracy_before = model.evaluate(inputs, labels, batch_size=64, verbose=0)
     history = model.fit(inputs, labels, batch_size=32, epochs=15, verbose=0)
+    assert accuracy_before < 0.5  # chance is 0.25: what it knows, it learned
     assert history.history["accuracy"][-1] > 0.9
-    assert history.history["accuracy"][0] < 0.6
 
 
 def test_invalid_args():
