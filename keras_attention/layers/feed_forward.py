@@ -28,6 +28,9 @@ class FeedForward(QuantizableSublayers, keras.layers.Layer):
             a config or an object) of both `Dense` kernels / biases.
         kernel_constraint, bias_constraint: optional constraints of both
             `Dense` kernels / biases.
+        kernel_initializer, bias_initializer: initializers of both `Dense`
+            kernels / biases (a name, a config or an object; default
+            `"glorot_uniform"` and `"zeros"`, Keras' `Dense` defaults).
         **kwargs: `keras.layers.Layer` arguments.
 
     Example:
@@ -47,9 +50,13 @@ class FeedForward(QuantizableSublayers, keras.layers.Layer):
         bias_regularizer=None,
         kernel_constraint=None,
         bias_constraint=None,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
         **kwargs,
     ):
         super().__init__(**kwargs)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
         set_projection_options(
             self, kernel_regularizer=kernel_regularizer, bias_regularizer=bias_regularizer,
             kernel_constraint=kernel_constraint, bias_constraint=bias_constraint,
@@ -68,7 +75,8 @@ class FeedForward(QuantizableSublayers, keras.layers.Layer):
 
     def _dense_kwargs(self):
         """The arguments both `Dense` sublayers share."""
-        return {"dtype": self.dtype_policy, **projection_options(self)}
+        return {"dtype": self.dtype_policy, "kernel_initializer": self.kernel_initializer,
+                "bias_initializer": self.bias_initializer, **projection_options(self)}
 
     def build(self, inputs_shape):
         self.hidden.build(inputs_shape)
@@ -90,6 +98,8 @@ class FeedForward(QuantizableSublayers, keras.layers.Layer):
                 "activation": keras.activations.serialize(self.activation),
                 "dropout": self.dropout,
                 **projection_options_config(self),
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
             }
         )
         return config

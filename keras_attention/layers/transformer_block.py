@@ -46,37 +46,16 @@ def pick_alias(name, value, alias, alias_value):
     return alias_value
 
 
+def clone_initializer(initializer):
+    """A new initializer of the same class and config, for one sublayer (as
+    keras-hub gives each sublayer its own copy)."""
+    return initializer.__class__.from_config(initializer.get_config())
+
+
 def _describe(value):
     """A short text for an error message: a tensor's shape, else repr."""
     shape = getattr(value, "shape", None)
     return f"<tensor of shape {tuple(shape)}>" if shape is not None else repr(value)
-
-
-_INITIALIZER_CLASSES = {
-    "glorot_uniform": keras.initializers.GlorotUniform,
-    "zeros": keras.initializers.Zeros,
-}
-
-
-def check_default_initializer(name, value, default):
-    """`default` if `value` is that initializer (its name, config or an
-    unseeded instance), else a ValueError: the blocks' sublayers use Keras'
-    (and keras-hub's) default initializers and take no others."""
-    try:
-        initializer = keras.initializers.get(value)
-    except (ValueError, TypeError):
-        initializer = None
-    if type(initializer) is _INITIALIZER_CLASSES[default] and (
-        initializer.get_config().get("seed") is None
-    ):
-        return default
-    raise ValueError(
-        f"Argument `{name}` must be {default!r} (keras-hub's default, which "
-        "the blocks' sublayers use); other initializers are not supported. "
-        "To start from other weights, build the block and assign them with "
-        "`block.set_weights(...)` or `variable.assign(...)`. "
-        f"Received: {name}={value!r}"
-    )
 
 
 KERAS_HUB_CACHE_ARGUMENTS = (
@@ -133,12 +112,8 @@ class TransformerBlock(QuantizableSublayers, keras.layers.Layer):
             )
         self.activation = keras.activations.get(activation)
         self.layer_norm_epsilon = float(layer_norm_epsilon)
-        self.kernel_initializer = check_default_initializer(
-            "kernel_initializer", kernel_initializer, "glorot_uniform"
-        )
-        self.bias_initializer = check_default_initializer(
-            "bias_initializer", bias_initializer, "zeros"
-        )
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
         self.rotary = check_bool("rotary", rotary)
         self.supports_masking = True
 
@@ -184,6 +159,8 @@ class TransformerBlock(QuantizableSublayers, keras.layers.Layer):
             dropout=self.dropout,
             rotary=rotary,
             implementation=self.implementation,
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            bias_initializer=clone_initializer(self.bias_initializer),
             dtype=self.dtype_policy,
             name=name,
         )
@@ -193,6 +170,8 @@ class TransformerBlock(QuantizableSublayers, keras.layers.Layer):
             self.intermediate_dim,
             activation=self.activation,
             dropout=self.dropout,
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            bias_initializer=clone_initializer(self.bias_initializer),
             dtype=self.dtype_policy,
             name="feed_forward",
         )
@@ -261,8 +240,8 @@ class TransformerBlock(QuantizableSublayers, keras.layers.Layer):
                 "dropout": self.dropout,
                 "activation": keras.activations.serialize(self.activation),
                 "layer_norm_epsilon": self.layer_norm_epsilon,
-                "kernel_initializer": self.kernel_initializer,
-                "bias_initializer": self.bias_initializer,
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
                 "norm_first": self.norm_first,
                 "num_key_value_heads": self.num_key_value_heads,
                 "rotary": self.rotary,

@@ -31,8 +31,8 @@ class TransformerEncoderBlock(TransformerBlock):
     changing the import. With the same weights the outputs are keras-hub's
     on real positions; what differs: the default is pre-norm (pass
     `norm_first=False` for keras-hub's post-norm), padded query rows attend
-    to nothing, dropout also drops the feed-forward hidden layer, and only
-    the default initializers are accepted (see the migration guide).
+    to nothing, and dropout also drops the feed-forward hidden layer (see
+    the migration guide).
 
     Args:
         intermediate_dim: positive int, the feed-forward hidden size.
@@ -41,9 +41,10 @@ class TransformerEncoderBlock(TransformerBlock):
             the feed-forward hidden layer.
         activation: feed-forward activation (default `"relu"`).
         layer_norm_epsilon: float (default `1e-5`).
-        kernel_initializer: `"glorot_uniform"` (the only one accepted; any
-            other raises a ValueError saying what to do instead).
-        bias_initializer: `"zeros"` (the only one accepted).
+        kernel_initializer: the initializer of every projection kernel
+            (attention and feed-forward; default `"glorot_uniform"`), a name,
+            config or object; each sublayer gets its own copy, as in keras-hub.
+        bias_initializer: the same for the biases (default `"zeros"`).
         norm_first: bool, pre-norm or post-norm; None (default) means True,
             pre-norm. `normalize_first` (keras-hub's name) is an accepted
             alias; passing both raises a ValueError.

@@ -4,7 +4,7 @@ import pytest
 
 from keras_attention.layers import FeedForward
 from keras_attention.layers.feed_forward import residual
-from tests.test_case import run_layer_test
+from tests.test_case import run_layer_test, to_numpy
 
 
 def test_layer_behaviors(rng, tmp_path):
@@ -85,3 +85,16 @@ def test_regularizers_and_constraints_reach_both_dense_layers(rng, tmp_path):
 def test_invalid_regularizer_names_the_argument():
     with pytest.raises(ValueError, match=r"regularizer"):
         FeedForward(4, kernel_regularizer="no_such_regularizer")
+
+
+def test_initializers_reach_both_dense_layers_and_the_config():
+    layer = FeedForward(8, kernel_initializer="ones", bias_initializer="ones")
+    layer.build((1, 2, 4))
+    for dense in (layer.hidden, layer.projection):
+        np.testing.assert_array_equal(to_numpy(dense.kernel), 1.0)
+        np.testing.assert_array_equal(to_numpy(dense.bias), 1.0)
+    again = FeedForward.from_config(layer.get_config())
+    assert isinstance(again.kernel_initializer, keras.initializers.Ones)
+    default = FeedForward(8)
+    assert isinstance(default.kernel_initializer, keras.initializers.GlorotUniform)
+    assert isinstance(default.bias_initializer, keras.initializers.Zeros)

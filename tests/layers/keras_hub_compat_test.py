@@ -169,22 +169,48 @@ def test_both_spellings_of_a_call_mask_are_refused(rng):
             decoder(x, x, **{ours: mask, theirs: mask})
 
 
-@pytest.mark.parametrize("argument, value", [
-    ("kernel_initializer", "he_normal"),
-    ("kernel_initializer", keras.initializers.GlorotUniform(seed=1)),
-    ("bias_initializer", "ones"),
-])
-def test_other_initializers_are_refused_with_what_to_do(argument, value):
-    with pytest.raises(ValueError, match=rf"`{argument}`.*set_weights.*Received: {argument}="):
-        TransformerEncoderBlock(16, 2, **{argument: value})
+def projection_kernels(block):
+    """Every kernel of a built block's attention and feed-forward projections."""
+    return {v.path: to_numpy(v) for v in block.weights
+            if v.path.endswith("kernel") and "norm" not in v.path}
 
 
-def test_default_initializers_are_accepted_in_every_form():
+@pytest.mark.parametrize("Block", [TransformerEncoderBlock, TransformerDecoderBlock])
+def test_initializers_reach_every_projection_a_copy_each(Block, tmp_path):
+    x = np.ones((1, 3, 16), "float32")
+    block = Block(32, 4, kernel_initializer=keras.initializers.TruncatedNormal(stddev=0.02),
+                  bias_initializer="ones")
+    block(x) if Block is TransformerEncoderBlock else block(x, x)
+    kernels = projection_kernels(block)
+    expected = 6 if Block is TransformerEncoderBlock else 10  # q, k, v, o (x2), hidden, out
+    assert len(kernels) == expected
+    for path, kernel in kernels.items():
+        assert np.abs(kernel).max() <= 0.04 + 1e-6, path  # truncated at 2 standard deviations
+        assert 0.01 < kernel.std() < 0.025, path
+    biases = [to_numpy(v) for v in block.weights
+              if v.path.endswith("bias") and "norm" not in v.path]
+    assert biases and all(np.all(b == 1.0) for b in biases)
+    # A seeded initializer is kept in the config: the same weights again from it.
+    seeded = Block(32, 4, kernel_initializer=keras.initializers.GlorotUniform(seed=3))
+    seeded(x) if Block is TransformerEncoderBlock else seeded(x, x)
+    again = Block.from_config(seeded.get_config())
+    again(x) if Block is TransformerEncoderBlock else again(x, x)
+    for (path, a), b in zip(projection_kernels(seeded).items(),
+                            projection_kernels(again).values()):
+        np.testing.assert_array_equal(a, b, err_msg=path)  # the config keeps the seed
+    config = keras.initializers.serialize(keras.initializers.GlorotUniform(seed=3))
+    assert seeded.get_config()["kernel_initializer"] == config
+
+
+def test_default_initializers_are_keras_defaults_in_every_form():
     block = TransformerDecoderBlock(
         16, 2, kernel_initializer=keras.initializers.GlorotUniform(),
         bias_initializer={"class_name": "Zeros", "config": {}},
     )
-    assert (block.kernel_initializer, block.bias_initializer) == ("glorot_uniform", "zeros")
+    assert isinstance(block.kernel_initializer, keras.initializers.GlorotUniform)
+    assert isinstance(block.bias_initializer, keras.initializers.Zeros)
+    assert isinstance(TransformerEncoderBlock(16, 2).kernel_initializer,
+                      keras.initializers.GlorotUniform)
 
 
 def test_keras_hub_cache_arguments_point_to_call_cached(rng):
