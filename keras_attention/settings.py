@@ -12,7 +12,10 @@ saying `Received: ...`.
   a float), `str` or `bool`.
 - A boolean is one of true/false, 1/0, yes/no (any case); a bare
   `--flag` means true. Anything else is refused.
-- An unknown setting is refused with the sorted list of the known ones.
+- An unknown setting is refused with the sorted list of the known ones;
+  `--output-dir` is read as `--output_dir`.
+- A recipe may name the settings a configuration does not read (`unused`):
+  changing one on the command line is refused, not silently ignored.
 
 Example:
 
@@ -133,6 +136,8 @@ def parse_overrides(argv, defaults):
         if not argument.startswith("--") or argument == "--":
             raise ValueError(f"Expected `--key=value` settings. Received: {argument!r}")
         key, has_value, text = argument[2:].partition("=")
+        if key not in defaults and key.replace("-", "_") in defaults:
+            key = key.replace("-", "_")  # --output-dir means --output_dir
         _check_known(key, defaults, text if has_value else None)
         if not has_value:
             if index < len(argv) and not argv[index].startswith("--"):
@@ -175,7 +180,7 @@ def check(config, defaults, rules):
     return checked
 
 
-def parse(argv, presets, rules, *, description=""):
+def parse(argv, presets, rules, *, description="", unused=None):
     """A full, checked configuration from `--preset=NAME` and `--key=value`
     arguments; `--help` prints the presets and settings and exits.
 
@@ -185,6 +190,11 @@ def parse(argv, presets, rules, *, description=""):
             function returning it); `"default"` is used without `--preset`.
         rules: dict from a setting to its `Rule`.
         description: str, the first line of `--help`.
+        unused: optional function from a checked configuration to
+            `{setting: when it is not read}` (e.g. `"with
+            architecture='rnn'"`): a setting given on the command line with
+            another value than the preset's, that this configuration does
+            not read, is refused rather than silently ignored.
     """
     presets = {name: preset() if callable(preset) else preset
                for name, preset in presets.items()}
@@ -195,8 +205,22 @@ def parse(argv, presets, rules, *, description=""):
         raise SystemExit(0)
     preset, rest = _pop_preset(argv, presets)
     config = dict(presets[preset])
-    config.update(parse_overrides(rest, defaults))
-    return check(config, defaults, rules)
+    overrides = parse_overrides(rest, defaults)
+    config = check({**config, **overrides}, defaults, rules)
+    if unused is not None:
+        _refuse_unused(overrides, presets[preset], unused(config))
+    return config
+
+
+def _refuse_unused(overrides, preset, unused):
+    """Raises a ValueError naming the first override that changes a setting
+    the configuration does not read (`unused`: `{setting: when}`)."""
+    for key, value in overrides.items():
+        if key in unused and value != preset[key]:
+            raise ValueError(
+                f"Setting `{key}` is not used {unused[key]}, so changing it would "
+                f"do nothing; leave it out. Received: {key}={value!r}"
+            )
 
 
 def describe(presets, rules, description=""):

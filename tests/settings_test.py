@@ -110,3 +110,25 @@ def test_help_lists_presets_settings_and_rules(capsys):
                  "--architecture='transformer' (transformer|rnn)",
                  "--learning_rate=0.001 (float, > 0)"):
         assert line in out
+
+
+def test_a_hyphenated_setting_is_the_underscored_one():
+    assert parse("--learning-rate", "2")["learning_rate"] == 2.0
+    with pytest.raises(ValueError, match=r"Unknown setting `learning-rat`"):
+        parse("--learning-rat=2")
+
+
+def _unused(config):
+    return {"learning_rate": "with architecture='rnn'"} if config["architecture"] == "rnn" else {}
+
+
+def test_changing_a_setting_the_configuration_does_not_read_is_refused():
+    def parse_with_unused(*argv):
+        return settings.parse(list(argv), PRESETS, RULES, unused=_unused)
+
+    with pytest.raises(ValueError, match=r"Setting `learning_rate` is not used with "
+                                         r"architecture='rnn'.*Received: learning_rate=0.5"):
+        parse_with_unused("--architecture=rnn", "--learning_rate=0.5")
+    # The preset's own value, or a setting that is read, is no change.
+    assert parse_with_unused("--architecture=rnn", "--learning_rate=0.001")["architecture"] == "rnn"
+    assert parse_with_unused("--learning_rate=0.5")["learning_rate"] == 0.5

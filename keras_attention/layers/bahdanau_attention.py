@@ -7,6 +7,7 @@ from keras import ops
 
 from keras_attention.layers import attention_core
 from keras_attention.layers.base_attention import BaseAttention
+from keras_attention.layers.initializer_copies import clone_initializer
 from keras_attention.layers.quantization import (
     QuantizableSublayers,
     dense_projection,
@@ -46,7 +47,7 @@ class BahdanauAttention(QuantizableSublayers, BaseAttention):
         units: positive int, the size of the hidden layer of the score.
         normalize: bool, weight-normalise `v` and add a bias `b`.
         dropout: float in [0, 1), dropout on the attention weights.
-        kernel_initializer: initializer of `W`, `U` and `v`.
+        kernel_initializer: initializer of `W`, `U` and `v` (a copy each).
         seed: optional int seed for dropout.
         query_block_size, implementation: see `BaseAttention`
             (`implementation="fused"` is refused: no fused kernel computes
@@ -94,15 +95,17 @@ class BahdanauAttention(QuantizableSublayers, BaseAttention):
     def build_attention(self, query_shape, value_shape, key_shape):
         policy = self.dtype_policy
         self.query_dense = dense_projection(  # W
-            self.units, query_shape, "query", self.kernel_initializer, policy
+            self.units, query_shape, "query",
+            clone_initializer(self.kernel_initializer), policy,
         )
         self.key_dense = dense_projection(  # U
-            self.units, key_shape, "key", self.kernel_initializer, policy
+            self.units, key_shape, "key",
+            clone_initializer(self.kernel_initializer), policy,
         )
         self.score_vector = self.add_weight(
             name="score_vector",
             shape=(self.units,),
-            initializer=self.kernel_initializer,
+            initializer=clone_initializer(self.kernel_initializer),
         )
         if self.normalize:
             self.score_gain = self.add_weight(

@@ -2,6 +2,7 @@
 
 import keras
 
+from keras_attention.layers.initializer_copies import clone_initializer
 from keras_attention.layers.projection_options import (
     projection_options,
     projection_options_config,
@@ -74,9 +75,12 @@ class FeedForward(QuantizableSublayers, keras.layers.Layer):
         self.projection = None
 
     def _dense_kwargs(self):
-        """The arguments both `Dense` sublayers share."""
-        return {"dtype": self.dtype_policy, "kernel_initializer": self.kernel_initializer,
-                "bias_initializer": self.bias_initializer, **projection_options(self)}
+        """The arguments of one `Dense` sublayer: the shared options and its
+        own copy of each initializer."""
+        return {"dtype": self.dtype_policy,
+                "kernel_initializer": clone_initializer(self.kernel_initializer),
+                "bias_initializer": clone_initializer(self.bias_initializer),
+                **projection_options(self)}
 
     def build(self, inputs_shape):
         self.hidden.build(inputs_shape)

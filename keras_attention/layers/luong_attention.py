@@ -5,6 +5,7 @@ from keras import ops
 
 from keras_attention.layers import attention_core
 from keras_attention.layers.base_attention import BaseAttention
+from keras_attention.layers.initializer_copies import clone_initializer
 from keras_attention.layers.quantization import (
     QuantizableSublayers,
     dense_projection,
@@ -48,7 +49,7 @@ class LuongAttention(QuantizableSublayers, BaseAttention):
         units: size of the `concat` hidden layer; defaults to `Dq`. Only
             valid with `score="concat"`.
         dropout: float in [0, 1), dropout on the attention weights.
-        kernel_initializer: initializer of `W_a` and `v_a`.
+        kernel_initializer: initializer of `W_a` and `v_a` (a copy each).
         seed: optional int seed for dropout.
         query_block_size, implementation: see `BaseAttention`
             (`implementation="fused"` is refused: no fused kernel computes
@@ -114,19 +115,20 @@ class LuongAttention(QuantizableSublayers, BaseAttention):
         query_dim, key_dim = query_shape[-1], key_shape[-1]
         if self.score == "general":
             self.query_dense = dense_projection(
-                key_dim, query_shape, "query", self.kernel_initializer, self.dtype_policy
+                key_dim, query_shape, "query",
+                clone_initializer(self.kernel_initializer), self.dtype_policy,
             )
         elif self.score == "concat":
             units = self.units or query_dim
             self._concat_kernel = self.add_weight(
                 name="kernel",
                 shape=(query_dim + key_dim, units),
-                initializer=self.kernel_initializer,
+                initializer=clone_initializer(self.kernel_initializer),
             )
             self.score_vector = self.add_weight(
                 name="score_vector",
                 shape=(units,),
-                initializer=self.kernel_initializer,
+                initializer=clone_initializer(self.kernel_initializer),
             )
 
     @property

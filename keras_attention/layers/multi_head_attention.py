@@ -10,6 +10,7 @@ from keras_attention import masks
 from keras_attention.layers import attention_core
 from keras_attention.layers.base_attention import BaseAttention
 from keras_attention.layers.cache_contract import describe_cache, warn_deprecated
+from keras_attention.layers.initializer_copies import clone_initializer
 from keras_attention.layers.projection_options import (
     projection_options,
     projection_options_config,
@@ -143,8 +144,10 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
         dropout: float in [0, 1), dropout on the attention weights.
         use_bias: bool, whether the projections have biases.
         output_dim: positive int, the output size; defaults to `Dq`.
-        kernel_initializer: initializer of the projection kernels.
-        bias_initializer: initializer of the projection biases.
+        kernel_initializer: initializer of the projection kernels; each
+            projection gets its own copy (as in Keras' layer), so W_q, W_k
+            and W_v start from different draws.
+        bias_initializer: initializer of the projection biases (a copy each).
         seed: optional int seed for dropout.
         rotary: bool, apply rotary position embeddings (RoPE, Su et al.
             2021, keras-hub's `RotaryEmbedding`) to query and key heads at
@@ -300,14 +303,12 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
         return self.value_dim or self.key_dim
 
     def _sublayer_kwargs(self):
-        """What every projection sublayer gets, as in Keras' layer. One
-        initializer instance serves every kernel, as before the projections
-        were sublayers, so that a seed gives the same initial weights as
-        then (its fixed seed draws the same values for kernels of the same
-        shape; Keras' layer clones it per kernel instead)."""
+        """What one projection sublayer gets, as in Keras' layer: the shared
+        options and its own copy of each initializer (one instance would
+        start W_q, W_k and W_v equal, its seed being fixed)."""
         return dict(
-            kernel_initializer=self.kernel_initializer,
-            bias_initializer=self.bias_initializer,
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            bias_initializer=clone_initializer(self.bias_initializer),
             activity_regularizer=self.projection_activity_regularizer,
             dtype=self.dtype_policy,
             **projection_options(self),

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_attention import masks
+from keras_attention.layers.initializer_copies import clone_initializer
 from keras_attention.layers.multi_head_attention import (
     MultiHeadAttention,
     grouped_dot_products,
@@ -141,13 +142,13 @@ class SelfAttention(MultiHeadAttention):
             self.score_kernel = self.add_weight(
                 name="score_kernel",
                 shape=(self.num_heads, self.key_dim, self.key_dim),
-                initializer=self.kernel_initializer,
+                initializer=clone_initializer(self.kernel_initializer),
             )
         elif self.score == "additive":
             self.score_vector = self.add_weight(
                 name="score_vector",
                 shape=(self.num_heads, self.key_dim),
-                initializer=self.kernel_initializer,
+                initializer=clone_initializer(self.kernel_initializer),
             )
 
     def _grouped(self, weight):

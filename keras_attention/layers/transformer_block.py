@@ -46,12 +46,6 @@ def pick_alias(name, value, alias, alias_value):
     return alias_value
 
 
-def clone_initializer(initializer):
-    """A new initializer of the same class and config, for one sublayer (as
-    keras-hub gives each sublayer its own copy)."""
-    return initializer.__class__.from_config(initializer.get_config())
-
-
 def _describe(value):
     """A short text for an error message: a tensor's shape, else repr."""
     shape = getattr(value, "shape", None)
@@ -159,8 +153,8 @@ class TransformerBlock(QuantizableSublayers, keras.layers.Layer):
             dropout=self.dropout,
             rotary=rotary,
             implementation=self.implementation,
-            kernel_initializer=clone_initializer(self.kernel_initializer),
-            bias_initializer=clone_initializer(self.bias_initializer),
+            kernel_initializer=self.kernel_initializer,
+            bias_initializer=self.bias_initializer,
             dtype=self.dtype_policy,
             name=name,
         )
@@ -170,8 +164,8 @@ class TransformerBlock(QuantizableSublayers, keras.layers.Layer):
             self.intermediate_dim,
             activation=self.activation,
             dropout=self.dropout,
-            kernel_initializer=clone_initializer(self.kernel_initializer),
-            bias_initializer=clone_initializer(self.bias_initializer),
+            kernel_initializer=self.kernel_initializer,
+            bias_initializer=self.bias_initializer,
             dtype=self.dtype_policy,
             name="feed_forward",
         )

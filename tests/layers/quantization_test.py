@@ -17,11 +17,12 @@ FIXTURES = pathlib.Path(__file__).parent.parent / "fixtures"
 MODES = ("int8", "float8", "int4")
 # Largest error allowed, as a fraction of the largest float32 output, on this
 # deep stack of small layers (dims 8-32: few values per quantization scale);
-# measured: int8 4.5%, float8 18% on TensorFlow and 28% on JAX (its float8
-# rounding differs), int4 23%. float8 is Keras' delayed-scaling
+# measured on six initial draws (seeds 0-5, TensorFlow): int8 1.8-6.2%,
+# float8 9-31% (28% on JAX for seed 0: its float8 rounding differs), int4
+# 19-34%. float8 is Keras' delayed-scaling
 # training mode (its scales are calibrated by training; uncalibrated, it
 # keeps 3 mantissa bits), int4 has 16 levels.
-TOLERANCE = {"int8": 0.06, "float8": 0.4, "int4": 0.4}
+TOLERANCE = {"int8": 0.08, "float8": 0.4, "int4": 0.4}
 
 
 def quantize_quietly(model, mode, **kwargs):

@@ -6,7 +6,8 @@ subprocess), and exports under TensorFlow to a SavedModel that serves them.
 The question answering recipe's memory network, trained on JAX, answers
 the same on both backends too. With `--distribution=data_parallel` on two
 JAX CPU devices (keras.distribution), the translation recipe trains end to
-end and its run generates here as it did there."""
+end and its run generates here as it did there, and the extractive
+summarizer trains on a split whose size does not divide between them."""
 
 import ast
 import json
@@ -179,6 +180,25 @@ def test_jax_data_parallel_trains_the_translation_recipe_on_two_devices(jax_data
     samples = _recipe_samples(process.stdout)
     assert len(samples) == 5
     assert runs.SavedRun(run_dir).generate(list(samples), "greedy") == list(samples.values())
+
+
+# 203 abstracts: 183 training documents, an odd count, so the last batch of
+# 23 would not split between two devices without trimming.
+EXTRACTIVE_DATA_PARALLEL_ARGS = ["--preset=quick", "--summarizer=extractive",
+                                 "--distribution=data_parallel", "--num_examples=203"]
+
+
+def test_jax_data_parallel_trains_the_extractive_summarizer_on_uneven_splits(tmp_path_factory):
+    run_dir, process = _train_on_jax(tmp_path_factory, "summarization",
+                                     EXTRACTIVE_DATA_PARALLEL_ARGS, TWO_CPU_DEVICES)
+    assert "extractive summarizer" in process.stdout and "on 2 replica(s)" in process.stdout
+    metadata = json.loads((run_dir / "config.json").read_text())
+    assert metadata["config"]["distribution"] == "data_parallel"
+    # Scored on every test document, not a trimmed split.
+    assert metadata["scores"]["test_examples"] == 10, metadata["scores"]
+    document = "We study attention. We propose a new layer. It is fast."
+    [summary] = runs.SavedRun(run_dir).generate([document])
+    assert summary in {"We study attention.", "We propose a new layer.", "It is fast."}
 
 
 def test_jit_compile_defaults_by_backend(on_jax):

@@ -162,3 +162,30 @@ RULES = {
 BACKUP_MAY_DIFFER = (
     "epochs", "output_dir", "overwrite", "backup_dir", "distribution", "jit_compile",
 )
+
+# Settings that only some architectures read.
+ONLY_READ_BY = {
+    "memory_network": ("num_hops", "temporal_noise", "linear_start", "linear_start_patience",
+                       "decay_epochs"),
+    "transformer": ("max_sentences", "question_first", "max_length", "max_answer_length",
+                    "num_layers"),
+    "universal_transformer": ("max_steps", "act", "ponder_cost", "warmup_epochs"),
+}
+CLASSIFIERS_ONLY = ("max_memories", "restarts")  # memory network and Universal Transformer
+ATTENTION_ONLY = ("num_heads", "intermediate_dim", "dropout")  # Transformer and UT
+BUILT_IN_DATA_ONLY = ("num_examples", "test_fraction")
+
+
+def unused_settings(config):
+    """`{setting: when}` of the settings `config` does not read (the command
+    line refuses a change to one: keras_attention.settings.parse)."""
+    architecture = config["architecture"]
+    keys = [key for other, keys in ONLY_READ_BY.items() if other != architecture
+            for key in keys]
+    keys += CLASSIFIERS_ONLY if architecture == "transformer" else ()
+    keys += ATTENTION_ONLY if architecture == "memory_network" else ()
+    unused = {key: f"with architecture={architecture!r}" for key in keys}
+    if config["data"]:
+        unused.update({key: "with a `data` folder (bAbI has its own test files)"
+                       for key in BUILT_IN_DATA_ONLY})
+    return unused

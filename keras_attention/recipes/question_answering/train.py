@@ -62,7 +62,8 @@ def parse_settings(argv=None):
     (`sys.argv[1:]` by default), checked (`keras_attention.settings`)."""
     return check_config(settings.parse(
         sys.argv[1:] if argv is None else argv, recipe_config.PRESETS, recipe_config.RULES,
-        description="Train a question-answering model."))
+        description="Train a question-answering model.",
+        unused=recipe_config.unused_settings))
 
 
 def check_config(config):

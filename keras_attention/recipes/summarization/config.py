@@ -144,3 +144,24 @@ BACKUP_MAY_DIFFER = (
     "epochs", "output_dir", "overwrite", "backup_dir", "distribution", "jit_compile",
     "num_beams", "length_penalty", "coverage_penalty", "max_test_examples",
 )
+
+# Settings that only one summarizer reads.
+ABSTRACTIVE_ONLY = (
+    "max_target_length", "all_references", "pointer_generator", "coverage_loss_weight",
+    "gap_sentence_epochs", "gap_sentences", "oracle_sentences", "num_beams",
+    "length_penalty", "coverage_penalty",
+)
+EXTRACTIVE_ONLY = ("max_sentences", "sentence_layers")
+BUILT_IN_DATA_ONLY = ("num_examples", "validation_fraction", "test_fraction")
+
+
+def unused_settings(config):
+    """`{setting: when}` of the settings `config` does not read (the command
+    line refuses a change to one: keras_attention.settings.parse)."""
+    summarizer = config["summarizer"]
+    other = ABSTRACTIVE_ONLY if summarizer == "extractive" else EXTRACTIVE_ONLY
+    unused = {key: f"with summarizer={summarizer!r}" for key in other}
+    if config["data"]:
+        unused.update({key: "with a `data` folder (its own splits)"
+                       for key in BUILT_IN_DATA_ONLY})
+    return unused

@@ -59,6 +59,11 @@ def train_and_evaluate(config, splits, strategy, execution, backup_record):
     )
     (train_x, _, train_y), (val_x, val_kept, val_y), (test_x, test_kept, test_y) = (
         encode(records, tokenizer, config) for records in (train, validation, test))
+    # Where batches must split evenly between devices (data_parallel on JAX),
+    # the last batch too.
+    fit_train, fit_validation = (
+        distribute.trim_to_even_batches(split, strategy)
+        for split in ((train_x, train_y), (val_x, val_y)))
     print(f"Sentences per document (kept, at most {config['max_sentences']}): mean "
           f"{np.mean([len(k) for k in test_kept]):.1f} on the test split; the oracle sentence "
           f"is the first in {np.mean(train_y == 0):.0%} of the training documents.")
@@ -80,7 +85,7 @@ def train_and_evaluate(config, splits, strategy, execution, backup_record):
         print(f"Training an extractive summarizer with {model.count_params():,} parameters "
               f"on {strategy.num_replicas_in_sync} replica(s).")
         start = time.time()
-        history = model.fit(train_x, train_y, validation_data=(val_x, val_y),
+        history = model.fit(*fit_train, validation_data=fit_validation,
                             batch_size=config["batch_size"], epochs=config["epochs"],
                             shuffle=True, verbose=2, callbacks=callbacks)
         train_seconds = time.time() - start

@@ -125,3 +125,19 @@ BACKUP_MAY_DIFFER = (
     "epochs", "output_dir", "overwrite", "backup_dir", "distribution", "jit_compile",
     "strategy", "num_beams", "length_penalty", "max_test_examples",
 )
+
+TRANSFORMER_ONLY = ("num_layers", "num_heads", "intermediate_dim")
+
+
+def unused_settings(config):
+    """`{setting: when}` of the settings `config` does not read (the command
+    line refuses a change to one: keras_attention.settings.parse)."""
+    unused = {}
+    if config["architecture"] != "transformer":
+        unused.update({key: f"with architecture={config['architecture']!r}"
+                       for key in TRANSFORMER_ONLY})
+    if config["data"]:
+        unused["num_examples"] = "with a `data` file (it counts built-in date pairs)"
+    else:
+        unused["max_pairs"] = "without a `data` file (it limits the pairs read from one)"
+    return unused

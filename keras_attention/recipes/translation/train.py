@@ -57,7 +57,8 @@ def parse_settings(argv=None):
     """The configuration from `--preset=NAME` and `--key=value` arguments
     (`sys.argv[1:]` by default), checked (`keras_attention.settings`)."""
     return settings.parse(sys.argv[1:] if argv is None else argv, recipe_config.PRESETS,
-                          recipe_config.RULES, description="Train a translation model.")
+                          recipe_config.RULES, description="Train a translation model.",
+                          unused=recipe_config.unused_settings)
 
 
 def check_config(config):
