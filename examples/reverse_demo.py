@@ -27,7 +27,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import keras  # noqa: E402 (after the backend is chosen)
 import numpy as np  # noqa: E402 (after the backend is chosen)
 
-from keras_attention import settings  # noqa: E402 (after the backend is chosen)
+from keras_attention import cli, settings  # noqa: E402 (after the backend is chosen)
 from keras_attention.data import exact_match, make_task, strip_special  # noqa: E402 (after the backend is chosen)
 from keras_attention.data.synthetic import TASKS  # noqa: E402 (after the backend is chosen)
 from keras_attention.models import rnn_seq2seq  # noqa: E402 (after the backend is chosen)
@@ -123,4 +123,4 @@ def parse_settings(argv):
 
 
 if __name__ == "__main__":
-    main(parse_settings(sys.argv[1:]))
+    cli.run_script(lambda: main(parse_settings(sys.argv[1:])))

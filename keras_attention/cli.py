@@ -202,9 +202,44 @@ def _parser():
     return parser, train_parser
 
 
-def _error_line(error):
-    """`keras-attention: error: ...` on one line."""
-    return "keras-attention: error: " + " ".join(str(error).split())
+def _error_line(error, prog="keras-attention"):
+    """`PROG: error: ...` on one line."""
+    return f"{prog}: error: " + " ".join(str(error).split())
+
+
+def report_user_errors(function, *args, prog="keras-attention"):
+    """Returns `function(*args)`; a failure the user caused (a `ValueError`
+    naming the setting, an `OSError` naming the file) ends as one line,
+    `PROG: error: ...`, instead of a traceback, and an interrupt as
+    `PROG: error: interrupted` with status 130. The `keras-attention` command
+    and the example scripts (`examples/*/train.py`) report through it.
+
+    Raises:
+        SystemExit: with the one line (Python prints it to stderr and exits
+            with status 1), or status 130 after an interrupt.
+    """
+    try:
+        return function(*args)
+    except _USER_ERRORS as error:
+        raise SystemExit(_error_line(error, prog)) from None
+    except KeyboardInterrupt:
+        print(f"{prog}: error: interrupted", file=sys.stderr)
+        raise SystemExit(130) from None
+
+
+def run_script(main):
+    """What an example script runs: `main()` (which reads `sys.argv`), its
+    failures reported as `report_user_errors` does, named after the script
+    as it was called (`examples/translation/train.py: error: ...`).
+
+    Example (the last lines of `examples/translation/train.py`):
+
+    ```python
+    if __name__ == "__main__":
+        cli.run_script(translation.main)
+    ```
+    """
+    return report_user_errors(main, prog=sys.argv[0] or "python")
 
 
 def main(argv=None):
@@ -228,16 +263,10 @@ def main(argv=None):
         train_parser.error("the following arguments are required: recipe")
     if args.command != "train" and rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
-    try:
-        if args.command == "train":
-            result = train(args.recipe, rest)
-        else:
-            result = args.function(args)
-    except _USER_ERRORS as error:
-        raise SystemExit(_error_line(error)) from None
-    except KeyboardInterrupt:
-        print("keras-attention: error: interrupted", file=sys.stderr)
-        raise SystemExit(130) from None
+    if args.command == "train":
+        result = report_user_errors(train, args.recipe, rest)
+    else:
+        result = report_user_errors(args.function, args)
     return result if argv is not None else None
 
 

@@ -2,11 +2,15 @@
 
 import importlib
 import importlib.util
+import os
 import pathlib
 import runpy
+import subprocess
 import sys
 
 import pytest
+
+from keras_attention import cli
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -46,3 +50,50 @@ def test_each_recipe_script_runs_the_packaged_recipe_with_its_arguments(recipe, 
     monkeypatch.setattr(sys, "argv", ["train.py", "--preset=quick", "--epochs=1"])
     runpy.run_path(str(ROOT / "examples" / recipe / "train.py"), run_name="__main__")
     assert called == [["--preset=quick", "--epochs=1"]]
+
+
+@pytest.mark.parametrize("script, argument, message", [
+    ("examples/translation/train.py", "--epochs=0", "Setting `epochs` must be >= 1"),
+    ("examples/summarization/train.py", "--preset=nope", "preset"),
+    ("examples/question_answering/train.py", "--num_hops=x", "num_hops"),
+    ("examples/reverse_demo.py", "--attention=dot", "`attention` must be one of"),
+])
+def test_each_example_script_reports_a_bad_setting_in_one_line(script, argument, message):
+    """In a fresh process, as a user runs it: status 1, one stderr line
+    naming the script and the setting, no traceback, nothing trained."""
+    process = subprocess.run(
+        [sys.executable, script, argument], capture_output=True, text=True, cwd=ROOT,
+        timeout=300, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONWARNINGS="ignore"))
+    assert process.returncode == 1, process.stderr[-2000:]
+    assert "Traceback" not in process.stderr
+    ours = [line for line in process.stderr.splitlines() if line.startswith(script)]
+    assert len(ours) == 1 and ours[0].startswith(f"{script}: error: "), process.stderr[-2000:]
+    assert message in ours[0] and "Received:" in ours[0]
+    assert "Epoch" not in process.stdout
+
+
+def test_run_script_passes_results_and_reports_only_what_the_user_caused(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["examples/x/train.py"])
+    assert cli.run_script(lambda: {"bleu": 1.0}) == {"bleu": 1.0}
+
+    def bad_file():
+        raise FileNotFoundError(2, "No such file or directory", "data.tsv")
+
+    with pytest.raises(SystemExit) as stop:
+        cli.run_script(bad_file)
+    assert str(stop.value.code).startswith("examples/x/train.py: error: ")
+    assert "data.tsv" in str(stop.value.code)
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    with pytest.raises(SystemExit) as stop:
+        cli.run_script(interrupted)
+    assert stop.value.code == 130
+    assert capsys.readouterr().err == "examples/x/train.py: error: interrupted\n"
+
+    def our_bug():
+        raise TypeError("not the user's doing")
+
+    with pytest.raises(TypeError):  # a defect keeps its traceback
+        cli.run_script(our_bug)

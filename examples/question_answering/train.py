@@ -14,7 +14,8 @@ import os
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from keras_attention.recipes import question_answering  # noqa: E402 (after the backend is chosen)
+from keras_attention import cli  # noqa: E402 (after the backend is chosen)
+from keras_attention.recipes import question_answering  # noqa: E402
 
 if __name__ == "__main__":
-    question_answering.main()
+    cli.run_script(question_answering.main)  # a bad setting: one line, not a traceback

@@ -14,7 +14,8 @@ import os
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from keras_attention.recipes import translation  # noqa: E402 (after the backend is chosen)
+from keras_attention import cli  # noqa: E402 (after the backend is chosen)
+from keras_attention.recipes import translation  # noqa: E402
 
 if __name__ == "__main__":
-    translation.main()
+    cli.run_script(translation.main)  # a bad setting: one line, not a traceback
