@@ -31,10 +31,11 @@ def export_run(run_dir, export_dir, *, strategy=None, num_beams=None):
     The graph does what `keras-attention generate RUN_DIR` does: SentencePiece
     tokenization with the run's `source.spm`, sources cut to the recipe's
     source length, the model's cached generation with the recipe's decoding
-    settings (strategy, beams, length and coverage penalties, target length),
-    then the tokens up to the end token detokenized with `target.spm`. The
-    generation loop is a nested `tf.function(jit_compile=True)`: tokenization
-    runs outside XLA, generation inside.
+    settings (strategy, beams, length and coverage penalties, target length,
+    the token ids never generated: `suppress_token_ids`), then the tokens up
+    to the end token detokenized with `target.spm`. The generation loop is a
+    nested `tf.function(jit_compile=True)`: tokenization runs outside XLA,
+    generation inside.
 
     The export folder is written atomically (a temporary sibling folder
     renamed at the end), so a failure leaves nothing behind.
@@ -120,6 +121,7 @@ def _decoding_settings(run, strategy, num_beams):
     settings["num_beams"] = num_beams or settings.get("num_beams", 1)
     settings.setdefault("length_penalty", 0.0)
     settings.setdefault("coverage_penalty", 0.0)
+    settings.setdefault("suppress_token_ids", [])  # folders saved before it: none
     if settings["strategy"] not in _STRATEGIES:
         raise ValueError(
             f"Argument `strategy` must be given: the run decodes with "
@@ -176,7 +178,8 @@ def _build_archive(model, source_tokenizer, target_tokenizer, settings, sampler)
         # The model's own cached search, as `generate` runs it, on int32
         # `source (B, S)` with `B` and `S` known only at run time: the best
         # hypothesis of each row `(B, L)`, padded after its end token.
-        return model.search(source, sampler, settings["target_length"]).token_ids
+        return model.search(source, sampler, settings["target_length"],
+                            suppress_token_ids=settings["suppress_token_ids"]).token_ids
 
     @tf.function(input_signature=[tf.TensorSpec((None,), tf.string, name=SIGNATURE_INPUT)],
                  autograph=False)

@@ -36,7 +36,7 @@ TOKENIZER_FILES = {"source": "source.spm", "target": "target.spm"}
 RUN_FILES = (MODEL_FILE, TOKENIZER_FILES["source"], TOKENIZER_FILES["target"], CONFIG_FILE)
 RECIPES = ("translation", "summarization", "question_answering")
 DECODING_KEYS = ("source_length", "target_length", "strategy", "num_beams", "length_penalty",
-                 "coverage_penalty")
+                 "coverage_penalty", "suppress_token_ids")
 SOURCE_FIELDS = ("context", "question", "story")  # the fields a `source_format` may name
 _RESERVED_KEYS = ("format_version", "keras_attention", "recipe", "config", "scores",
                   "tokenizers", "decoding", "source_format")
@@ -184,7 +184,9 @@ def save_run(output_dir, model, source_tokenizer, target_tokenizer, *, recipe, c
         scores: dict, the recipe's test scores (JSON-able).
         decoding: dict of generation settings, `source_length` and
             `target_length` (positive ints) and optionally `strategy`,
-            `num_beams`, `length_penalty`, `coverage_penalty`; `None`: the
+            `num_beams`, `length_penalty`, `coverage_penalty` and
+            `suppress_token_ids` (a list of target ids never generated,
+            e.g. `data.never_generated_ids(target_tokenizer)`); `None`: the
             recipe's, read from `config` as folders before format 1 are read
             (and none for a run with `answer_classes` or `selection` in
             `extra`).
@@ -281,6 +283,13 @@ def _check_decoding(decoding, name):
         check_positive_int(f"{name}['{key}']", decoding[key])
     if decoding.get("num_beams") is not None:
         check_positive_int(f"{name}['num_beams']", decoding["num_beams"])
+    suppressed = decoding.get("suppress_token_ids", [])
+    if not isinstance(suppressed, list) or not all(
+            isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in suppressed):
+        raise ValueError(
+            f"Argument `{name}['suppress_token_ids']` must be a list of token ids (ints >= 0). "
+            f"Received: {name}={decoding!r}"
+        )
     return dict(decoding)
 
 
@@ -428,7 +437,9 @@ class SavedRun:
         recipe: the recipe that saved the run, one of `RECIPES`.
         config: dict, the recipe's settings.
         decoding: dict, the generation settings (`source_length`,
-            `target_length`, `strategy`, ...); `{}` for a memory network.
+            `target_length`, `strategy`, ..., `suppress_token_ids` where the
+            recipe saved them: nothing is suppressed in older folders); `{}`
+            for a memory network.
         source_format: how one input line is made (see `format_source`).
         answer_classes: the answers a memory network picks from, or `None`.
         selection: an extractive summarizer's `{"max_length", "max_sentences"}`,
@@ -505,8 +516,9 @@ class SavedRun:
         """Outputs (translations, summaries or answers) for a list of input lines.
 
         Each line is made as `source_format` says (for question answering,
-        e.g. `"context | question"`). An empty list gives `[]` without
-        calling the model.
+        e.g. `"context | question"`) and decoded with the run's `decoding`
+        settings (its `suppress_token_ids` are never generated). An empty
+        list gives `[]` without calling the model.
 
         Args:
             texts: list of str.

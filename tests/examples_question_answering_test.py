@@ -103,6 +103,7 @@ def test_transformer_quick_config_and_the_cli_answers_the_same(tmp_path):
     metadata = json.loads((output / "config.json").read_text())
     assert metadata["source_format"] == "{context} | {question}"
     assert metadata["decoding"]["target_length"] == config["max_answer_length"]
+    assert metadata["decoding"]["suppress_token_ids"] == [0, 1, 2]  # pad, unk, start
     lines = _cli_answers(cli, output, SOURCES, tmp_path)
     model, source_tokenizer, target_tokenizer, _ = recipe.runs.load_run(output)
     assert lines == recipe.answer(model, SOURCES, source_tokenizer, target_tokenizer, config)

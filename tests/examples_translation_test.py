@@ -30,10 +30,11 @@ def test_recipe_saves_a_complete_run_and_no_partial_folder(run_dir):
     assert [path.name for path in output.parent.iterdir()] == ["translation"]  # nothing staged
     saved = json.loads((output / "config.json").read_text())
     assert saved["scores"]["bleu"] == scores["bleu"]
-    # What a reader needs to decode, written by the recipe (the quick config decodes greedily).
+    # What a reader needs to decode, written by the recipe (the quick config decodes greedily;
+    # pad, unk and start are never generated).
     assert saved["source_format"] == "text" and saved["decoding"] == {
         "source_length": 32, "target_length": 32, "strategy": "greedy", "num_beams": 4,
-        "length_penalty": 0.6, "coverage_penalty": 0.0}
+        "length_penalty": 0.6, "coverage_penalty": 0.0, "suppress_token_ids": [0, 1, 2]}
 
 
 def test_cli_generate_matches_the_reloaded_model_and_evaluate_scores(run_dir, tmp_path, capsys):

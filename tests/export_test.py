@@ -33,12 +33,14 @@ CASES = {
     "summarization_pointer_generator_beam": ("summarization", "pointer", None, 3),
     "question_answering_transformer_greedy": ("question_answering", "transformer", None, None),
 }
-# Each recipe's decoding settings, as its run folder's config.json holds them.
+# Each recipe's decoding settings, as its run folder's config.json holds them
+# (pad, unk and start never generated; the question-answering folder is one
+# saved before `suppress_token_ids` existed).
 DECODINGS = {
     "translation": dict(source_length=12, target_length=12, strategy="beam", num_beams=3,
-                        length_penalty=0.6),
+                        length_penalty=0.6, suppress_token_ids=[0, 1, 2]),
     "summarization": dict(source_length=16, target_length=10, strategy="beam", num_beams=2,
-                          length_penalty=1.0, coverage_penalty=0.5),
+                          length_penalty=1.0, coverage_penalty=0.5, suppress_token_ids=[0, 1, 2]),
     "question_answering": dict(source_length=16, target_length=6, strategy="greedy",
                                num_beams=1),
 }
@@ -197,6 +199,23 @@ def test_export_refuses_bad_input(exported, tmp_path, monkeypatch):
     with pytest.raises(ValueError, match=r"`num_beams`.*Received: num_beams=0"):
         export_run(run_dir, tmp_path / "out", num_beams=0)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "full", "poetry"]
+
+
+def test_export_searches_without_the_runs_suppressed_ids(exported, tmp_path, monkeypatch):
+    from keras_attention.models import Seq2SeqModel
+
+    cases, _ = exported
+    calls = []
+    search = Seq2SeqModel.search
+
+    def recording_search(self, *args, **kwargs):
+        calls.append(kwargs.get("suppress_token_ids"))
+        return search(self, *args, **kwargs)
+
+    monkeypatch.setattr(Seq2SeqModel, "search", recording_search)
+    export_run(cases["translation_rnn_greedy"][0], tmp_path / "suppressing", strategy="greedy")
+    export_run(cases["question_answering_transformer_greedy"][0], tmp_path / "older")
+    assert calls and set(map(tuple, calls)) == {(0, 1, 2), ()}
 
 
 def test_export_refuses_a_model_without_cached_generation(tmp_path):

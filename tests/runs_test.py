@@ -2,6 +2,7 @@
 
 import json
 import os
+import pathlib
 
 import keras
 import numpy as np
@@ -10,7 +11,8 @@ import pytest
 from keras_attention import data, files, runs
 from keras_attention.models import transformer_seq2seq
 
-DECODING = {"source_length": 12, "target_length": 8, "strategy": "greedy", "num_beams": 1}
+DECODING = {"source_length": 12, "target_length": 8, "strategy": "greedy", "num_beams": 1,
+            "suppress_token_ids": [0, 1, 2]}
 
 
 @pytest.fixture(scope="module")
@@ -86,6 +88,38 @@ def test_generate_of_no_lines_calls_no_model(model, tokenizer, tmp_path, monkeyp
     assert run.generate([]) == []
     with pytest.raises(ValueError, match=r"`num_beams`.*Received: num_beams=0"):
         run.generate(["x"], num_beams=0)
+
+
+def _capture_generate(run, monkeypatch):
+    """`run.model.generate` replaced by one that records its keyword
+    arguments and returns the end token for every row."""
+    calls = []
+
+    def generate(token_ids, **kwargs):
+        calls.append(kwargs)
+        return np.full((len(token_ids), kwargs["max_length"]), run.model.end_token_id)
+
+    monkeypatch.setattr(run.model, "generate", generate)
+    return calls
+
+
+def test_generate_never_generates_the_runs_suppressed_ids(model, tokenizer, tmp_path,
+                                                          monkeypatch):
+    saved = json.loads((pathlib.Path(_save(tmp_path / "run", model, tokenizer))
+                        / "config.json").read_text())
+    assert saved["decoding"]["suppress_token_ids"] == [0, 1, 2]
+    run = runs.SavedRun(tmp_path / "run")
+    assert run.decoding["suppress_token_ids"] == data.never_generated_ids(tokenizer)
+    calls = _capture_generate(run, monkeypatch)
+    assert run.generate(["May 1"], strategy="beam", num_beams=2) == [""]
+    assert calls[0]["suppress_token_ids"] == [0, 1, 2]
+    assert (calls[0]["strategy"], calls[0]["num_beams"]) == ("beam", 2)
+    # A folder saved without the key (before it existed) suppresses nothing.
+    decoding = {k: v for k, v in DECODING.items() if k != "suppress_token_ids"}
+    run = runs.SavedRun(_save(tmp_path / "older", model, tokenizer, decoding=decoding))
+    calls = _capture_generate(run, monkeypatch)
+    run.generate(["May 1"])
+    assert "suppress_token_ids" not in calls[0]
 
 
 def test_user_folder_is_refused_and_kept(model, tokenizer, tmp_path):
@@ -196,6 +230,10 @@ def test_save_refuses_bad_settings_before_writing(model, tokenizer, tmp_path):
         (dict(decoding={"source_length": 4}), r"`decoding` must set `target_length`"),
         (dict(decoding=dict(DECODING, beams=2)), r"`decoding` has unknown keys \['beams'\]"),
         (dict(decoding=dict(DECODING, num_beams=0)), r"num_beams'\]=0"),
+        (dict(decoding=dict(DECODING, suppress_token_ids=[1, -1])),
+         r"`decoding\['suppress_token_ids'\]` must be a list of token ids.*Received"),
+        (dict(decoding=dict(DECODING, suppress_token_ids=1)),
+         r"`decoding\['suppress_token_ids'\]` must be a list"),
         (dict(source_format="{passage} | {question}"), r"`source_format`.*Received"),
         (dict(extra={"recipe": "x"}), r"`extra` must not set keys config.json uses"),
         (dict(recipe="summarization", decoding=None), r"`decoding` must be given.*max_source"),

@@ -57,6 +57,7 @@ from keras_attention.data.synthetic import (
 from keras_attention.data.tokenizers import (
     detokenize,
     load_tokenizer,
+    never_generated_ids,
     save_tokenizer,
     special_token_ids,
     train_tokenizer,
@@ -80,6 +81,7 @@ __all__ = [
     "make_date_pairs",
     "make_stories",
     "make_task",
+    "never_generated_ids",
     "oracle_sentence",
     "oracle_sentence_index",
     "oracle_sentence_indices",

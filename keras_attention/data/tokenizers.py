@@ -3,7 +3,8 @@
 SentencePiece detokenizes losslessly, so BLEU and ROUGE are computed on real
 detokenized text. Ids follow keras-hub's trainer: pad 0, unk 1, start
 (`<s>`) 2, end (`</s>`) 3; pass `special_token_ids(tokenizer)` to the model
-builders.
+builders, and `never_generated_ids(tokenizer)` to `generate(...,
+suppress_token_ids=...)`.
 """
 
 import contextlib
@@ -81,6 +82,14 @@ def special_token_ids(tokenizer):
     }
 
 
+def never_generated_ids(tokenizer):
+    """The sorted ids of the tokens a model should never generate: pad,
+    unknown (`<unk>`, detokenized as "⁇") and start (`<s>`); the
+    `suppress_token_ids` of `Seq2SeqModel.generate` (the recipes pass it)."""
+    ids = special_token_ids(tokenizer)
+    return sorted({ids["pad_token_id"], tokenizer.token_to_id("<unk>"), ids["start_token_id"]})
+
+
 def save_tokenizer(tokenizer, path):
     """Writes the tokenizer's SentencePiece model to `path` atomically (a
     temporary file in the same folder, then a rename)."""
@@ -118,6 +127,7 @@ def detokenize(tokenizer, token_ids):
 __all__ = [
     "detokenize",
     "load_tokenizer",
+    "never_generated_ids",
     "save_tokenizer",
     "special_token_ids",
     "train_tokenizer",

@@ -4,7 +4,8 @@ Samplers (`GreedySampler`, `BeamSampler`, `TopKSampler`, `TopPSampler`,
 `RandomSampler`) are what `Seq2SeqModel.generate(..., sampler=...)` takes;
 `get_sampler` makes one from a name or a config. Underneath, model-free
 loops work on a `step_fn(token_ids, index, state) -> (logits, state,
-attention)` (see `keras_attention.decoding.search`).
+attention)` (see `keras_attention.decoding.search`); `suppress_tokens`
+wraps one so that given token ids (`<unk>`, pad, start) are never generated.
 """
 
 from keras_attention.decoding.beam_search import beam_search
@@ -27,12 +28,18 @@ from keras_attention.decoding.sampling import (
     validate_generation_args,
 )
 from keras_attention.decoding.search import SearchOutput, sampling_search
+from keras_attention.decoding.token_suppression import (
+    SUPPRESSED_LOGIT,
+    check_suppress_token_ids,
+    suppress_tokens,
+)
 
 __all__ = [
     "BeamSampler",
     "GreedySampler",
     "RandomSampler",
     "STRATEGIES",
+    "SUPPRESSED_LOGIT",
     "Sampler",
     "TopKSampler",
     "TopPSampler",
@@ -41,8 +48,10 @@ __all__ = [
     "serialize_sampler",
     "SearchOutput",
     "beam_search",
+    "check_suppress_token_ids",
     "sampling_search",
     "select_tokens",
+    "suppress_tokens",
     "top_k_logits",
     "top_p_logits",
     "validate_generation_args",

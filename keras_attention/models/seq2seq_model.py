@@ -8,6 +8,7 @@ import numpy as np
 from keras import ops
 
 from keras_attention.decoding.samplers import get_sampler, sampler_from_strategy
+from keras_attention.decoding.token_suppression import check_suppress_token_ids, suppress_tokens
 from keras_attention.validation import (
     check_non_negative_int,
     check_positive_int,
@@ -165,6 +166,7 @@ class Seq2SeqModel(keras.Model):
         return_attention=False,
         jit_compile=True,
         verbose=0,
+        suppress_token_ids=None,
         strategy=None,
         **strategy_arguments,
     ):
@@ -190,6 +192,14 @@ class Seq2SeqModel(keras.Model):
             jit_compile: compile the loop (XLA on TensorFlow, `jax.jit` on
                 JAX; torch always runs eagerly).
             verbose: 0 or 1 (a progress bar over batches).
+            suppress_token_ids: optional list of target ids never generated
+                by any sampler (e.g. `<unk>`, pad and start: see
+                `data.never_generated_ids`); a `decoder_prompt` may still
+                hold them. Ids in `[0, target_vocabulary_size)`, not the end
+                token, not every id; duplicates are ignored. Their logits
+                are `decoding.SUPPRESSED_LOGIT` (also in `return_logits`).
+                Each set of suppressed ids compiles its own function (see
+                `decoding.suppress_tokens`).
             strategy, **strategy_arguments: the older keyword form, e.g.
                 `generate(x, 32, strategy="beam", num_beams=4,
                 length_penalty=0.6)` or `generate(x, 32, "top_k", k=10,
@@ -210,12 +220,13 @@ class Seq2SeqModel(keras.Model):
         sampler = self._resolve_sampler(
             sampler, strategy, strategy_arguments, max_length, prompt_length
         )
-        self._check_search_arguments(
-            source, prompt, prompt_length, sampler, max_length, return_logits
+        suppressed = self._check_search_arguments(
+            source, prompt, prompt_length, sampler, max_length, return_logits,
+            suppress_token_ids,
         )
         function = self._generate_function(
             sampler, int(max_length), bool(return_logits), bool(return_attention),
-            bool(jit_compile),
+            bool(jit_compile), suppressed,
         )
         values = sampler.dynamic_values()
         empty_prompt = np.zeros((source.shape[0], 0), "int32")
@@ -259,8 +270,9 @@ class Seq2SeqModel(keras.Model):
         return get_sampler(sampler)
 
     def _check_search_arguments(self, source, prompt, prompt_length, sampler, max_length,
-                                return_logits):
-        """Raises a ValueError naming the first argument `search` cannot use.
+                                return_logits, suppress_token_ids):
+        """Raises a ValueError naming the first argument `search` cannot use;
+        returns the suppressed ids as a sorted tuple.
 
         `source` and `prompt` are NumPy arrays, or None where there is no
         prompt or the values are not known (symbolic tensors): then their
@@ -285,9 +297,12 @@ class Seq2SeqModel(keras.Model):
                 f"`return_logits` is not available with {type(sampler).__name__}. "
                 f"Received: return_logits=True, sampler={sampler!r}"
             )
+        return check_suppress_token_ids(
+            suppress_token_ids, self.target_vocabulary_size, end_id=self.end_token_id
+        )
 
     def search(self, encoder_token_ids, sampler, max_length, decoder_prompt=None,
-               return_attention=False, return_logits=False):
+               return_attention=False, return_logits=False, suppress_token_ids=None):
         """The decoding loop of `generate` as tensors, traceable.
 
         Usable inside a `tf.function` (symbolic `B` and `S` included, as
@@ -301,6 +316,8 @@ class Seq2SeqModel(keras.Model):
             max_length: int `L`.
             decoder_prompt: optional int32 `(B, P)` forced prefix.
             return_attention, return_logits: fill those fields.
+            suppress_token_ids: optional list of target ids never generated
+                (checked as in `generate`).
 
         Returns:
             A `GenerationResult` of tensors (`token_ids (B, L)`, or `(B, n,
@@ -310,12 +327,13 @@ class Seq2SeqModel(keras.Model):
         source_values = concrete_values(encoder_token_ids)
         prompt_values = None if decoder_prompt is None else concrete_values(decoder_prompt)
         prompt_length = 0 if decoder_prompt is None else decoder_prompt.shape[1]
-        self._check_search_arguments(
-            source_values, prompt_values, prompt_length, sampler, max_length, return_logits
+        suppressed = self._check_search_arguments(
+            source_values, prompt_values, prompt_length, sampler, max_length, return_logits,
+            suppress_token_ids,
         )
         result = self._search_with_values(
             encoder_token_ids, decoder_prompt, sampler, max_length, sampler.dynamic_values(),
-            return_logits, return_attention,
+            return_logits, return_attention, suppressed,
         )
         return self._best_only(result, sampler)
 
@@ -332,13 +350,13 @@ class Seq2SeqModel(keras.Model):
         return result
 
     def _search_with_values(self, source, prompt, sampler, max_length, values,
-                            return_logits, return_attention):
+                            return_logits, return_attention, suppressed=()):
         """Encodes once, then runs the sampler's loop; a `GenerationResult`.
 
         `values` are the sampler's dynamic values (NumPy scalars or scalar
-        tensors). `B` and `S` come from the static shape of `source`, or at
-        run time where it has none (a serving graph over a `(None,)` batch of
-        strings).
+        tensors); `suppressed`, the checked ids never generated. `B` and `S`
+        come from the static shape of `source`, or at run time where it has
+        none (a serving graph over a `(None,)` batch of strings).
         """
         source = ops.convert_to_tensor(source, "int32")
         batch_size, source_length = source.shape
@@ -359,8 +377,9 @@ class Seq2SeqModel(keras.Model):
                 memory = keras.tree.map_structure(tile, memory)
                 memory_mask = tile(memory_mask)
             state = self.init_decoder_state(memory, memory_mask, max_length)
+            step_fn = suppress_tokens(self.decode_step, suppressed, self.target_vocabulary_size)
             output = sampler.search(
-                self.decode_step, state, values, batch_size=batch_size, max_length=max_length,
+                step_fn, state, values, batch_size=batch_size, max_length=max_length,
                 start_id=self.start_token_id, end_id=self.end_token_id,
                 pad_id=self.pad_token_id, vocab_size=self.target_vocabulary_size,
                 prompt=prompt, source_mask=memory_mask, source_length=source_length,
@@ -414,15 +433,17 @@ class Seq2SeqModel(keras.Model):
         )
 
     def _generate_function(self, sampler, max_length, return_logits, return_attention,
-                           jit_compile):
+                           jit_compile, suppressed=()):
         """`function(source, prompt, values) -> GenerationResult`, one per
-        static configuration (compiled functions trace once per shape)."""
-        key = (sampler.static_key(), max_length, return_logits, return_attention, jit_compile)
+        static configuration (compiled functions trace once per shape); the
+        suppressed ids (a tuple) are part of it."""
+        key = (sampler.static_key(), max_length, return_logits, return_attention, jit_compile,
+               tuple(suppressed))
         if key not in self._generate_functions:
             def run(source, prompt, values):
                 result = self._search_with_values(
                     source, prompt, sampler, max_length, values, return_logits,
-                    return_attention,
+                    return_attention, suppressed,
                 )
                 return self._best_only(result, sampler)
 

@@ -7,6 +7,7 @@ from keras_attention.data import (
     load_tokenizer,
     make_dataset,
     make_date_pairs,
+    never_generated_ids,
     save_tokenizer,
     special_token_ids,
     train_tokenizer,
@@ -30,6 +31,15 @@ def test_round_trip_is_lossless_and_ids_are_special(tokenizers):
     encoded = encode_sources([t for _, t in PAIRS[:5]], target, 32)
     with_end = np.concatenate([encoded, np.full((5, 1), 3), np.full((5, 2), 9)], 1)
     assert detokenize(target, with_end) == [t for _, t in PAIRS[:5]]
+
+
+def test_never_generated_ids_are_pad_unk_and_start(tokenizers):
+    _, target = tokenizers
+    ids = never_generated_ids(target)
+    assert ids == [0, 1, 2] and all(type(i) is int for i in ids)  # JSON-able for run folders
+    assert [target.id_to_token(i) for i in ids] == ["<pad>", "<unk>", "<s>"]
+    unknown = encode_sources(["\u263a"], target, 8)[0]  # a character the tokenizer never saw
+    assert 1 in unknown.tolist()
 
 
 def test_save_and_load(tokenizers, tmp_path):

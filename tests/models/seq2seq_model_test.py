@@ -257,3 +257,93 @@ def test_a_saved_model_generates_the_same_tokens_on_every_backend(saved_model_to
     tokens = json.loads(_python(code, backend))
     for name in ("greedy", "beam", "top_k", "top_p"):
         assert tokens[name] == expected[name], name
+
+
+# Suppressed token ids ---------------------------------------------------------
+
+SUPPRESSING_SAMPLERS = {
+    "greedy": decoding.GreedySampler(),
+    "beam": decoding.BeamSampler(num_beams=3),
+    "top_k": decoding.TopKSampler(k=4, seed=3),
+    "top_p": decoding.TopPSampler(p=0.9, seed=1),
+    "random": decoding.RandomSampler(seed=2),
+}
+
+
+@pytest.fixture(scope="module")
+def unending_model():
+    """The small model with its end token made unlikely (bias -20), so that
+    rows run to `max_length` and pick many ids on every backend."""
+    keras.utils.set_random_seed(0)
+    model = transformer_seq2seq(20, target_vocabulary_size=24, **SMALL)
+    bias = model.output_projection.bias
+    bias.assign(bias - 20.0 * keras.ops.one_hot(model.end_token_id, 24))
+    return model
+
+
+@pytest.mark.parametrize("name", sorted(SUPPRESSING_SAMPLERS))
+def test_suppressed_token_ids_are_never_generated(unending_model, name):
+    model, sampler = unending_model, SUPPRESSING_SAMPLERS[name]
+    plain = model.generate(SOURCE, 6, sampler, jit_compile=True)
+    assert (plain != model.end_token_id).all()  # no row ends: no pad filling either
+    picked = sorted(set(plain.ravel().tolist()))  # every id it picks without suppression
+    result = model.generate(SOURCE, 6, sampler, jit_compile=True, suppress_token_ids=picked,
+                            return_scores=True)
+    assert not np.isin(result.token_ids, picked).any()  # so the tokens differ, too
+    assert (result.token_ids != model.end_token_id).all()
+    assert np.isfinite(result.scores).all()
+    searched = model.search(np.pad(SOURCE, ((0, 0), (0, 3))), sampler, 6,
+                            suppress_token_ids=picked).token_ids
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(searched), result.token_ids)
+
+
+def test_a_prompt_may_hold_a_suppressed_id(model):
+    prompt = np.full((2, 2), 5, "int32")
+    for sampler in ("greedy", decoding.BeamSampler(num_beams=2)):
+        tokens = model.generate(SOURCE, 6, sampler, decoder_prompt=prompt,
+                                suppress_token_ids=[5, 7])
+        np.testing.assert_array_equal(tokens[:, :2], prompt)  # forced, not chosen
+        assert not np.isin(tokens[:, 2:], [5, 7]).any()
+
+
+@pytest.mark.parametrize(
+    "ids, pattern",
+    [
+        ([3, 24], r"\[0, 24\).*24 is not\. Received: suppress_token_ids=\[3, 24\]"),
+        ([-2], r"\[0, 24\).*-2 is not\. Received: suppress_token_ids=\[-2\]"),
+        ([2], r"end token id 2.*Received: suppress_token_ids=\[2\]"),
+        (list(range(24)), r"at least one of the 24.*Received: suppress_token_ids=\[0, 1,"),
+        ([1.5], r"int token ids\. Received: suppress_token_ids=\[1\.5\]"),
+        (5, r"int token ids\. Received: suppress_token_ids=5"),
+    ],
+)
+def test_bad_suppressed_ids_are_refused_before_any_work(model, ids, pattern, monkeypatch):
+    traces = model.generate_trace_count()
+    monkeypatch.setattr(model, "encode", _no_work)
+    for sampler in ("greedy", decoding.BeamSampler(num_beams=2)):
+        with pytest.raises(ValueError, match=r"Argument `suppress_token_ids` .*" + pattern):
+            model.generate(SOURCE, 4, sampler, suppress_token_ids=ids)
+    with pytest.raises(ValueError, match=pattern):
+        model.search(SOURCE, "greedy", 4, suppress_token_ids=ids)
+    assert model.generate_trace_count() == traces
+
+
+def _no_work(*args, **kwargs):
+    raise AssertionError("encoded before the arguments were checked")
+
+
+def test_each_suppression_compiles_once_and_is_reused():
+    keras.utils.set_random_seed(0)
+    model = transformer_seq2seq(20, target_vocabulary_size=24, **SMALL)
+    one = 0 if BACKEND == "torch" else 1  # torch runs eagerly: nothing traced
+    first = model.generate(SOURCE, 5, suppress_token_ids=[5, 9])
+    assert model.generate_trace_count() == one
+    # The same ids, in another order, with duplicates or as an array: no retrace.
+    for ids in ([9, 5], (5, 9, 5), np.array([5, 9])):
+        np.testing.assert_array_equal(model.generate(SOURCE, 5, suppress_token_ids=ids), first)
+    assert model.generate_trace_count() == one
+    model.generate(SOURCE, 5, suppress_token_ids=[5])
+    assert model.generate_trace_count() == 2 * one
+    model.generate(SOURCE, 5)
+    model.generate(SOURCE, 5, suppress_token_ids=[])  # nothing suppressed: the same function
+    assert model.generate_trace_count() == 3 * one

@@ -471,21 +471,24 @@ def train_transformer(train, config, strategy):
     return model, source_tokenizer, target_tokenizer, history
 
 
-def decoding_settings(config):
-    """How this recipe decodes, as the run folder records it (`runs.save_run`);
+def decoding_settings(config, target_tokenizer):
+    """How this recipe decodes, as the run folder records it (`runs.save_run`),
+    pad, `<unk>` and start never generated (`data.never_generated_ids`);
     `None` for the classifiers, which pick an answer class instead."""
     if is_classifier(config):
         return None
     return {
         "source_length": config["max_length"], "target_length": config["max_answer_length"],
         "strategy": "greedy", "num_beams": 1, "length_penalty": 0.0, "coverage_penalty": 0.0,
+        "suppress_token_ids": data.never_generated_ids(target_tokenizer),
     }
 
 
 def answer(model, sources, source_tokenizer, target_tokenizer, config):
     token_ids = data.encode_sources(sources, source_tokenizer, config["max_length"])
     generated = model.generate(
-        token_ids, max_length=config["max_answer_length"], batch_size=128, verbose=1
+        token_ids, max_length=config["max_answer_length"], batch_size=128, verbose=1,
+        suppress_token_ids=data.never_generated_ids(target_tokenizer),
     )
     return data.detokenize(target_tokenizer, generated)
 
@@ -561,7 +564,8 @@ def train_and_evaluate(config):
         return scores  # one worker of several: the chief writes the run
     runs.save_run(config["output_dir"], model, source_tokenizer, target_tokenizer,
                   recipe="question_answering", config=config, scores=scores,
-                  decoding=decoding_settings(config), source_format=source_format(config),
+                  decoding=decoding_settings(config, target_tokenizer),
+                  source_format=source_format(config),
                   extra=extra, overwrite=config["overwrite"])
     if config["architecture"] == "memory_network":
         plot_hops(model, sample_story(test), tokenizer, config,

@@ -137,13 +137,15 @@ def pretrain_on_gap_sentences(model, documents, make_dataset, config, strategy):
 ## Evaluation
 
 
-def decoding_settings(config):
-    """How this recipe decodes, as the run folder records it (`runs.save_run`)."""
+def decoding_settings(config, tokenizer):
+    """How this recipe decodes, as the run folder records it (`runs.save_run`):
+    pad, `<unk>` and start are never generated (`data.never_generated_ids`)."""
     return {
         "source_length": config["max_source_length"],
         "target_length": config["max_target_length"], "strategy": "beam",
         "num_beams": config["num_beams"], "length_penalty": config["length_penalty"],
         "coverage_penalty": config["coverage_penalty"],
+        "suppress_token_ids": data.never_generated_ids(tokenizer),
     }
 
 
@@ -153,7 +155,8 @@ def summarize(model, documents, tokenizer, config, **kwargs):
     result = model.generate(
         token_ids, max_length=config["max_target_length"], strategy="beam",
         num_beams=config["num_beams"], length_penalty=config["length_penalty"],
-        coverage_penalty=config["coverage_penalty"], batch_size=32, verbose=1,
+        coverage_penalty=config["coverage_penalty"],
+        suppress_token_ids=data.never_generated_ids(tokenizer), batch_size=32, verbose=1,
         return_scores=True, **kwargs,
     )
     return data.detokenize(tokenizer, result.token_ids), result
@@ -264,7 +267,7 @@ def train_and_evaluate(config):
         return scores  # one worker of several: the chief writes the run
     runs.save_run(config["output_dir"], model, tokenizer, tokenizer,
                   recipe="summarization", config=config, scores=scores,
-                  decoding=decoding_settings(config), source_format="text",
+                  decoding=decoding_settings(config, tokenizer), source_format="text",
                   overwrite=config["overwrite"])
     plot_sample_attention(model, documents[0], tokenizer, config)
     visualize.plot_history(history, path=os.path.join(config["output_dir"], "training.png"))

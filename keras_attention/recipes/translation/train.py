@@ -161,12 +161,14 @@ def compile_settings(config):
 ## Evaluation
 
 
-def decoding_settings(config):
-    """How this recipe decodes, as the run folder records it (`runs.save_run`)."""
+def decoding_settings(config, target_tokenizer):
+    """How this recipe decodes, as the run folder records it (`runs.save_run`):
+    pad, `<unk>` and start are never generated (`data.never_generated_ids`)."""
     return {
         "source_length": config["max_length"], "target_length": config["max_length"],
         "strategy": config["strategy"], "num_beams": config["num_beams"],
         "length_penalty": config["length_penalty"], "coverage_penalty": 0.0,
+        "suppress_token_ids": data.never_generated_ids(target_tokenizer),
     }
 
 
@@ -176,6 +178,7 @@ def translate(model, sources, source_tokenizer, target_tokenizer, config, **kwar
     result = model.generate(
         token_ids, max_length=config["max_length"], strategy=config["strategy"],
         num_beams=config["num_beams"], length_penalty=config["length_penalty"],
+        suppress_token_ids=data.never_generated_ids(target_tokenizer),
         batch_size=64, verbose=1, return_scores=True, **kwargs,
     )
     return data.detokenize(target_tokenizer, result.token_ids), result
@@ -268,7 +271,7 @@ def train_and_evaluate(config):
         return scores  # one worker of several: the chief writes the run
     runs.save_run(config["output_dir"], model, source_tokenizer, target_tokenizer,
                   recipe="translation", config=config, scores=scores,
-                  decoding=decoding_settings(config), source_format="text",
+                  decoding=decoding_settings(config, target_tokenizer), source_format="text",
                   overwrite=config["overwrite"])
     _, sample = translate(model, sources[:1], source_tokenizer, target_tokenizer,
                           dict(config, strategy="greedy"), return_attention=True)
