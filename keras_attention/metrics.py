@@ -18,12 +18,14 @@ sacrebleu's layout of reference streams; the transposition is done here.
 import collections
 import re
 import string
+import sys
 
 import keras
 import numpy as np
 import sacrebleu
 from rouge_score import rouge_scorer
 
+from keras_attention.decoding.token_suppression import check_suppress_token_ids
 from keras_attention.validation import (
     check_callable,
     check_choice,
@@ -323,6 +325,11 @@ class GenerationMetricsCallback(keras.callbacks.Callback):
             `2 * every`, ...).
         batch_size: positive int (or None for one batch), the generation
             batch size.
+        suppress_token_ids: optional list of target ids never generated
+            (`Seq2SeqModel.generate`'s argument, e.g.
+            `data.never_generated_ids(target_tokenizer)`, as the recipes
+            decode); checked against the model's vocabulary when training
+            begins, before the first epoch.
 
     Example:
 
@@ -351,8 +358,11 @@ class GenerationMetricsCallback(keras.callbacks.Callback):
         metric="bleu",
         every=1,
         batch_size=64,
+        suppress_token_ids=None,
     ):
         super().__init__()
+        # The form here; the ids against the model's vocabulary in on_train_begin.
+        self.suppress_token_ids = check_suppress_token_ids(suppress_token_ids, sys.maxsize)
         source = np.asarray(encoder_token_ids)
         if source.ndim != 2 or not np.issubdtype(source.dtype, np.integer) or not len(source):
             raise ValueError(
@@ -379,11 +389,14 @@ class GenerationMetricsCallback(keras.callbacks.Callback):
 
     def compute(self):
         """Generates, detokenizes and returns the score (a float)."""
+        suppression = {"suppress_token_ids": self.suppress_token_ids} if self.suppress_token_ids \
+            else {}
         output = self.model.generate(
             self.encoder_token_ids,
             self.max_length,
             strategy="greedy",
             batch_size=self.batch_size,
+            **suppression,
         )
         token_ids = np.asarray(getattr(output, "token_ids", output))
         texts = self.detokenize(token_ids)
@@ -394,6 +407,12 @@ class GenerationMetricsCallback(keras.callbacks.Callback):
                 f"{len(texts)} strings for {len(self.references)} rows"
             )
         return _score(self.metric, texts, self.references)
+
+    def on_train_begin(self, logs=None):
+        vocabulary_size = getattr(self.model, "target_vocabulary_size", None)
+        if self.suppress_token_ids and vocabulary_size is not None:
+            check_suppress_token_ids(self.suppress_token_ids, vocabulary_size,
+                                     end_id=getattr(self.model, "end_token_id", None))
 
     def on_epoch_end(self, epoch, logs=None):
         if (epoch + 1) % self.every != 0:

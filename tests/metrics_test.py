@@ -243,6 +243,32 @@ def test_callback_argument_checks():
         callback.on_epoch_end(0, {})
 
 
+def test_callback_passes_suppressed_ids_and_checks_them_before_the_first_epoch():
+    model = FakeModel(GENERATED)
+    callback = GenerationMetricsCallback(SOURCE, REFERENCES, detokenize, 8,
+                                         suppress_token_ids=[1, 0, 1])
+    callback.set_model(model)
+    callback.on_epoch_end(0, {})
+    assert model.calls == [((2, 4), 8, "greedy",
+                            {"batch_size": 64, "suppress_token_ids": (0, 1)})]
+    with pytest.raises(ValueError, match=r"`suppress_token_ids` must be a list.*Received: "
+                                         r"suppress_token_ids=1"):
+        GenerationMetricsCallback(SOURCE, REFERENCES, detokenize, 8, suppress_token_ids=1)
+
+    keras.utils.set_random_seed(0)
+    x, y = make_task("copy", 32, vocab_size=9, min_length=2, max_length=4, seed=0)
+    seq2seq = transformer_seq2seq(9, num_layers=1, hidden_dim=16, num_heads=2,
+                                  intermediate_dim=32, max_length=16)
+    seq2seq.compile(optimizer="adam",
+                    loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    for ids, message in (([9], r"\[0, 9\)"), ([seq2seq.end_token_id], "end token")):
+        callback = GenerationMetricsCallback(x["encoder_token_ids"][:4], ["a"] * 4, detokenize,
+                                             max_length=5, suppress_token_ids=ids)
+        with pytest.raises(ValueError, match=message):  # at train begin: no epoch has run
+            seq2seq.fit(x, y, batch_size=32, epochs=1, verbose=0, callbacks=[callback])
+    assert int(keras.ops.convert_to_numpy(seq2seq.optimizer.iterations)) == 0
+
+
 def test_callback_with_a_real_model_in_fit():
     keras.utils.set_random_seed(0)
     x, y = make_task("copy", 64, vocab_size=9, min_length=2, max_length=4, seed=0)
