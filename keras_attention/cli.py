@@ -22,8 +22,9 @@ import os
 import sys
 
 from keras_attention import files, runs
+from keras_attention.recipes import registry
 
-RECIPES = runs.RECIPES
+RECIPES = registry.recipe_names()  # when the CLI is imported: `train`'s choices
 # The errors the library raises for what a user gave it: a ValueError naming
 # the argument (RunFolderError and UnicodeDecodeError are ValueErrors too) or
 # an OSError naming the file.
@@ -58,12 +59,13 @@ def _non_negative_int(text):
 
 
 def _recipe_module(recipe):
-    """The recipe's module, `keras_attention.recipes.<recipe>` (it has `main(argv)`).
+    """The recipe's module, as the registry names it (it has `main(argv)`;
+    `keras_attention.recipes.<recipe>` for the built-in recipes).
 
     Raises:
         ValueError: naming the recipe, when this installation lacks its module.
     """
-    name = f"keras_attention.recipes.{recipe}"
+    name = registry.recipe(recipe).module
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as error:
@@ -175,7 +177,7 @@ def _parser():
         description="Runs the recipe keras_attention.recipes.RECIPE with any `--preset=...` "
                     "and `--key=value` overrides; `keras-attention train RECIPE --help` lists "
                     "them.")
-    train_parser.add_argument("recipe", nargs="?", choices=RECIPES)
+    train_parser.add_argument("recipe", nargs="?", choices=registry.recipe_names())
     helps = {"generate": "one output line per input line, with the run's decoding settings",
              "evaluate": "the recipe's scores of a run on a file, as one JSON line"}
     for name, function in (("generate", generate), ("evaluate", evaluate)):

@@ -102,7 +102,7 @@ def export_run(run_dir, export_dir, *, strategy=None, num_beams=None):
         )
     num_beams = check_positive_int("num_beams", num_beams, allow_none=True)
     run = runs.SavedRun(run_dir)
-    _check_model(run.model, run_dir)
+    _check_model(run)
     settings = _decoding_settings(run, strategy, num_beams)
     sampler = _sampler(settings)  # validates the beam settings
     check_positive_int("target_length", settings["target_length"])
@@ -116,12 +116,9 @@ def export_run(run_dir, export_dir, *, strategy=None, num_beams=None):
 def _decoding_settings(run, strategy, num_beams):
     """The run's decoding settings (`SavedRun.decoding`, as `keras-attention
     generate` uses them), with `strategy` and `num_beams` overrides."""
-    settings = dict(run.decoding)
-    settings["strategy"] = strategy or settings.get("strategy", "greedy")
-    settings["num_beams"] = num_beams or settings.get("num_beams", 1)
-    settings.setdefault("length_penalty", 0.0)
-    settings.setdefault("coverage_penalty", 0.0)
-    settings.setdefault("suppress_token_ids", [])  # folders saved before it: none
+    from keras_attention import runs
+
+    settings = runs.decoding_settings(run.decoding, strategy, num_beams)
     if settings["strategy"] not in _STRATEGIES:
         raise ValueError(
             f"Argument `strategy` must be given: the run decodes with "
@@ -131,15 +128,13 @@ def _decoding_settings(run, strategy, num_beams):
     return settings
 
 
-def _check_model(model, run_dir):
-    from keras_attention.models import Seq2SeqModel
-
-    if not isinstance(model, Seq2SeqModel):
+def _check_model(run):
+    if not run.kind.exports:
         raise ValueError(
-            "Argument `run_dir` must hold a `Seq2SeqModel` (transformer, RNN or "
-            "pointer-generator) to export; other architectures have no cached "
-            f"generation. Received: run_dir={run_dir!r} with a "
-            f"{type(model).__name__}"
+            f"Argument `run_dir` must hold a model that decodes (a transformer, RNN or "
+            f"pointer-generator `Seq2SeqModel`) to export; its model is "
+            f"{run.kind.description}, which has no cached generation. "
+            f"Received: run_dir={run.run_dir!r}"
         )
 
 

@@ -106,7 +106,8 @@ def test_transformer_quick_config_and_the_cli_answers_the_same(tmp_path):
     assert metadata["decoding"]["suppress_token_ids"] == [0, 1, 2]  # pad, unk, start
     lines = _cli_answers(cli, output, SOURCES, tmp_path)
     model, source_tokenizer, target_tokenizer, _ = recipe.runs.load_run(output)
-    assert lines == recipe.answer(model, SOURCES, source_tokenizer, target_tokenizer, config)
+    decoding = recipe.decoding_settings(config, target_tokenizer)
+    assert lines == recipe.answer(model, SOURCES, source_tokenizer, target_tokenizer, decoding)
     _check_cli_evaluate(cli, output, tmp_path)
 
 
@@ -176,7 +177,8 @@ def test_restarts_keep_the_network_with_the_best_validation_accuracy(monkeypatch
         def __init__(self, seed):
             self.history = {"val_accuracy": accuracies[seed]}
 
-    def fake_fit(training, validation, vocabulary_size, num_answers, config, strategy):
+    def fake_fit(training, validation, vocabulary_size, num_answers, config, strategy,
+                 callbacks=()):
         seen.append((config["seed"], config["backup_dir"], len(training[1]), len(validation[1])))
         return f"model {config['seed']}", History(config["seed"])
 

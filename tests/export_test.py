@@ -224,7 +224,8 @@ def test_export_refuses_a_model_without_cached_generation(tmp_path):
     model = keras.Model(inputs, keras.layers.Embedding(30, 4)(inputs))
     runs.save_run(tmp_path / "run", model, tokenizer, tokenizer, recipe="question_answering",
                   config={}, scores={}, decoding=DECODINGS["question_answering"])
-    with pytest.raises(ValueError, match=r"`Seq2SeqModel`.*Received: .* with a Functional"):
+    with pytest.raises(runs.RunFolderError,
+                       match=r"model.keras holds a Functional .*needs a Seq2SeqModel"):
         export_run(tmp_path / "run", tmp_path / "out")
 
 

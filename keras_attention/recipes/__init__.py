@@ -13,9 +13,17 @@ before any training, trains, saves a run folder and returns the scores.
 - `keras_attention.recipes.question_answering`: an End-To-End Memory Network
   or a Transformer on bAbI stories, per-task accuracy, exact match and F1.
 
+Each recipe is one registration in `keras_attention.recipes.registry` and one
+`RecipeSpec` (its configuration, data, model, decoding settings and
+evaluation) that `keras_attention.recipes.skeleton.run_recipe` runs: the
+setup and the ending (folders, seeds, distribution, saving the run) are
+written once, there.
+
 `keras-attention train RECIPE [--key=value ...]` and
 `python examples/RECIPE/train.py [--key=value ...]` both call `main`.
 The submodules are imported on use (each brings TensorFlow and Keras).
 """
 
-RECIPES = ("translation", "summarization", "question_answering")
+from keras_attention.recipes import registry
+
+RECIPES = registry.recipe_names()  # the built-in ones; see `registry` for the rest

@@ -33,7 +33,6 @@ presets: `keras_attention/recipes/question_answering/config.py`;
 import collections
 import os
 import sys
-import time
 
 import keras
 import numpy as np
@@ -47,7 +46,7 @@ from keras_attention.models import (
     transformer_seq2seq,
     universal_transformer_qa,
 )
-from keras_attention.recipes import backup, checks
+from keras_attention.recipes import checks, skeleton
 from keras_attention.recipes.question_answering import config as recipe_config
 from keras_attention.validation import check_positive_int
 
@@ -60,10 +59,7 @@ BABI_TASKS = range(1, 21)
 def parse_settings(argv=None):
     """The configuration from `--preset=NAME` and `--key=value` arguments
     (`sys.argv[1:]` by default), checked (`keras_attention.settings`)."""
-    return check_config(settings.parse(
-        sys.argv[1:] if argv is None else argv, recipe_config.PRESETS, recipe_config.RULES,
-        description="Train a question-answering model.",
-        unused=recipe_config.unused_settings))
+    return skeleton.parse_settings(SPEC, sys.argv[1:] if argv is None else argv)
 
 
 def check_config(config):
@@ -187,7 +183,7 @@ def execution_defaults(config):
                                  xla_on_cpu=is_classifier(config), bf16_on_cpu=False)
 
 
-def train_memory_network(train, config, strategy):
+def train_memory_network(train, config, strategy, extra_callbacks=()):
     """Returns `(model, tokenizer, answer_classes, history, restarts)`;
     `restarts` lists `{"seed", "validation_accuracy"}` of each network trained.
     The network is the architecture's answer classifier: a memory network or
@@ -226,7 +222,7 @@ def train_memory_network(train, config, strategy):
             backup_dir = os.path.join(backup_dir, f"restart_{restart + 1}")
         model, history = fit_memory_network(
             training, validation, tokenizer.vocabulary_size(), len(answer_classes),
-            dict(config, seed=seed, backup_dir=backup_dir), strategy,
+            dict(config, seed=seed, backup_dir=backup_dir), strategy, extra_callbacks,
         )
         accuracy = float(max(history.history.get("val_accuracy") or history.history["accuracy"]))
         restarts.append({"seed": seed, "validation_accuracy": round(accuracy, 4)})
@@ -260,7 +256,8 @@ def build_classifier(vocabulary_size, num_answers, config, steps_per_epoch):
                                         clipnorm=1.0)
 
 
-def fit_memory_network(training, validation, vocabulary_size, num_answers, config, strategy):
+def fit_memory_network(training, validation, vocabulary_size, num_answers, config, strategy,
+                       extra_callbacks=()):
     """One answer classifier (`build_classifier`) trained on `training` `(x, y)`;
     returns `(model, history)` (the epoch with the best validation accuracy
     when `validation` is given)."""
@@ -289,10 +286,10 @@ def fit_memory_network(training, validation, vocabulary_size, num_answers, confi
                 metrics=["accuracy"],
                 jit_compile=execution["jit_compile"],
             )
-        return _fit_classifier(model, training, validation, config, strategy)
+        return _fit_classifier(model, training, validation, config, strategy, extra_callbacks)
 
 
-def _fit_classifier(model, training, validation, config, strategy):
+def _fit_classifier(model, training, validation, config, strategy, extra_callbacks=()):
     """`model.fit` with the recipe's callbacks, inside the strategy's scope;
     returns `(model, history)`."""
     callbacks = []
@@ -306,6 +303,7 @@ def _fit_classifier(model, training, validation, config, strategy):
             monitor="val_accuracy", mode="max", patience=config["epochs"],
             restore_best_weights=True,
         ))
+    callbacks += list(extra_callbacks)
     if config["architecture"] == "memory_network":
         history = model.fit(
             *training, batch_size=config["batch_size"], epochs=config["epochs"],
@@ -431,7 +429,7 @@ def plot_halting(model, records, tokenizer, config, path):
 ## The transformer alternative
 
 
-def train_transformer(train, config, strategy):
+def train_transformer(train, config, strategy, extra_callbacks=()):
     """Returns `(model, source_tokenizer, target_tokenizer, history)`."""
     sources = [as_source(e, config["max_sentences"], config["question_first"]) for e in train]
     answers = [e["answer"] for e in train]
@@ -467,7 +465,7 @@ def train_transformer(train, config, strategy):
         if config["backup_dir"]:
             callbacks.append(distribute.backup_and_restore(config["backup_dir"], strategy))
         history = model.fit(dataset, epochs=config["epochs"], shuffle=False,
-                            callbacks=callbacks, verbose=2)
+                            callbacks=callbacks + list(extra_callbacks), verbose=2)
     return model, source_tokenizer, target_tokenizer, history
 
 
@@ -484,12 +482,11 @@ def decoding_settings(config, target_tokenizer):
     }
 
 
-def answer(model, sources, source_tokenizer, target_tokenizer, config):
-    token_ids = data.encode_sources(sources, source_tokenizer, config["max_length"])
-    generated = model.generate(
-        token_ids, max_length=config["max_answer_length"], batch_size=128, verbose=1,
-        suppress_token_ids=data.never_generated_ids(target_tokenizer),
-    )
+def answer(model, sources, source_tokenizer, target_tokenizer, decoding):
+    """The transformer's answers to `sources`, decoded as `decoding` says
+    (the recipe's `decoding_settings`)."""
+    generated = runs.decode(model, sources, source_tokenizer, decoding, batch_size=128,
+                            verbose=1)
     return data.detokenize(target_tokenizer, generated)
 
 
@@ -512,66 +509,86 @@ def score(predictions, test):
     }
 
 
+def evaluate(trained, splits, config, decoding):
+    """Per-task accuracy, exact match and F1 of the test questions (the
+    transformer decoding with `decoding`), and the Universal Transformer's
+    mean halting steps."""
+    test = splits[1]
+    model, tokenizer = trained.model, trained.source_tokenizer
+    if is_classifier(config):
+        predictions = answer_with_memory(model, test, tokenizer,
+                                         trained.extra["answer_classes"], config)
+    else:
+        sources = [as_source(e, config["max_sentences"], config["question_first"]) for e in test]
+        predictions = answer(model, sources, tokenizer, trained.target_tokenizer, decoding)
+    test_triples = [(data.story_source(e), e["answer"], e["task"]) for e in test]
+    scores = score(predictions, test_triples)
+    if config["architecture"] == "universal_transformer":
+        scores["mean_halting_steps"] = halting_by_task(model, test, tokenizer, config)
+        print("Mean steps at a fact, by task:", scores["mean_halting_steps"])
+    print(f"\nMean accuracy over {len(scores['per_task_accuracy'])} task(s): "
+          f"{scores['mean_accuracy']:.1f}% (exact match {scores['exact_match']:.1f}, "
+          f"F1 {scores['f1']:.1f}).")
+    for task, accuracy in scores["per_task_accuracy"].items():
+        print(f"  task {task:2d}: {accuracy:5.1f}%")
+    for (source, gold, _), prediction in list(zip(test_triples, predictions))[:3]:
+        print(f"  {source[-70:]!r} -> {prediction!r} (gold {gold!r})")
+    return scores
+
+
+## The skeleton's steps
+
+
+def load_data(config):
+    """`(train, test)` questions (the validation split is made from train)."""
+    train, test = load_examples(config)
+    print(f"{len(train)} training and {len(test)} test questions.")
+    return train, test
+
+
+def train(config, splits, strategy, execution, extra_callbacks):
+    """The architecture's model trained on the training questions (`skeleton.Trained`;
+    a classifier's `extra` holds its `restarts` and `answer_classes`)."""
+    if is_classifier(config):
+        model, tokenizer, answer_classes, history, restarts = train_memory_network(
+            splits[0], config, strategy, extra_callbacks)
+        return skeleton.Trained(model, tokenizer, tokenizer, history,
+                                extra={"restarts": restarts, "answer_classes": answer_classes})
+    model, source_tokenizer, target_tokenizer, history = train_transformer(
+        splits[0], config, strategy, extra_callbacks)
+    return skeleton.Trained(model, source_tokenizer, target_tokenizer, history)
+
+
+def plot_attention(trained, splits, config):
+    """The hops of a memory network or the halting of a Universal Transformer,
+    as PNGs in the run folder."""
+    test = splits[1]
+    if config["architecture"] == "memory_network":
+        plot_hops(trained.model, sample_story(test), trained.source_tokenizer, config,
+                  os.path.join(config["output_dir"], "attention.png"))
+    if config["architecture"] == "universal_transformer":
+        plot_halting(trained.model, halting_stories(test), trained.source_tokenizer, config,
+                     os.path.join(config["output_dir"], "halting.png"))
+
+
+SPEC = skeleton.RecipeSpec(
+    name="question_answering", description="Train a question-answering model.",
+    config=recipe_config, check_config=check_config, load_data=load_data,
+    execution=execution_defaults, build_model=build_classifier, train=train,
+    decoding_settings=decoding_settings, evaluate=evaluate, source_format=source_format,
+    finish=plot_attention,
+    model_kind=lambda config: "answer_classifier" if is_classifier(config) else "seq2seq",
+)
+
+
 def main(argv=None):
     """Trains, evaluates and saves with the settings of `argv` (`--preset=NAME`,
     `--key=value`; `sys.argv[1:]` by default); returns the scores."""
     return train_and_evaluate(parse_settings(argv))
 
 
-def train_and_evaluate(config):
+def train_and_evaluate(config, callbacks=()):
     """Trains with `config` (a full configuration dict, checked first), scores
-    the test questions, saves the run in `config["output_dir"]`; returns the scores."""
-    config = check_config(config)
-    record = checks.check_folders(config, recipe_config.BACKUP_MAY_DIFFER)
-    # First, before any TensorFlow op: multi_worker connects to the other workers.
-    strategy = distribute.get_strategy(config["distribution"])
-    distribute.check_batch_size(config["batch_size"], strategy)
-    keras.utils.set_random_seed(config["seed"])  # before any tokenizer (see data.pipeline)
-    train, test = load_examples(config)
-    print(f"{len(train)} training and {len(test)} test questions.")
-    print(runtime.describe(execution_defaults(config)))
-    backup.write_backup_record(config["backup_dir"], record)
-    start = time.time()
-    extra = {}
-    if is_classifier(config):
-        model, tokenizer, answer_classes, history, restarts = train_memory_network(
-            train, config, strategy)
-        train_seconds = time.time() - start
-        extra["restarts"] = restarts
-        predictions = answer_with_memory(model, test, tokenizer, answer_classes, config)
-        source_tokenizer = target_tokenizer = tokenizer
-        extra["answer_classes"] = answer_classes
-    else:  # "transformer" (config.RULES)
-        model, source_tokenizer, target_tokenizer, history = train_transformer(
-            train, config, strategy)
-        train_seconds = time.time() - start
-        sources = [as_source(e, config["max_sentences"], config["question_first"]) for e in test]
-        predictions = answer(model, sources, source_tokenizer, target_tokenizer, config)
-    test_triples = [(data.story_source(e), e["answer"], e["task"]) for e in test]
-    scores = dict(score(predictions, test_triples), train_seconds=round(train_seconds, 1),
-                  parameters=model.count_params())
-    if config["architecture"] == "universal_transformer":
-        scores["mean_halting_steps"] = halting_by_task(model, test, tokenizer, config)
-        print("Mean steps at a fact, by task:", scores["mean_halting_steps"])
-    print(f"\nMean accuracy over {len(scores['per_task_accuracy'])} task(s): "
-          f"{scores['mean_accuracy']:.1f}% (exact match {scores['exact_match']:.1f}, "
-          f"F1 {scores['f1']:.1f}); trained in {train_seconds:.0f} s.")
-    for task, accuracy in scores["per_task_accuracy"].items():
-        print(f"  task {task:2d}: {accuracy:5.1f}%")
-    for (source, gold, _), prediction in list(zip(test_triples, predictions))[:3]:
-        print(f"  {source[-70:]!r} -> {prediction!r} (gold {gold!r})")
-    if not distribute.is_chief(strategy):
-        return scores  # one worker of several: the chief writes the run
-    runs.save_run(config["output_dir"], model, source_tokenizer, target_tokenizer,
-                  recipe="question_answering", config=config, scores=scores,
-                  decoding=decoding_settings(config, target_tokenizer),
-                  source_format=source_format(config),
-                  extra=extra, overwrite=config["overwrite"])
-    if config["architecture"] == "memory_network":
-        plot_hops(model, sample_story(test), tokenizer, config,
-                  os.path.join(config["output_dir"], "attention.png"))
-    if config["architecture"] == "universal_transformer":
-        plot_halting(model, halting_stories(test), tokenizer, config,
-                     os.path.join(config["output_dir"], "halting.png"))
-    visualize.plot_history(history, os.path.join(config["output_dir"], "training.png"))
-    return scores
+    the test questions, saves the run in `config["output_dir"]`; returns the
+    scores (`skeleton.run_recipe`; `callbacks` go to `fit` too)."""
+    return skeleton.run_recipe(SPEC, config, callbacks=callbacks)

@@ -14,19 +14,16 @@ oracle sentence. The run folder it saves answers `keras-attention generate`
 with the chosen sentence.
 """
 
-import os
-import time
-
 import keras
 import numpy as np
 
-from keras_attention import data, distribute, metrics, runs, runtime
+from keras_attention import data, distribute, metrics, runtime
 from keras_attention.models import chosen_sentences, extractive_summarizer
-from keras_attention.recipes import backup, checks
+from keras_attention.recipes import checks, skeleton
 
 
 def selection_settings(config):
-    """How a saved run reads a document, as `runs.save_run` records it."""
+    """How a saved run reads a document, as the run folder records it (`selection`)."""
     return {"max_length": config["max_source_length"], "max_sentences": config["max_sentences"]}
 
 
@@ -48,25 +45,24 @@ def build_model(config, tokenizer):
     )
 
 
-def train_and_evaluate(config, splits, strategy, execution, backup_record):
-    """Trains the extractive summarizer on `splits` (train, validation, test
-    records), scores the test split next to lead-1 and the oracle, saves the
-    run in `config["output_dir"]`; returns the scores."""
-    train, validation, test = splits
+def train(config, splits, strategy, execution, extra_callbacks):
+    """The extractive summarizer trained on the training records of `splits`
+    (train, validation, test), as a `skeleton.Trained` whose `extra` holds the
+    `selection` a saved run reads documents with."""
+    train_records, validation, _ = splits
     tokenizer = checks.train_tokenizer(
-        [text for record in train for text in [record["document"], *record["summaries"]]],
+        [text for record in train_records for text in [record["document"], *record["summaries"]]],
         config["vocabulary_size"],
     )
-    (train_x, _, train_y), (val_x, val_kept, val_y), (test_x, test_kept, test_y) = (
-        encode(records, tokenizer, config) for records in (train, validation, test))
+    (train_x, _, train_y), (val_x, _, val_y) = (
+        encode(records, tokenizer, config) for records in (train_records, validation))
     # Where batches must split evenly between devices (data_parallel on JAX),
     # the last batch too.
     fit_train, fit_validation = (
         distribute.trim_to_even_batches(split, strategy)
         for split in ((train_x, train_y), (val_x, val_y)))
-    print(f"Sentences per document (kept, at most {config['max_sentences']}): mean "
-          f"{np.mean([len(k) for k in test_kept]):.1f} on the test split; the oracle sentence "
-          f"is the first in {np.mean(train_y == 0):.0%} of the training documents.")
+    print(f"The oracle sentence is the first in {np.mean(train_y == 0):.0%} of the training "
+          f"documents (at most {config['max_sentences']} sentences kept).")
     with strategy.scope():
         with runtime.dtype_policy_scope(execution["dtype_policy"]):
             model = build_model(config, tokenizer)
@@ -75,7 +71,6 @@ def train_and_evaluate(config, splits, strategy, execution, backup_record):
             loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
             metrics=["accuracy"], jit_compile=execution["jit_compile"],
         )
-        backup.write_backup_record(config["backup_dir"], backup_record)
         callbacks = []
         if config["backup_dir"]:
             callbacks.append(distribute.backup_and_restore(config["backup_dir"], strategy))
@@ -84,12 +79,22 @@ def train_and_evaluate(config, splits, strategy, execution, backup_record):
                 monitor="val_loss", patience=config["epochs"], restore_best_weights=True))
         print(f"Training an extractive summarizer with {model.count_params():,} parameters "
               f"on {strategy.num_replicas_in_sync} replica(s).")
-        start = time.time()
         history = model.fit(*fit_train, validation_data=fit_validation,
                             batch_size=config["batch_size"], epochs=config["epochs"],
-                            shuffle=True, verbose=2, callbacks=callbacks)
-        train_seconds = time.time() - start
+                            shuffle=True, verbose=2, callbacks=callbacks + extra_callbacks)
+    return skeleton.Trained(model, tokenizer, tokenizer, history,
+                            extra={"selection": selection_settings(config)})
 
+
+def evaluate(trained, splits, config):
+    """ROUGE of the chosen sentences on the test split, next to lead-1 and
+    the oracle (and the same on the validation split)."""
+    _, validation, test = splits
+    model, tokenizer = trained.model, trained.source_tokenizer
+    (val_x, val_kept, _), (test_x, test_kept, test_y) = (
+        encode(records, tokenizer, config) for records in (validation, test))
+    print(f"Sentences per document (kept, at most {config['max_sentences']}): mean "
+          f"{np.mean([len(k) for k in test_kept]):.1f} on the test split.")
     references = [record["summaries"] for record in test]
     test_logits = model.predict(test_x, batch_size=64, verbose=0)
     summaries = chosen_sentences(test_logits, test_kept)
@@ -107,8 +112,6 @@ def train_and_evaluate(config, splits, strategy, execution, backup_record):
             "lead_1": metrics.rouge([kept[0] for kept in val_kept],
                                     [record["summaries"] for record in validation]),
         },
-        "train_seconds": round(train_seconds, 1),
-        "parameters": model.count_params(),
         "test_examples": len(test),
     }
     for name in ("model", "lead_1", "oracle"):
@@ -120,19 +123,8 @@ def train_and_evaluate(config, splits, strategy, execution, backup_record):
         print(f"{name:>7} on the validation split: ROUGE-1 {rouge['rouge1']:.1f}  "
               f"ROUGE-2 {rouge['rouge2']:.1f}  ROUGE-L {rouge['rougeL']:.1f}")
     print(f"(rouge-score F1, best reference of {sum(map(len, references))} for {len(test)} "
-          f"documents); the oracle sentence chosen for {scores['oracle_accuracy']:.0%}; "
-          f"trained in {train_seconds:.0f} s.")
+          f"documents); the oracle sentence chosen for {scores['oracle_accuracy']:.0%}.")
     for record, summary in list(zip(test, summaries))[:3]:
         print(f"\n  document: {record['document'][:200]!r}...\n  summary:  {summary!r}\n"
               f"  reference: {record['summaries'][0]!r}")
-    if not distribute.is_chief(strategy):
-        return scores
-    runs.save_run(config["output_dir"], model, tokenizer, tokenizer, recipe="summarization",
-                  config=config, scores=scores, source_format="text",
-                  extra={"selection": selection_settings(config)},
-                  overwrite=config["overwrite"])
-    from keras_attention import visualize
-
-    visualize.plot_history(history, path=os.path.join(config["output_dir"], "training.png"))
-    print(f"Saved the model, tokenizer and training curves in {config['output_dir']}/")
     return scores

@@ -31,13 +31,12 @@ docs/guides/distributed.md)
 
 import os
 import sys
-import time
 
 import keras
 
 from keras_attention import data, distribute, metrics, runs, runtime, settings, visualize
 from keras_attention.models import transformer_seq2seq
-from keras_attention.recipes import backup, checks
+from keras_attention.recipes import checks, skeleton
 from keras_attention.recipes.summarization import config as recipe_config
 from keras_attention.recipes.summarization import extractive
 
@@ -47,9 +46,7 @@ from keras_attention.recipes.summarization import extractive
 def parse_settings(argv=None):
     """The configuration from `--preset=NAME` and `--key=value` arguments
     (`sys.argv[1:]` by default), checked (`keras_attention.settings`)."""
-    return settings.parse(sys.argv[1:] if argv is None else argv, recipe_config.PRESETS,
-                          recipe_config.RULES, description="Train a summarization model.",
-                          unused=recipe_config.unused_settings)
+    return skeleton.parse_settings(SPEC, sys.argv[1:] if argv is None else argv)
 
 
 def check_config(config):
@@ -139,7 +136,10 @@ def pretrain_on_gap_sentences(model, documents, make_dataset, config, strategy):
 
 def decoding_settings(config, tokenizer):
     """How this recipe decodes, as the run folder records it (`runs.save_run`):
-    pad, `<unk>` and start are never generated (`data.never_generated_ids`)."""
+    pad, `<unk>` and start are never generated (`data.never_generated_ids`);
+    `None` for the extractive summarizer, which picks a sentence instead."""
+    if config["summarizer"] == "extractive":
+        return None
     return {
         "source_length": config["max_source_length"],
         "target_length": config["max_target_length"], "strategy": "beam",
@@ -149,55 +149,73 @@ def decoding_settings(config, tokenizer):
     }
 
 
-def summarize(model, documents, tokenizer, config, **kwargs):
-    """Detokenized summaries of `documents`, and the generation result."""
-    token_ids = data.encode_sources(documents, tokenizer, config["max_source_length"])
-    result = model.generate(
-        token_ids, max_length=config["max_target_length"], strategy="beam",
-        num_beams=config["num_beams"], length_penalty=config["length_penalty"],
-        coverage_penalty=config["coverage_penalty"],
-        suppress_token_ids=data.never_generated_ids(tokenizer), batch_size=32, verbose=1,
-        return_scores=True, **kwargs,
-    )
+def summarize(model, documents, tokenizer, decoding, **kwargs):
+    """Detokenized summaries of `documents` decoded as `decoding` says (the
+    recipe's `decoding_settings`), and the generation result."""
+    result = runs.decode(model, documents, tokenizer, decoding, batch_size=32, verbose=1,
+                         return_scores=True, **kwargs)
     return data.detokenize(tokenizer, result.token_ids), result
 
 
-def main(argv=None):
-    """Trains, evaluates and saves with the settings of `argv` (`--preset=NAME`,
-    `--key=value`; `sys.argv[1:]` by default); returns the scores."""
-    return train_and_evaluate(parse_settings(argv))
+def evaluate(trained, splits, config, decoding):
+    """ROUGE of the test summaries decoded with `decoding`, next to lead-1
+    (the extractive summarizer's: `extractive.evaluate`)."""
+    if config["summarizer"] == "extractive":
+        return extractive.evaluate(trained, splits, config)
+    test = splits[2]
+    documents = [record["document"] for record in test]
+    references = [record["summaries"] for record in test]
+    summaries, _ = summarize(trained.model, documents, trained.source_tokenizer, decoding)
+    scores = {
+        "model": metrics.rouge(summaries, references),
+        "lead_1": metrics.rouge([lead(d) for d in documents], references),
+        "test_examples": len(test),
+    }
+    for name, rouge in (("model", scores["model"]), ("lead-1", scores["lead_1"])):
+        print(f"{name:>7}: ROUGE-1 {rouge['rouge1']:.1f}  ROUGE-2 {rouge['rouge2']:.1f}  "
+              f"ROUGE-L {rouge['rougeL']:.1f}")
+    print(f"(rouge-score F1, best reference of {sum(map(len, references))} for "
+          f"{len(test)} documents).")
+    for document, summary, refs in list(zip(documents, summaries, references))[:3]:
+        print(f"\n  document: {document[:200]!r}...\n  summary:  {summary!r}\n"
+              f"  reference: {refs[0]!r}")
+    return scores
 
 
-def train_and_evaluate(config):
-    """Trains with `config` (a full configuration dict, checked first), scores
-    the test split, saves the run in `config["output_dir"]`; returns the scores."""
-    config = check_config(config)
-    backup_record = checks.check_folders(config, recipe_config.BACKUP_MAY_DIFFER)
-    # First, before any TensorFlow op: multi_worker connects to the other workers.
-    strategy = distribute.get_strategy(config["distribution"])
-    distribute.check_batch_size(config["batch_size"], strategy)
-    keras.utils.set_random_seed(config["seed"])
+## Training
+
+
+def load_data(config):
+    """`(train, validation, test)` records, the test split cut to `max_test_examples`."""
     train, validation, test = load_splits(config)
     test = test[: config["max_test_examples"]]
     print(f"{len(train)} training, {len(validation)} validation, {len(test)} test documents.")
+    return train, validation, test
 
-    # "auto": float32 graph mode on a CPU (the translation Transformer of the
-    # same width measured slower under XLA or bf16 there), XLA and
-    # mixed_bfloat16 on a GPU. Bucketed batches have many shapes: under XLA
-    # they are padded to multiples of 32 tokens.
-    execution = runtime.fast_defaults(config["precision"], config["jit_compile"],
-                                      bf16_on_cpu=False)
-    print(runtime.describe(execution))
+
+def execution_defaults(config):
+    """The dtype policy and `jit_compile` to train with (`runtime.fast_defaults`).
+
+    "auto": float32 graph mode on a CPU (the translation Transformer of the
+    same width measured slower under XLA or bf16 there), XLA and
+    mixed_bfloat16 on a GPU. Bucketed batches have many shapes: under XLA
+    they are padded to multiples of 32 tokens.
+    """
+    return runtime.fast_defaults(config["precision"], config["jit_compile"], bf16_on_cpu=False)
+
+
+def train(config, splits, strategy, execution, extra_callbacks):
+    """The tokenizer and model of `config["summarizer"]` trained on the
+    training records (`skeleton.Trained`)."""
     if config["summarizer"] == "extractive":
-        return extractive.train_and_evaluate(config, (train, validation, test), strategy,
-                                             execution, backup_record)
-
-    train_pairs = training_pairs(train, config["all_references"])
+        return extractive.train(config, splits, strategy, execution, extra_callbacks)
+    train_records, validation, _ = splits
+    train_pairs = training_pairs(train_records, config["all_references"])
     tokenizer = checks.train_tokenizer(
         [text for pair in train_pairs for text in pair], config["vocabulary_size"]
     )
     if config["oracle_sentences"]:  # what to copy: each document's closest sentence
-        train_pairs += data.oracle_sentence_pairs(train)
+        train_pairs += data.oracle_sentence_pairs(train_records)
     buckets = tuple(range(32, config["max_source_length"], 32))
     # Full-size batches where they must split evenly between devices.
     pad = execution["jit_compile"] or distribute.needs_even_batches(strategy)
@@ -227,10 +245,8 @@ def train_and_evaluate(config):
                 metrics=["accuracy"],
                 jit_compile=execution["jit_compile"],  # generation is always compiled
             )
-        backup.write_backup_record(config["backup_dir"], backup_record)
-        start = time.time()
         if config["gap_sentence_epochs"]:
-            pretrain_on_gap_sentences(model, [record["document"] for record in train],
+            pretrain_on_gap_sentences(model, [record["document"] for record in train_records],
                                       dataset, config, strategy)
         callbacks = []
         if config["backup_dir"]:  # an interrupted run resumes from its last epoch
@@ -241,46 +257,21 @@ def train_and_evaluate(config):
         print(f"Training a pointer-generator Transformer with {model.count_params():,} "
               f"parameters on {strategy.num_replicas_in_sync} replica(s).")
         history = model.fit(datasets[0], validation_data=datasets[1], epochs=config["epochs"],
-                            shuffle=False, verbose=2, callbacks=callbacks)
-        train_seconds = time.time() - start
-
-    documents = [record["document"] for record in test]
-    references = [record["summaries"] for record in test]
-    summaries, _ = summarize(model, documents, tokenizer, config)
-    scores = {
-        "model": metrics.rouge(summaries, references),
-        "lead_1": metrics.rouge([lead(d) for d in documents], references),
-        "train_seconds": round(train_seconds, 1),
-        "parameters": model.count_params(),
-        "test_examples": len(test),
-    }
-    for name, rouge in (("model", scores["model"]), ("lead-1", scores["lead_1"])):
-        print(f"{name:>7}: ROUGE-1 {rouge['rouge1']:.1f}  ROUGE-2 {rouge['rouge2']:.1f}  "
-              f"ROUGE-L {rouge['rougeL']:.1f}")
-    print(f"(rouge-score F1, best reference of {sum(map(len, references))} for "
-          f"{len(test)} documents); trained in {train_seconds:.0f} s.")
-    for document, summary, refs in list(zip(documents, summaries, references))[:3]:
-        print(f"\n  document: {document[:200]!r}...\n  summary:  {summary!r}\n"
-              f"  reference: {refs[0]!r}")
-
-    if not distribute.is_chief(strategy):
-        return scores  # one worker of several: the chief writes the run
-    runs.save_run(config["output_dir"], model, tokenizer, tokenizer,
-                  recipe="summarization", config=config, scores=scores,
-                  decoding=decoding_settings(config, tokenizer), source_format="text",
-                  overwrite=config["overwrite"])
-    plot_sample_attention(model, documents[0], tokenizer, config)
-    visualize.plot_history(history, path=os.path.join(config["output_dir"], "training.png"))
-    print(f"Saved the model, tokenizer, attention plot and training curves in "
-          f"{config['output_dir']}/")
-    return scores
+                            shuffle=False, verbose=2, callbacks=callbacks + extra_callbacks)
+    return skeleton.Trained(model, tokenizer, tokenizer, history)
 
 
-def plot_sample_attention(model, document, tokenizer, config):
-    """The copy attention of a greedy summary of `document`, as a PNG."""
+def plot_sample_attention(trained, splits, config):
+    """The copy attention of a summary of the first test document (one beam),
+    as a PNG; nothing for the extractive summarizer."""
+    if config["summarizer"] == "extractive":
+        return
+    tokenizer = trained.source_tokenizer
+    document = splits[2][0]["document"]
     source_ids = [int(t) for t in data.encode_sources(
         [document], tokenizer, config["max_source_length"])[0] if t != 0]
-    _, sample = summarize(model, [document], tokenizer, dict(config, num_beams=1),
+    decoding = dict(decoding_settings(config, tokenizer), num_beams=1)
+    _, sample = summarize(trained.model, [document], tokenizer, decoding,
                           return_attention=True)
     target_ids = [int(t) for t in sample.token_ids[0] if t != 0]
     visualize.plot_attention(
@@ -290,3 +281,26 @@ def plot_sample_attention(model, document, tokenizer, config):
         path=os.path.join(config["output_dir"], "attention.png"),
         title="copy attention",
     )
+
+
+SPEC = skeleton.RecipeSpec(
+    name="summarization", description="Train a summarization model.", config=recipe_config,
+    check_config=check_config, load_data=load_data, execution=execution_defaults,
+    build_model=build_model, train=train, decoding_settings=decoding_settings,
+    evaluate=evaluate, finish=plot_sample_attention,
+    model_kind=lambda config: ("sentence_selector" if config["summarizer"] == "extractive"
+                               else "seq2seq"),
+)
+
+
+def main(argv=None):
+    """Trains, evaluates and saves with the settings of `argv` (`--preset=NAME`,
+    `--key=value`; `sys.argv[1:]` by default); returns the scores."""
+    return train_and_evaluate(parse_settings(argv))
+
+
+def train_and_evaluate(config, callbacks=()):
+    """Trains with `config` (a full configuration dict, checked first), scores
+    the test split, saves the run in `config["output_dir"]`; returns the scores
+    (`skeleton.run_recipe`; `callbacks` go to `fit` too)."""
+    return skeleton.run_recipe(SPEC, config, callbacks=callbacks)

@@ -30,7 +30,6 @@ docs/guides/distributed.md)
 
 import os
 import sys
-import time
 
 import keras
 
@@ -47,7 +46,7 @@ from keras_attention import (
 )
 from keras_attention.callbacks import AverageLastEpochs
 from keras_attention.models import rnn_seq2seq, transformer_seq2seq
-from keras_attention.recipes import backup, checks
+from keras_attention.recipes import checks, skeleton
 from keras_attention.recipes.translation import config as recipe_config
 
 ## Settings
@@ -56,9 +55,7 @@ from keras_attention.recipes.translation import config as recipe_config
 def parse_settings(argv=None):
     """The configuration from `--preset=NAME` and `--key=value` arguments
     (`sys.argv[1:]` by default), checked (`keras_attention.settings`)."""
-    return settings.parse(sys.argv[1:] if argv is None else argv, recipe_config.PRESETS,
-                          recipe_config.RULES, description="Train a translation model.",
-                          unused=recipe_config.unused_settings)
+    return skeleton.parse_settings(SPEC, sys.argv[1:] if argv is None else argv)
 
 
 def check_config(config):
@@ -172,43 +169,51 @@ def decoding_settings(config, target_tokenizer):
     }
 
 
-def translate(model, sources, source_tokenizer, target_tokenizer, config, **kwargs):
-    """Detokenized translations of `sources`, and the generation result."""
-    token_ids = data.encode_sources(sources, source_tokenizer, config["max_length"])
-    result = model.generate(
-        token_ids, max_length=config["max_length"], strategy=config["strategy"],
-        num_beams=config["num_beams"], length_penalty=config["length_penalty"],
-        suppress_token_ids=data.never_generated_ids(target_tokenizer),
-        batch_size=64, verbose=1, return_scores=True, **kwargs,
-    )
+def translate(model, sources, source_tokenizer, target_tokenizer, decoding, **kwargs):
+    """Detokenized translations of `sources` decoded as `decoding` says (the
+    recipe's `decoding_settings`), and the generation result."""
+    result = runs.decode(model, sources, source_tokenizer, decoding, verbose=1,
+                         return_scores=True, **kwargs)
     return data.detokenize(target_tokenizer, result.token_ids), result
 
 
-def main(argv=None):
-    """Trains, evaluates and saves with the settings of `argv` (`--preset=NAME`,
-    `--key=value`; `sys.argv[1:]` by default); returns the scores."""
-    return train_and_evaluate(parse_settings(argv))
+def evaluate(trained, splits, config, decoding):
+    """BLEU and chrF of the test split, decoded with `decoding`."""
+    test = splits[2]
+    sources = [s for s, _ in test]
+    references = [t for _, t in test]
+    hypotheses, _ = translate(trained.model, sources, trained.source_tokenizer,
+                              trained.target_tokenizer, decoding)
+    scores = {
+        "bleu": metrics.bleu(hypotheses, references),
+        "chrf": metrics.chrf(hypotheses, references),
+        "test_examples": len(test),
+    }
+    print(f"\nTest BLEU {scores['bleu']:.1f}, chrF {scores['chrf']:.1f} "
+          f"({decoding['strategy']} decoding, sacrebleu, detokenized).")
+    for source, hypothesis, reference in list(zip(sources, hypotheses, references))[:5]:
+        print(f"  {source!r} -> {hypothesis!r} (reference {reference!r})")
+    return scores
 
 
-def train_and_evaluate(config):
-    """Trains with `config` (a full configuration dict, checked first), scores
-    the test split, saves the run in `config["output_dir"]`; returns the scores."""
-    config = check_config(config)
-    backup_record = checks.check_folders(config, recipe_config.BACKUP_MAY_DIFFER)
-    # First, before any TensorFlow op: multi_worker connects to the other workers.
-    strategy = distribute.get_strategy(config["distribution"])
-    distribute.check_batch_size(config["batch_size"], strategy)
-    keras.utils.set_random_seed(config["seed"])
-    pairs = load_pairs(config)
-    train, validation, test = split_pairs(pairs, config)
+## Training
+
+
+def load_data(config):
+    """`(train, validation, test)` pairs, the test split cut to `max_test_examples`."""
+    train, validation, test = split_pairs(load_pairs(config), config)
     test = test[: config["max_test_examples"]]
     print(f"{len(train)} training, {len(validation)} validation, {len(test)} test pairs.")
+    return train, validation, test
 
-    execution = execution_defaults(config)
-    print(runtime.describe(execution))
 
-    source_tokenizer = checks.train_tokenizer([s for s, _ in train], config["vocabulary_size"])
-    target_tokenizer = checks.train_tokenizer([t for _, t in train], config["vocabulary_size"])
+def train(config, splits, strategy, execution, extra_callbacks):
+    """Tokenizers and a model trained on the training split (`skeleton.Trained`)."""
+    train_pairs, validation, _ = splits
+    source_tokenizer = checks.train_tokenizer([s for s, _ in train_pairs],
+                                              config["vocabulary_size"])
+    target_tokenizer = checks.train_tokenizer([t for _, t in train_pairs],
+                                              config["vocabulary_size"])
     # Padded to a few full-size shapes: a few programs for XLA to compile, and
     # batches that split evenly between devices where they must.
     pad = execution["jit_compile"] or distribute.needs_even_batches(strategy)
@@ -220,7 +225,7 @@ def train_and_evaluate(config):
             pad_to_multiple=PAD_TO_MULTIPLE if pad else None,
             pack=config["pack"],
         )
-        for split, shuffle in ((train, True), (validation, False))
+        for split, shuffle in ((train_pairs, True), (validation, False))
     ]
 
     # Under a strategy, the variables live on every replica and `fit` splits
@@ -234,49 +239,31 @@ def train_and_evaluate(config):
                 metrics=["accuracy"],
                 jit_compile=execution["jit_compile"],  # generation is always compiled
             )
-        callbacks = []
-        if config["average_last_epochs"] > 1:
-            callbacks.append(AverageLastEpochs(config["average_last_epochs"]))
+        averaging = AverageLastEpochs(config["average_last_epochs"])
+        callbacks = [averaging] if config["average_last_epochs"] > 1 else []
         if config["backup_dir"]:  # an interrupted run resumes from its last epoch
-            backup.write_backup_record(config["backup_dir"], backup_record)
             callbacks.append(distribute.backup_and_restore(config["backup_dir"], strategy))
+        callbacks += extra_callbacks
         print(f"Training a {config['architecture']} model with {model.count_params():,} "
               f"parameters on {strategy.num_replicas_in_sync} replica(s).")
-        start = time.time()
         history = model.fit(datasets[0], validation_data=datasets[1], epochs=config["epochs"],
                             callbacks=callbacks, shuffle=False, verbose=2)  # shuffled by the data
-        train_seconds = time.time() - start
         if config["average_last_epochs"] > 1:  # the averaged weights, on the validation split
             averaged = model.evaluate(datasets[1], verbose=0, return_dict=True)
-            print(f"Averaged the weights of epochs {callbacks[0].averaged_epochs}: "
+            print(f"Averaged the weights of epochs {averaging.averaged_epochs}: "
                   f"validation loss {averaged['loss']:.4f}, accuracy {averaged['accuracy']:.4f}.")
+    return skeleton.Trained(model, source_tokenizer, target_tokenizer, history)
 
-    sources = [s for s, _ in test]
-    references = [t for _, t in test]
-    hypotheses, _ = translate(model, sources, source_tokenizer, target_tokenizer, config)
-    scores = {
-        "bleu": metrics.bleu(hypotheses, references),
-        "chrf": metrics.chrf(hypotheses, references),
-        "train_seconds": round(train_seconds, 1),
-        "parameters": model.count_params(),
-        "test_examples": len(test),
-    }
-    print(f"\nTest BLEU {scores['bleu']:.1f}, chrF {scores['chrf']:.1f} "
-          f"({config['strategy']} decoding, sacrebleu, detokenized), "
-          f"trained in {train_seconds:.0f} s.")
-    for source, hypothesis, reference in list(zip(sources, hypotheses, references))[:5]:
-        print(f"  {source!r} -> {hypothesis!r} (reference {reference!r})")
 
-    if not distribute.is_chief(strategy):
-        return scores  # one worker of several: the chief writes the run
-    runs.save_run(config["output_dir"], model, source_tokenizer, target_tokenizer,
-                  recipe="translation", config=config, scores=scores,
-                  decoding=decoding_settings(config, target_tokenizer), source_format="text",
-                  overwrite=config["overwrite"])
-    _, sample = translate(model, sources[:1], source_tokenizer, target_tokenizer,
-                          dict(config, strategy="greedy"), return_attention=True)
+def plot_sample_attention(trained, splits, config):
+    """The attention of a greedy translation of the first test source, as a PNG."""
+    source_tokenizer, target_tokenizer = trained.source_tokenizer, trained.target_tokenizer
+    sources = [s for s, _ in splits[2][:1]]
+    decoding = dict(decoding_settings(config, target_tokenizer), strategy="greedy")
+    _, sample = translate(trained.model, sources, source_tokenizer, target_tokenizer, decoding,
+                          return_attention=True)
     target_ids = [int(t) for t in sample.token_ids[0] if t != 0]
-    source_ids = [int(t) for t in data.encode_sources(sources[:1], source_tokenizer,
+    source_ids = [int(t) for t in data.encode_sources(sources, source_tokenizer,
                                                       config["max_length"])[0] if t != 0]
     visualize.plot_attention(
         sample.attention[0, : len(target_ids), : len(source_ids)],
@@ -285,7 +272,24 @@ def train_and_evaluate(config):
         path=os.path.join(config["output_dir"], "attention.png"),
         title=f"{sources[0]!r}",
     )
-    visualize.plot_history(history, path=os.path.join(config["output_dir"], "training.png"))
-    print(f"Saved the model, tokenizers, attention plot and training curves in "
-          f"{config['output_dir']}/")
-    return scores
+
+
+SPEC = skeleton.RecipeSpec(
+    name="translation", description="Train a translation model.", config=recipe_config,
+    check_config=check_config, load_data=load_data, execution=execution_defaults,
+    build_model=build_model, train=train, decoding_settings=decoding_settings,
+    evaluate=evaluate, model_kind=lambda config: "seq2seq", finish=plot_sample_attention,
+)
+
+
+def main(argv=None):
+    """Trains, evaluates and saves with the settings of `argv` (`--preset=NAME`,
+    `--key=value`; `sys.argv[1:]` by default); returns the scores."""
+    return train_and_evaluate(parse_settings(argv))
+
+
+def train_and_evaluate(config, callbacks=()):
+    """Trains with `config` (a full configuration dict, checked first), scores
+    the test split, saves the run in `config["output_dir"]`; returns the scores
+    (`skeleton.run_recipe`; `callbacks` go to `fit` too)."""
+    return skeleton.run_recipe(SPEC, config, callbacks=callbacks)

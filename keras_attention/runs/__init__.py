@@ -1,0 +1,89 @@
+"""Run folders: what a recipe saves, and the one reader of them (`SavedRun`).
+
+A run folder holds:
+
+- `model.keras`: the trained Keras model;
+- `source.spm`, `target.spm`: the SentencePiece tokenizers (the same model
+  twice when source and target share a vocabulary);
+- `config.json`: everything a reader needs (see `save_run`);
+- `.keras_attention_run`: the marker that makes the folder recognisable as a
+  run folder, so that a later run may replace it (and nothing else).
+
+Writing a run never loses work: `check_output_dir` refuses, before any
+training, a folder that holds anything but a run (and `.` or a parent of the
+working directory, always); `save_run` writes a new sibling folder and moves
+it into place only once it is complete, so the previous run stays intact
+until then; and when saving a trained run fails (a full disk, another run
+that appeared meanwhile), `save_run_or_rescue` keeps it in a new
+`OUTPUT.rescue-<time>` folder beside the destination and says where.
+`SavedRun` loads a folder, checks its parts against each other (the model's
+kind against the recipe, the tokenizers against the model's vocabulary),
+generates with its decoding settings and evaluates it; the CLI
+(`keras-attention generate|evaluate`) and `keras_attention.export` read runs
+only through it. Folders saved before the marker and the self-describing
+`config.json` existed still load.
+
+The package has one module per job: `layout` (file names, `RunFolderError`),
+`folders` (output folders, writing, rescue), `metadata` (`config.json`),
+`legacy` (older folders), `source_formats`, `inference` (how each model kind
+answers, the decoding -> generation mapping), `evaluation` (each recipe's
+file format and scores) and `saved_run` (`SavedRun`). Recipes and model
+kinds are looked up in `keras_attention.recipes.registry`.
+"""
+
+from keras_attention.recipes.registry import recipe_names as _recipe_names
+from keras_attention.runs.folders import (
+    RunNotSavedError,
+    check_output_dir,
+    is_run_folder,
+    rescue_dir_for,
+    save_run,
+    save_run_or_rescue,
+)
+from keras_attention.runs.inference import decode, decoding_settings, generate_kwargs
+from keras_attention.runs.layout import (
+    CONFIG_FILE,
+    DECODING_KEYS,
+    FORMAT_VERSION,
+    MARKER,
+    MODEL_FILE,
+    RUN_FILES,
+    TOKENIZER_FILES,
+    RunFolderError,
+)
+from keras_attention.runs.metadata import read_metadata
+from keras_attention.runs.saved_run import SavedRun, load_run
+from keras_attention.runs.source_formats import (
+    SOURCE_FIELDS,
+    check_source_format,
+    format_source,
+)
+
+RECIPES = _recipe_names()  # the built-in recipes (`registry.recipe_names()`: all registered)
+
+__all__ = [
+    "CONFIG_FILE",
+    "DECODING_KEYS",
+    "FORMAT_VERSION",
+    "MARKER",
+    "MODEL_FILE",
+    "RECIPES",
+    "RUN_FILES",
+    "SOURCE_FIELDS",
+    "TOKENIZER_FILES",
+    "RunFolderError",
+    "RunNotSavedError",
+    "SavedRun",
+    "check_output_dir",
+    "check_source_format",
+    "decode",
+    "decoding_settings",
+    "format_source",
+    "generate_kwargs",
+    "is_run_folder",
+    "load_run",
+    "read_metadata",
+    "rescue_dir_for",
+    "save_run",
+    "save_run_or_rescue",
+]

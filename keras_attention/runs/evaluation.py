@@ -1,0 +1,62 @@
+"""How a saved run of each recipe is evaluated on a file (`SavedRun.evaluate`,
+`keras-attention evaluate`): the examples of the recipe's file format, and
+its scores (the functions `keras_attention.recipes.registry` names)."""
+
+
+def translation_examples(path, limit, run):
+    """`(sources, references)` of a TSV file of `source<TAB>target`."""
+    from keras_attention import data
+
+    pairs = data.load_sentence_pairs(path, max_pairs=limit)
+    return [s for s, _ in pairs], [t for _, t in pairs]
+
+
+def summarization_examples(path, limit, run):
+    """`(documents, lists of summaries)` of a JSONL file."""
+    from keras_attention import data
+
+    records = data.load_summaries(path, max_examples=limit)
+    return [r["document"] for r in records], [r["summaries"] for r in records]
+
+
+def question_answering_examples(path, limit, run):
+    """`(sources, lists of answers)` of SQuAD-style JSON/JSONL, each source
+    made from `context` and `question` by the run's `source_format`."""
+    from keras_attention import data
+    from keras_attention.runs.layout import CONFIG_FILE, RunFolderError
+    from keras_attention.runs.source_formats import format_source
+
+    if run.source_format == "text":
+        raise RunFolderError(
+            f"Argument `run_dir` must give question answering a source format naming "
+            f"context and question; its {CONFIG_FILE} has source_format='text'. "
+            f"Received: run_dir={run.run_dir!r}"
+        )
+    records = data.load_squad(path)[:limit]
+    sources = [format_source(run.source_format,
+                             {"context": r["context"], "story": r["context"],
+                              "question": r["question"]}) for r in records]
+    return sources, [r["answers"] for r in records]
+
+
+def translation_scores(hypotheses, references):
+    from keras_attention import metrics
+
+    return {"bleu": metrics.bleu(hypotheses, references),
+            "chrf": metrics.chrf(hypotheses, references)}
+
+
+def summarization_scores(hypotheses, references):
+    from keras_attention import metrics
+
+    return metrics.rouge(hypotheses, references)
+
+
+def question_answering_scores(hypotheses, references):
+    from keras_attention import metrics
+
+    return {"exact_match": metrics.exact_match(hypotheses, references),
+            "f1": metrics.f1_score(hypotheses, references)}
+
+
+__all__ = []

@@ -1,0 +1,274 @@
+"""Writing run folders: which output folders a run may use (`check_output_dir`),
+the one writer (`save_run`), and the rescue copy of a run that could not be
+saved where it was asked (`save_run_or_rescue`)."""
+
+import json
+import os
+import tempfile
+import time
+
+from keras_attention import files
+from keras_attention.recipes import registry
+from keras_attention.runs.layout import (
+    CONFIG_FILE,
+    FORMAT_VERSION,
+    MARKER,
+    MODEL_FILE,
+    RUN_FILES,
+    TOKENIZER_FILES,
+)
+from keras_attention.runs.metadata import make_metadata
+
+_MARKER_TEXT = (
+    "This folder is a keras_attention run folder (format {version}).\n"
+    "A later run may replace it as a whole, with `--overwrite=true`; see\n"
+    "docs/guides/run_folders.md.\n"
+)
+
+
+class RunNotSavedError(OSError):
+    """A trained run that could not be saved in its output folder (a full disk,
+    another run or other files appearing there during training).
+
+    The message says why, and where the rescue copy of the run is (a new
+    folder `OUTPUT.rescue-<time>` beside the output folder), or why none
+    could be written. `rescue_dir` holds that folder, or `None`.
+    """
+
+    def __init__(self, message, rescue_dir=None):
+        super().__init__(message)
+        self.rescue_dir = rescue_dir
+
+
+def is_run_folder(path):
+    """Whether `path` is a run folder a new run may replace.
+
+    That is a folder holding the marker file `.keras_attention_run`, or a
+    folder saved before the marker existed: `model.keras`, `source.spm`,
+    `target.spm` and a `config.json` naming a recipe, with nothing else but
+    `.png` plots.
+    """
+    path = os.fspath(path)
+    if not os.path.isdir(path):
+        return False
+    if os.path.isfile(os.path.join(path, MARKER)):
+        return True
+    names = set(os.listdir(path))
+    if not set(RUN_FILES) <= names or any(
+            not name.endswith(".png") for name in names - set(RUN_FILES)):
+        return False
+    try:
+        with open(os.path.join(path, CONFIG_FILE), encoding="utf-8") as file:
+            metadata = json.load(file)
+    except (OSError, ValueError):
+        return False
+    return isinstance(metadata, dict) and metadata.get("recipe") in registry.recipe_names()
+
+
+def check_output_dir(output_dir, *, overwrite=False):
+    """Refuses an output folder a run must not be written to.
+
+    Recipes call it before training, and `save_run` again before writing.
+    Accepted: a new folder in a writable folder, an empty folder, and a run
+    folder (see `is_run_folder`) when `overwrite=True`.
+
+    Args:
+        output_dir: str or path-like, where the run is to be saved.
+        overwrite: bool, whether an existing run folder may be replaced
+            (after the new run is complete; see `save_run`).
+
+    Raises:
+        ValueError: naming `output_dir`, when it is a file; a folder that
+            holds anything but a run; a run folder and `overwrite` is False;
+            `.`, the working directory or one of its parents (even with
+            `overwrite`); or in a folder where files cannot be created.
+
+    Example:
+
+    >>> check_output_dir(".")
+    Traceback (most recent call last):
+    ...
+    ValueError: Argument `output_dir` must not be the working directory or one of its \
+parents: a run replaces its whole folder. Received: output_dir='.'
+    """
+    if not isinstance(overwrite, bool):
+        raise ValueError(f"Argument `overwrite` must be a bool. Received: overwrite={overwrite!r}")
+    shown = os.fspath(output_dir)
+    received = f"Received: output_dir={shown!r}"
+    if files.is_working_directory_or_parent(shown):
+        raise ValueError(
+            "Argument `output_dir` must not be the working directory or one of its parents: "
+            f"a run replaces its whole folder. {received}"
+        )
+    if os.path.lexists(shown) and not os.path.isdir(shown):
+        raise ValueError(
+            f"Argument `output_dir` must be a folder (new, empty or a run folder). {received} "
+            "(a file)"
+        )
+    if os.path.isdir(shown) and os.listdir(shown):
+        if not is_run_folder(shown):
+            raise ValueError(
+                "Argument `output_dir` must be a new or empty folder, or a run folder saved by "
+                "a recipe; this folder holds other files, which a run would replace. Choose "
+                f"another folder. {received}"
+            )
+        if not overwrite:
+            raise ValueError(
+                "Argument `output_dir` holds a run already: pass `--overwrite=true` to replace "
+                "it (the old run is kept until the new one is complete) or choose another "
+                f"folder. {received}"
+            )
+    _check_writable(os.path.dirname(os.path.abspath(shown)), received)
+
+
+def _check_writable(folder, received):
+    """Creates and removes a file in the nearest existing ancestor of `folder`."""
+    ancestor = folder
+    while not os.path.exists(ancestor):
+        ancestor = os.path.dirname(ancestor)
+    if not os.path.isdir(ancestor):
+        raise ValueError(
+            f"Argument `output_dir` must be inside a folder, but {ancestor} is a file. {received}"
+        )
+    try:
+        handle, probe = tempfile.mkstemp(dir=ancestor, prefix=".keras_attention_write_check-")
+        os.close(handle)
+        os.remove(probe)
+    except OSError as error:
+        raise ValueError(
+            f"Argument `output_dir` must be in a writable folder; files cannot be created in "
+            f"{ancestor} ({error.strerror or error}). {received}"
+        ) from None
+
+
+def save_run(output_dir, model, source_tokenizer, target_tokenizer, *, recipe, config, scores,
+             decoding=None, source_format=None, extra=None, overwrite=False):
+    """Writes a run folder, never losing the one already there.
+
+    Everything is written to a new hidden sibling folder; only when it is
+    complete does it move into place (`files.write_folder_atomically`): a
+    previous run folder is renamed aside, the new one renamed in, then the old
+    one removed. A failure at any point leaves the previous run byte for byte
+    as it was, and no temporary folder behind. `output_dir` is checked first
+    with `check_output_dir`. The folder gets the user's normal permissions
+    (`0o777` less the umask).
+
+    `config.json` holds `format_version`, `keras_attention` (the version that
+    saved it), `recipe`, `config`, `scores`, `tokenizers` (`{"source":
+    "source.spm", "target": "target.spm"}`), `decoding`, `source_format` and
+    every key of `extra`.
+
+    Args:
+        output_dir: str or path-like, the run folder.
+        model: a Keras model, saved as `model.keras`.
+        source_tokenizer, target_tokenizer: SentencePiece tokenizers.
+        recipe: a registered recipe's name (`keras_attention.recipes.registry`).
+        config: dict, the recipe's settings (JSON-able).
+        scores: dict, the recipe's test scores (JSON-able).
+        decoding: dict of generation settings, `source_length` and
+            `target_length` (positive ints) and optionally `strategy`,
+            `num_beams`, `length_penalty`, `coverage_penalty` and
+            `suppress_token_ids` (a list of target ids never generated,
+            e.g. `data.never_generated_ids(target_tokenizer)`); `None`: the
+            recipe's, read from `config` as folders before format 1 are read
+            (and none for a run with `answer_classes` or `selection` in
+            `extra`).
+        source_format: how one input line is made: `"text"` (the line is the
+            source) or a template naming `SOURCE_FIELDS`, e.g.
+            `"{context} | {question}"`; `None`: the recipe's (see
+            `SavedRun`).
+        extra: dict merged into `config.json`, e.g. the `answer_classes` of
+            a memory-network run, or the `selection` of an extractive
+            summarizer (`{"max_length": T, "max_sentences": S}`: it reads
+            documents as `data.encode_sentence_documents` does and answers
+            with the sentence of the highest logit; no decoding).
+        overwrite: bool, whether an existing run folder may be replaced.
+
+    Returns:
+        The run folder, as an absolute `str`.
+
+    Raises:
+        ValueError: naming the argument, for an `output_dir` refused by
+            `check_output_dir`, an unknown recipe, bad decoding settings or
+            source format, or `extra` keys that `config.json` uses itself;
+            all before anything is written.
+    """
+    check_output_dir(output_dir, overwrite=overwrite)
+    metadata = make_metadata(recipe, config, scores, decoding, source_format, extra or {})
+    text = json.dumps(metadata, indent=2)  # fails here, before writing, if not JSON-able
+    return files.write_folder_atomically(
+        output_dir, _writer(model, source_tokenizer, target_tokenizer, text))
+
+
+def _writer(model, source_tokenizer, target_tokenizer, text):
+    """`write(folder)`: the run's files into `folder`."""
+    from keras_attention import data
+
+    def write(folder):
+        model.save(os.path.join(folder, MODEL_FILE))
+        data.save_tokenizer(source_tokenizer, os.path.join(folder, TOKENIZER_FILES["source"]))
+        data.save_tokenizer(target_tokenizer, os.path.join(folder, TOKENIZER_FILES["target"]))
+        with open(os.path.join(folder, CONFIG_FILE), "w", encoding="utf-8") as file:
+            file.write(text + "\n")
+        with open(os.path.join(folder, MARKER), "w", encoding="utf-8") as file:
+            file.write(_MARKER_TEXT.format(version=FORMAT_VERSION))
+
+    return write
+
+
+def rescue_dir_for(output_dir):
+    """A new folder beside `output_dir`: `OUTPUT.rescue-<YYYYmmdd-HHMMSS>`
+    (`-2`, `-3`, ... appended while that name is taken). Nothing is created."""
+    base = f"{os.path.abspath(os.fspath(output_dir)).rstrip(os.sep)}.rescue-" \
+           f"{time.strftime('%Y%m%d-%H%M%S')}"
+    path, number = base, 1
+    while os.path.lexists(path):
+        number += 1
+        path = f"{base}-{number}"
+    return path
+
+
+def save_run_or_rescue(output_dir, model, source_tokenizer, target_tokenizer, **kwargs):
+    """`save_run`, for a run that has trained: if it fails (a full disk, another
+    run or other files that appeared in `output_dir` during training), the run
+    is written to a new rescue folder beside it (`rescue_dir_for`), which
+    never replaces anything, and `RunNotSavedError` says why and where.
+
+    Args:
+        output_dir, model, source_tokenizer, target_tokenizer, **kwargs: as
+            `save_run`.
+
+    Returns:
+        The run folder, as an absolute `str`.
+
+    Raises:
+        RunNotSavedError: one line naming `output_dir`, the reason, and the
+            rescue folder (or why it could not be written either).
+    """
+    try:
+        return save_run(output_dir, model, source_tokenizer, target_tokenizer, **kwargs)
+    except (OSError, ValueError) as error:
+        reason = " ".join(str(error).split()) or type(error).__name__
+    rescue = rescue_dir_for(output_dir)
+    try:
+        text = json.dumps(make_metadata(
+            kwargs["recipe"], kwargs["config"], kwargs["scores"], kwargs.get("decoding"),
+            kwargs.get("source_format"), kwargs.get("extra") or {}), indent=2)
+        files.write_folder_atomically(rescue, _writer(model, source_tokenizer, target_tokenizer,
+                                                      text))
+    except (OSError, ValueError) as rescue_error:
+        raise RunNotSavedError(
+            f"The trained run could not be saved in `output_dir` ({reason}), nor in a rescue "
+            f"folder {rescue} ({' '.join(str(rescue_error).split())}): free some space and "
+            f"train again. Received: output_dir={os.fspath(output_dir)!r}") from None
+    raise RunNotSavedError(
+        f"The trained run could not be saved in `output_dir` ({reason}); it is kept in the "
+        f"rescue folder {rescue} (a complete run folder: use it as it is, or move it to "
+        f"where you want it). Received: output_dir={os.fspath(output_dir)!r}",
+        rescue_dir=rescue) from None
+
+
+__all__ = ["RunNotSavedError", "check_output_dir", "is_run_folder", "rescue_dir_for",
+           "save_run", "save_run_or_rescue"]
+
+

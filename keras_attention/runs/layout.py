@@ -1,0 +1,22 @@
+"""What a run folder holds: its file names, format version and read error."""
+
+FORMAT_VERSION = 1  # of config.json; 0 names a folder saved before format 1
+MARKER = ".keras_attention_run"
+MODEL_FILE = "model.keras"
+CONFIG_FILE = "config.json"
+TOKENIZER_FILES = {"source": "source.spm", "target": "target.spm"}
+RUN_FILES = (MODEL_FILE, TOKENIZER_FILES["source"], TOKENIZER_FILES["target"], CONFIG_FILE)
+DECODING_KEYS = ("source_length", "target_length", "strategy", "num_beams", "length_penalty",
+                 "coverage_penalty", "suppress_token_ids")
+
+
+class RunFolderError(ValueError):
+    """A run folder that cannot be read: a file missing, corrupt or truncated,
+    or parts that do not belong together (a tokenizer or model of another run).
+
+    The message names the file and the folder (`Received: run_dir=...`).
+    """
+
+
+__all__ = ["CONFIG_FILE", "DECODING_KEYS", "FORMAT_VERSION", "MARKER", "MODEL_FILE",
+           "RUN_FILES", "RunFolderError", "TOKENIZER_FILES"]

@@ -1,0 +1,173 @@
+"""A run folder's `config.json`: made and checked when saving, read and checked
+when loading (older layouts converted by `keras_attention.runs.legacy`)."""
+
+import json
+import os
+
+from keras_attention.recipes import registry
+from keras_attention.runs.layout import (
+    CONFIG_FILE,
+    DECODING_KEYS,
+    FORMAT_VERSION,
+    TOKENIZER_FILES,
+    RunFolderError,
+)
+from keras_attention.runs.legacy import LEGACY_DECODING, from_legacy, legacy_source_format
+from keras_attention.runs.source_formats import check_source_format
+from keras_attention.version import __version__
+
+RESERVED_KEYS = ("format_version", "keras_attention", "recipe", "config", "scores",
+                 "tokenizers", "decoding", "source_format")
+
+
+def make_metadata(recipe, config, scores, decoding, source_format, extra):
+    """The contents of `config.json`, checked (see `save_run`)."""
+    if recipe not in registry.recipe_names():
+        raise ValueError(
+            f"Argument `recipe` must be one of {', '.join(map(repr, registry.recipe_names()))}. "
+            f"Received: recipe={recipe!r}"
+        )
+    for name, value in (("config", config), ("scores", scores), ("extra", extra)):
+        if not isinstance(value, dict):
+            raise ValueError(f"Argument `{name}` must be a dict. Received: {name}={value!r}")
+    clashes = sorted(set(extra) & set(RESERVED_KEYS))
+    if clashes:
+        raise ValueError(
+            f"Argument `extra` must not set keys config.json uses itself ({', '.join(clashes)}). "
+            f"Received: extra keys {sorted(extra)}"
+        )
+    kind = registry.kind_of_metadata(extra)
+    memory = extra.get("answer_classes") is not None
+    if decoding is None and kind.decodes:
+        try:
+            decoding = LEGACY_DECODING[recipe](config)
+        except KeyError as error:
+            raise ValueError(
+                f"Argument `decoding` must be given: `config` has no {error} to read the "
+                f"{recipe} recipe's decoding settings from. Received: decoding=None"
+            ) from None
+    if decoding is not None:
+        decoding = check_decoding(decoding, "decoding")
+    if source_format is None:
+        source_format = legacy_source_format(recipe, config, memory)
+    check_source_format(source_format)
+    return {
+        "format_version": FORMAT_VERSION, "keras_attention": __version__, "recipe": recipe,
+        "config": config, "scores": scores, "tokenizers": dict(TOKENIZER_FILES),
+        "decoding": decoding, "source_format": source_format, **extra,
+    }
+
+
+def check_decoding(decoding, name):
+    """`decoding` as a dict, or a ValueError saying what is wrong with it."""
+    from keras_attention.validation import check_positive_int
+
+    if not isinstance(decoding, dict):
+        raise ValueError(f"Argument `{name}` must be a dict. Received: {name}={decoding!r}")
+    unknown = sorted(set(decoding) - set(DECODING_KEYS))
+    if unknown:
+        raise ValueError(
+            f"Argument `{name}` has unknown keys {unknown} (known: {', '.join(DECODING_KEYS)}). "
+            f"Received: {name}={decoding!r}"
+        )
+    for key in ("source_length", "target_length"):
+        if key not in decoding:
+            raise ValueError(f"Argument `{name}` must set `{key}`. Received: {name}={decoding!r}")
+        check_positive_int(f"{name}['{key}']", decoding[key])
+    if decoding.get("num_beams") is not None:
+        check_positive_int(f"{name}['num_beams']", decoding["num_beams"])
+    suppressed = decoding.get("suppress_token_ids", [])
+    if not isinstance(suppressed, list) or not all(
+            isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in suppressed):
+        raise ValueError(
+            f"Argument `{name}['suppress_token_ids']` must be a list of token ids (ints >= 0). "
+            f"Received: {name}={decoding!r}"
+        )
+    return dict(decoding)
+
+
+def read_metadata(run_dir):
+    """The checked contents of a run folder's `config.json` (converted to
+    format 1's keys for older folders, with `format_version` 0).
+
+    Raises:
+        RunFolderError: naming the file.
+    """
+    received = f"Received: run_dir={run_dir!r}"
+    if not os.path.isdir(run_dir):
+        raise RunFolderError(
+            f"Argument `run_dir` must be a run folder saved by a recipe (no such folder). "
+            f"{received}"
+        )
+    path = os.path.join(run_dir, CONFIG_FILE)
+    if not os.path.isfile(path):
+        raise RunFolderError(
+            f"Argument `run_dir` must be a run folder saved by a recipe: {path} is missing. "
+            f"{received}"
+        )
+    try:
+        with open(path, encoding="utf-8") as file:
+            metadata = json.load(file)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise RunFolderError(
+            f"Argument `run_dir` must be a run folder saved by a recipe: {path} is not valid "
+            f"JSON ({error}). {received}"
+        ) from None
+    if not isinstance(metadata, dict):
+        raise RunFolderError(
+            f"Argument `run_dir` must be a run folder saved by a recipe: {path} holds a "
+            f"{type(metadata).__name__}, not an object. {received}"
+        )
+    if "format_version" not in metadata:
+        metadata = from_legacy(metadata, run_dir, path)
+    check_metadata(metadata, path, received)
+    return metadata
+
+
+def check_metadata(metadata, path, received):
+    def refuse(problem):
+        return RunFolderError(f"Argument `run_dir` must be a run folder saved by a recipe: "
+                              f"{path} {problem}. {received}")
+
+    version = metadata["format_version"]
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise refuse(f"has format_version={version!r}; this keras_attention ({__version__}) "
+                     f"reads up to {FORMAT_VERSION}")
+    recipes = registry.recipe_names()
+    if metadata.get("recipe") not in recipes:
+        raise refuse(f"names an unknown recipe {metadata.get('recipe')!r} (known: "
+                     f"{', '.join(recipes)})")
+    for key in ("config", "tokenizers"):
+        if not isinstance(metadata.get(key), dict):
+            raise refuse(f"has no `{key}` object")
+    tokenizers = metadata["tokenizers"]
+    for side in ("source", "target"):
+        name = tokenizers.get(side)
+        if not isinstance(name, str) or not name or os.path.basename(name) != name:
+            raise refuse(f"has tokenizers[{side!r}]={name!r}, not a file name in the folder")
+    memory = metadata.get("answer_classes") is not None
+    if memory and not (isinstance(metadata["answer_classes"], list)
+                       and "max_memories" in metadata["config"]):
+        raise refuse("has answer_classes without a list of answers and config['max_memories']")
+    selection = metadata.get("selection")
+    if selection is not None and not (
+            isinstance(selection, dict) and set(selection) == {"max_length", "max_sentences"}
+            and all(isinstance(v, int) and not isinstance(v, bool) and v > 0
+                    for v in selection.values())):
+        raise refuse(f"has selection={selection!r}, not positive ints max_length and "
+                     f"max_sentences")
+    kind = registry.kind_of_metadata(metadata)
+    if metadata["recipe"] not in kind.recipes:
+        raise refuse(f"names the {metadata['recipe']} recipe but sets `{kind.marker}`, which "
+                     f"only a {' or '.join(kind.recipes)} run has")
+    try:
+        if metadata.get("decoding") is not None or kind.decodes:
+            check_decoding(metadata.get("decoding"), "decoding")
+        check_source_format(metadata.get("source_format"))
+    except ValueError as error:
+        raise refuse(f"has bad settings ({error})") from None
+    if memory and metadata["source_format"] != "{story} | {question}":
+        raise refuse("gives a memory network a source format other than '{story} | {question}'")
+
+
+__all__ = ["check_decoding", "check_metadata", "make_metadata", "read_metadata"]

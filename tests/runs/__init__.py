@@ -1,0 +1,1 @@
+"""Tests of `keras_attention.runs`, one module per module of the package."""
