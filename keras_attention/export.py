@@ -131,8 +131,8 @@ def _decoding_settings(run, strategy, num_beams):
 def _check_model(run):
     if not run.kind.exports:
         raise ValueError(
-            f"Argument `run_dir` must hold a model that decodes (a transformer, RNN or "
-            f"pointer-generator `Seq2SeqModel`) to export; its model is "
+            f"Argument `run_dir` must hold a `Seq2SeqModel` (transformer, RNN or "
+            f"pointer-generator) to export; its model is "
             f"{run.kind.description}, which has no cached generation. "
             f"Received: run_dir={run.run_dir!r}"
         )
