@@ -63,9 +63,10 @@ def train_tokenizer(texts, vocabulary_size, **kwargs):
 
 def check_folders(config, backup_may_differ):
     """Refuses, before any work, an output folder a run may not replace
-    (`runs.check_output_dir`) and a backup folder of another configuration
-    (`backup.check_backup_dir`); returns this configuration's backup record."""
+    (`runs.check_output_dir`) and a backup folder that is not ours or holds
+    another configuration's backup (`backup.check_backup_dir`); returns this
+    configuration's backup record."""
     runs.check_output_dir(config["output_dir"], overwrite=config["overwrite"])
     record = backup.backup_record(config, backup_may_differ)
-    backup.check_backup_dir(config["backup_dir"], record)
+    backup.check_backup_dir(config["backup_dir"], record, output_dir=config["output_dir"])
     return record

@@ -127,6 +127,24 @@ def test_an_output_folder_that_is_not_a_run_is_refused_before_training(tmp_path,
 
 
 @pytest.mark.parametrize("recipe", RECIPES)
+def test_a_users_folder_or_the_working_directory_as_backup_is_refused_and_kept(
+        recipe, tmp_path, no_training, monkeypatch):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("my own file")
+    refuse(recipe, tmp_path, f"--backup_dir={folder}",
+           match=rf"`backup_dir` must not be a folder holding other files.*"
+                 rf"Received: backup_dir='{folder}'")
+    assert (folder / "notes.txt").read_text() == "my own file"
+    refuse(recipe, tmp_path, f"--backup_dir={tmp_path}",
+           match=r"`backup_dir` must not be the output folder or a folder holding it")
+    monkeypatch.chdir(folder)
+    refuse(recipe, tmp_path, "--backup_dir=.",
+           match=r"`backup_dir` must not be the working directory.*Received: backup_dir='.'")
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"]
+
+
+@pytest.mark.parametrize("recipe", RECIPES)
 def test_a_backup_of_another_configuration_is_refused(recipe, tmp_path, no_training):
     module = load_recipe(recipe)
     config = module.parse_settings(["--preset=quick", f"--backup_dir={tmp_path / 'backup'}",
