@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 export KERAS_BACKEND := tensorflow
 export TF_CPP_MIN_LOG_LEVEL := 3
 
-.PHONY: demo test test-jax test-torch lint install install-torch docs
+.PHONY: demo test test-jax test-torch lint install install-torch install-extras wheel-smoke docs
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,17 +19,26 @@ install: $(BIN)/.installed
 demo: install
 	$(BIN)/python examples/translation/train.py --overwrite=true  # replaces only an earlier demo run
 
+# Test modules go to WORKERS processes whole (module fixtures are built once),
+# in the order tests/conftest.py gives: the long ones first, so that no long
+# module starts last while the other worker idles. (xdist's own order, most
+# tests first, started the few long ones last.)
+WORKERS ?= 2
+PYTEST := $(BIN)/python -m pytest -n $(WORKERS) --dist loadfile --no-loadscope-reorder -q
+
 test: install
-	$(BIN)/python -m pytest -n 2 --dist loadfile -q
+	$(PYTEST)
 
 # The backend-neutral tests on JAX and torch (README: Backends): layers and
-# blocks, models, generation and decoding, the light core. `tf_only` tests
-# skip there, and `slow_on(...)` tests skip on the backends they name (the
-# markers carry the reasons; tests/conftest.py).
-BACKEND_TESTS := tests/layers tests/models tests/decoding tests/light_core_test.py
+# blocks, models, generation and decoding. `tf_only` tests skip there, and
+# `slow_on(...)` tests skip on the backends they name (the markers carry the
+# reasons; tests/conftest.py). tests/light_core_test.py is not here: it
+# imports the package under JAX and torch in fresh interpreters whatever the
+# backend of the run, so `make test` covers it.
+BACKEND_TESTS := tests/layers tests/models tests/decoding
 
 test-jax: install
-	KERAS_BACKEND=jax $(BIN)/python -m pytest $(BACKEND_TESTS) -n 2 --dist loadfile -q
+	KERAS_BACKEND=jax $(PYTEST) $(BACKEND_TESTS)
 
 # On torch the tests run eagerly: the harness has no torch compiler
 # (`torch.compile` would build C++ kernels at test time), `fit` runs with
@@ -43,8 +52,21 @@ $(BIN)/.installed-torch: pyproject.toml $(BIN)/.installed
 
 install-torch: $(BIN)/.installed-torch
 
+# What CI installs before `make test`: torch (so that the TensorFlow run also
+# compares generated tokens with torch, and `make test-torch` needs nothing
+# more) and the `hf` extra (the tests that compare with transformers).
+$(BIN)/.installed-extras: pyproject.toml $(BIN)/.installed
+	$(BIN)/pip install --quiet -e '.[torch,hf]'
+	touch $(BIN)/.installed-torch $@
+
+install-extras: $(BIN)/.installed-extras
+
 test-torch: install-torch
-	KERAS_BACKEND=torch OMP_NUM_THREADS=1 $(BIN)/python -m pytest $(BACKEND_TESTS) -n 2 --dist loadfile -q
+	KERAS_BACKEND=torch OMP_NUM_THREADS=1 $(PYTEST) $(BACKEND_TESTS)
+
+# The wheel outside the checkout (.ci/wheel_smoke.sh), with .venv's packages.
+wheel-smoke: install
+	bash .ci/wheel_smoke.sh
 
 docs: install
 	$(BIN)/mkdocs build --strict --site-dir build/site

@@ -1,16 +1,29 @@
 #!/usr/bin/env bash
-# The wheel works without a checkout: build it, install it (with its
-# dependencies, from the package index) into a fresh virtual environment in a
-# temporary folder, then, from a folder with no checkout, train the quick
-# translation recipe with `keras-attention train` and translate with the run
-# it saved (`keras-attention generate`). About 3-6 minutes, most of it pip.
+# The wheel works without a checkout: build it, install it into a fresh
+# virtual environment in a temporary folder, then, from a folder with no
+# checkout, train the quick translation recipe with `keras-attention train`
+# and translate with the run it saved (`keras-attention generate`).
 #
-# PYTHON picks the interpreter (default: python3.11, else python3); extra
-# pip options (e.g. `--find-links DIR` to reuse downloaded wheels) go in
-# PIP_OPTIONS. Set KEEP_WHEEL_SMOKE=1 to keep the temporary folder.
+# Where the checkout has its .venv (CI: `make install` made it), the fresh
+# environment reuses the dependencies installed there: it sees .venv's
+# site-packages through a .pth file (never its editable install of this
+# checkout: that .pth is not read), the wheel goes in with --no-deps
+# --no-index, and `pip check` proves that what the wheel requires is
+# installed. About 1-2 minutes, most of it the training. WHEEL_SMOKE_DEPS=
+# index installs the dependencies from the package index instead (3-6
+# minutes, most of it pip; extra pip options, e.g. `--find-links DIR`, go in
+# PIP_OPTIONS), as it does when there is no .venv.
+#
+# PYTHON picks the interpreter (default: .venv's, else python3.11, else
+# python3). Set KEEP_WHEEL_SMOKE=1 to keep the temporary folder.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+REUSED="${WHEEL_SMOKE_VENV:-$ROOT/.venv}"  # the environment whose packages are reused
+if [[ "${WHEEL_SMOKE_DEPS:-reuse}" == "index" || ! -x "$REUSED/bin/python" ]]; then
+  REUSED=""
+fi
+PYTHON="${PYTHON:-${REUSED:+$REUSED/bin/python}}"
 PYTHON="${PYTHON:-$(command -v python3.11 || command -v python3)}"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/wheel_smoke.XXXXXX")"
 if [[ -z "${KEEP_WHEEL_SMOKE:-}" ]]; then
@@ -27,7 +40,12 @@ step "building the wheel"
 mkdir "$WORK/src"
 cp -R "$ROOT/pyproject.toml" "$ROOT/README.md" "$ROOT/keras_attention" "$WORK/src/"
 [[ -f "$ROOT/LICENSE" ]] && cp "$ROOT/LICENSE" "$WORK/src/"
-"$PYTHON" -m pip wheel --quiet --no-deps -w "$WORK/dist" "$WORK/src"
+build_options=()
+if [[ -n "$REUSED" ]] && "$PYTHON" -c 'import setuptools, sys
+sys.exit(int(setuptools.__version__.split(".")[0]) < 77)' 2> /dev/null; then
+  build_options=(--no-build-isolation)  # .venv's setuptools, not one from the index
+fi
+"$PYTHON" -m pip wheel --quiet --no-deps "${build_options[@]}" -w "$WORK/dist" "$WORK/src"
 wheel=("$WORK"/dist/keras_attention_kit-*.whl)
 [[ -f "${wheel[0]}" ]] || fail "no wheel in $WORK/dist"
 "$PYTHON" - "${wheel[0]}" <<'PY' || fail "the wheel does not ship the recipes"
@@ -37,12 +55,29 @@ for recipe in ("translation", "summarization", "question_answering"):
     assert f"keras_attention/recipes/{recipe}/train.py" in names, recipe
 PY
 
-# 2. A fresh environment outside the checkout: no system site-packages.
+# 2. A fresh environment outside the checkout: no system site-packages, and
+#    of .venv only its packages (see above), never the checkout's sources.
 step "installing $(basename "${wheel[0]}") into a fresh virtual environment"
-"$PYTHON" -m venv "$WORK/venv"
 VENV="$WORK/venv/bin"
-# shellcheck disable=SC2086  # PIP_OPTIONS is a list of options
-"$VENV/pip" install --quiet ${PIP_OPTIONS:-} "${wheel[0]}"
+if [[ -n "$REUSED" ]]; then
+  # No pip of its own (its setuptools would shadow .venv's): .venv's pip
+  # installs into it. The reused packages come after the venv's own, so the
+  # wheel's keras_attention and its entry point are found first.
+  "$PYTHON" -m venv --without-pip "$WORK/venv"
+  site="$("$VENV/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+  "$REUSED/bin/python" -c 'import sysconfig
+paths = sysconfig.get_paths()
+print("\n".join(dict.fromkeys([paths["purelib"], paths["platlib"]])))' \
+    > "$site/reused_dependencies.pth"
+  pip=("$REUSED/bin/python" -m pip --python "$VENV/python")
+  "${pip[@]}" install --quiet --no-deps --no-index "${wheel[0]}"
+  "${pip[@]}" check > "$WORK/pip_check.log" 2>&1 \
+    || { cat "$WORK/pip_check.log" >&2; fail "the requirements are not met by $REUSED"; }
+else
+  "$PYTHON" -m venv "$WORK/venv"
+  # shellcheck disable=SC2086  # PIP_OPTIONS is a list of options
+  "$VENV/pip" install --quiet ${PIP_OPTIONS:-} "${wheel[0]}"
+fi
 
 # 3. From a folder that holds no checkout.
 mkdir "$WORK/elsewhere"
