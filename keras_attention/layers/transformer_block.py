@@ -29,7 +29,11 @@ def make_norm(normalization, epsilon, dtype, name):
     `RMSNormalization`: `x * rsqrt(mean(x^2) + epsilon) * scale`, no mean, no
     bias, computed in float32, as T5's `T5LayerNorm`)."""
     if normalization == "rms_norm":
-        return keras.layers.RMSNormalization(epsilon=epsilon, dtype=dtype, name=name)
+        norm = keras.layers.RMSNormalization(epsilon=epsilon, dtype=dtype, name=name)
+        # Position-wise, so Keras masks pass through (Keras' layer does not
+        # say so, and would warn that it "will destroy the mask").
+        norm.supports_masking = True
+        return norm
     return keras.layers.LayerNormalization(epsilon=epsilon, dtype=dtype, name=name)
 
 

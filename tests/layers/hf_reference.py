@@ -83,3 +83,30 @@ def run_torch(module, *args, **kwargs):
     if isinstance(out, tuple):
         out = out[0]
     return out.numpy()
+
+
+def bart_style_config(family, dim=16, heads=2, ffn=32, **kwargs):
+    """A one-layer `transformers` config of `family` ("bart", "mbart" or
+    "marian") without dropout and with the eager attention."""
+    import transformers
+
+    config_class = {"bart": transformers.BartConfig, "mbart": transformers.MBartConfig,
+                    "marian": transformers.MarianConfig}[family]
+    config = config_class(
+        vocab_size=32, d_model=dim, encoder_layers=1, decoder_layers=1,
+        encoder_attention_heads=heads, decoder_attention_heads=heads,
+        encoder_ffn_dim=ffn, decoder_ffn_dim=ffn, dropout=0.0,
+        attention_dropout=0.0, activation_dropout=0.0, **kwargs,
+    )
+    config._attn_implementation = "eager"
+    return config
+
+
+def randomize(module, seed=0):
+    """Random values in every parameter of `module` (layer norms included,
+    whose ones and zeros would hide a swapped weight)."""
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for parameter in module.parameters():
+            parameter.copy_(0.5 * torch.randn(parameter.shape, generator=generator))
+    return module
