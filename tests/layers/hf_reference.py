@@ -73,6 +73,10 @@ def additive_mask(allowed):
     return torch.where(allowed, 0.0, torch.finfo(torch.float32).min)[:, None]
 
 
+def torch_tensor(array):
+    return torch.as_tensor(np.asarray(array))
+
+
 def run_torch(module, *args, **kwargs):
     """`module(*args, **kwargs)` in eval mode without gradients, numpy
     arrays in and out (the first output when it returns a tuple)."""
