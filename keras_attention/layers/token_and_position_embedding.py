@@ -7,12 +7,14 @@ from keras import ops
 
 from keras_attention.layers.quantization import QuantizableSublayers
 from keras_attention.validation import (
+    check_bool,
     check_choice,
     check_non_negative_int,
     check_positive_int,
 )
 
-POSITIONS = ("sinusoidal", "learned", "none")
+POSITIONS = ("sinusoidal", "sinusoidal_halves", "learned", "none")
+SINUSOIDAL_LAYOUTS = ("interleaved", "halves")
 
 
 def rotary_position_encoding(x, start_index=0, max_wavelength=10000):
@@ -50,13 +52,25 @@ class SinusoidalPositionEncoding(keras.layers.Layer):
     """Fixed sine/cosine position encodings (Vaswani et al. 2017); no weights.
 
     ```
-    P[t, 2i]   = sin(t / max_wavelength^(2i / dim))
-    P[t, 2i+1] = cos(t / max_wavelength^(2i / dim))
+    layout="interleaved" (default):
+        P[t, 2i]   = sin(t / max_wavelength^(2i / dim))
+        P[t, 2i+1] = cos(t / max_wavelength^(2i / dim))
+    layout="halves" (i < ceil(dim / 2), j < floor(dim / 2)):
+        P[t, i]                 = sin(t / max_wavelength^(2i / dim))
+        P[t, ceil(dim / 2) + j] = cos(t / max_wavelength^(2j / dim))
     ```
 
-    The same numbers as keras-hub's `SinePositionEncoding` (computed in the
-    layer's compute dtype), written with `keras.ops` so that the core needs
-    no keras-hub (which imports TensorFlow when it is installed).
+    `"interleaved"` gives the numbers of keras-hub's `SinePositionEncoding`
+    (computed in the layer's compute dtype); `"halves"` those of
+    `transformers`' `MarianSinusoidalPositionalEmbedding` (Marian / OPUS-MT:
+    the same frequencies, sines in the first half of the features, cosines
+    in the second; computed in float32, then cast). Written with
+    `keras.ops` so that the core needs no keras-hub (which imports
+    TensorFlow when it is installed).
+
+    Args:
+        max_wavelength: positive int (default 10000).
+        layout: `"interleaved"` (default) or `"halves"`.
 
     Call arguments:
         inputs: `(B, T, dim)`, only its shape is used.
@@ -70,17 +84,20 @@ class SinusoidalPositionEncoding(keras.layers.Layer):
         `positions`).
     """
 
-    def __init__(self, max_wavelength=10000, **kwargs):
+    def __init__(self, max_wavelength=10000, layout="interleaved", **kwargs):
         super().__init__(**kwargs)
         self.max_wavelength = check_positive_int("max_wavelength", max_wavelength)
+        self.layout = check_choice("layout", layout, SINUSOIDAL_LAYOUTS)
         self.built = True
 
     def call(self, inputs, start_index=0, positions=None):
         shape = ops.shape(inputs)
         seq_length, hidden_size = shape[-2], shape[-1]
-        dtype = self.compute_dtype
         if positions is None:
             positions = ops.arange(seq_length) + start_index  # (T,)
+        if self.layout == "halves":
+            return ops.broadcast_to(self._halves(positions, inputs.shape[-1]), shape)
+        dtype = self.compute_dtype
         positions = ops.cast(positions, dtype)
         min_freq = ops.cast(1 / self.max_wavelength, dtype)
         timescales = ops.power(
@@ -93,11 +110,24 @@ class SinusoidalPositionEncoding(keras.layers.Layer):
         encodings = ops.sin(angles) * sin_mask + ops.cos(angles) * cos_mask
         return ops.broadcast_to(encodings, shape)
 
+    def _halves(self, positions, dim):
+        """The `"halves"` layout of `positions` `(T,)` or `(B, T)`, computed in
+        float32: `(..., dim)` in the compute dtype."""
+        sines = (dim + 1) // 2
+        exponents = ops.arange(sines, dtype="float32") * (2.0 / dim)
+        frequencies = ops.power(float(self.max_wavelength), -exponents)
+        angles = ops.cast(positions, "float32")[..., None] * frequencies
+        encodings = ops.concatenate(
+            [ops.sin(angles), ops.cos(angles[..., : dim // 2])], axis=-1
+        )
+        return ops.cast(encodings, self.compute_dtype)
+
     def compute_output_shape(self, input_shape):
         return input_shape
 
     def get_config(self):
-        return {**super().get_config(), "max_wavelength": self.max_wavelength}
+        return {**super().get_config(), "max_wavelength": self.max_wavelength,
+                "layout": self.layout}
 
 
 class LearnedPositionEmbedding(QuantizableSublayers, keras.layers.Layer):
@@ -165,31 +195,45 @@ class TokenAndPositionEmbedding(QuantizableSublayers, keras.layers.Layer):
     """Token embeddings scaled by `sqrt(dim)` plus a position encoding.
 
     ```
-    x_t = sqrt(dim) * E[token_t] + P(start_index + t)     (B, T, dim)
+    x_t = sqrt(dim) * E[token_t] + P(start_index + t + position_offset)   (B, T, dim)
     ```
+
+    (`scale_embeddings=False` drops the `sqrt(dim)`, as BART without
+    `scale_embedding` and T5; `position_offset=2` reads BART's learned
+    table, whose first two rows are never used for a position.)
 
     Packed rows (several examples per row) pass `positions`, each token's
     position within its own example (`masks.segment_positions`), in place of
     `start_index + t`, so that every example is encoded as if it were alone.
 
     `P` is a `SinusoidalPositionEncoding` (`"sinusoidal"`, Vaswani et
-    al.; the numbers of keras-hub's `SinePositionEncoding`), a
+    al.; the numbers of keras-hub's `SinePositionEncoding`;
+    `"sinusoidal_halves"`: sines in the first half of the features, cosines
+    in the second, the numbers of Marian / OPUS-MT), a
     `LearnedPositionEmbedding` (`"learned"`, needs `max_length`; keras-hub's
     `PositionEmbedding`), or nothing (`"none"`, for rotary attention, which encodes
     positions inside the attention layers). The Keras mask of the output is
     `token_ids != pad_token_id`; the embedding sublayer itself carries no
     mask, so no "will destroy the mask" warnings are raised.
 
-    The token table is `layer.token_embedding.embeddings` `(vocab, dim)`;
-    `x @ embeddings^T` gives tied output logits.
+    The token table is `layer.token_embedding.embeddings` `(vocab, dim)`,
+    a Keras `ReversibleEmbedding` (tied weights): `layer.logits(h)` gives
+    the tied output logits `h @ embeddings^T` `(B, T, vocab)`, quantized
+    with the table by `quantize("int8")`.
 
     Args:
         vocab_size: positive int.
         dim: positive int, the embedding size.
-        position: `"sinusoidal"` (default), `"learned"` or `"none"`.
+        position: `"sinusoidal"` (default), `"sinusoidal_halves"`,
+            `"learned"` or `"none"`.
         max_length: positive int, the longest sequence (needed by
-            `"learned"`).
+            `"learned"`, whose table has `max_length + position_offset`
+            rows).
         pad_token_id: int, the padding token (masked).
+        scale_embeddings: bool (default True), multiply the token embeddings
+            by `sqrt(dim)`.
+        position_offset: int >= 0 (default 0), added to every position
+            before it is encoded (BART's learned positions: 2).
         **kwargs: `keras.layers.Layer` arguments.
 
     Call arguments:
@@ -216,6 +260,8 @@ class TokenAndPositionEmbedding(QuantizableSublayers, keras.layers.Layer):
         position="sinusoidal",
         max_length=None,
         pad_token_id=0,
+        scale_embeddings=True,
+        position_offset=0,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -224,23 +270,29 @@ class TokenAndPositionEmbedding(QuantizableSublayers, keras.layers.Layer):
         self.position = check_choice("position", position, POSITIONS)
         self.max_length = check_positive_int("max_length", max_length, allow_none=True)
         self.pad_token_id = check_non_negative_int("pad_token_id", pad_token_id)
+        self.scale_embeddings = check_bool("scale_embeddings", scale_embeddings)
+        self.position_offset = check_non_negative_int("position_offset", position_offset)
         if self.position == "learned" and self.max_length is None:
             raise ValueError(
                 "`position='learned'` needs `max_length`. "
                 f"Received: max_length={max_length}"
             )
         self.supports_masking = True
-        self.token_embedding = keras.layers.Embedding(
+        self.token_embedding = keras.layers.ReversibleEmbedding(
             vocab_size, dim, dtype=self.dtype_policy, name="token_embedding"
         )
+        # `logits(h)` runs it on masked states: the mask passes through.
+        self.token_embedding.supports_masking = True
         self.position_encoding = None
-        if self.position == "sinusoidal":
+        if self.position in ("sinusoidal", "sinusoidal_halves"):
+            layout = "halves" if self.position == "sinusoidal_halves" else "interleaved"
             self.position_encoding = SinusoidalPositionEncoding(
-                dtype=self.dtype_policy, name="position_encoding"
+                layout=layout, dtype=self.dtype_policy, name="position_encoding"
             )
         elif self.position == "learned":
             self.position_encoding = LearnedPositionEmbedding(
-                self.max_length, dtype=self.dtype_policy, name="position_embedding"
+                self.max_length + self.position_offset, dtype=self.dtype_policy,
+                name="position_embedding",
             )
 
     def build(self, token_ids_shape):
@@ -256,18 +308,29 @@ class TokenAndPositionEmbedding(QuantizableSublayers, keras.layers.Layer):
                 "`token_ids` must have shape (batch, seq_len). "
                 f"Received: token_ids.shape={tuple(token_ids.shape)}"
             )
-        x = self.token_embedding(token_ids) * ops.cast(
-            math.sqrt(self.dim), self.compute_dtype
-        )
+        x = self.token_embedding(token_ids)
+        if self.scale_embeddings:
+            x = x * ops.cast(math.sqrt(self.dim), self.compute_dtype)
+        offset = self.position_offset
         if self.position == "learned":
             if positions is None:
                 # Positions as indices, not a slice: slicing to a symbolic
                 # length fails under JAX's shape polymorphism.
                 positions = start_index + ops.arange(ops.shape(x)[1], dtype="int32")
-            x = x + self.position_encoding(x, positions=ops.cast(positions, "int32"))
+            positions = ops.cast(positions, "int32") + offset
+            x = x + self.position_encoding(x, positions=positions)
         elif self.position_encoding is not None:
-            x = x + self.position_encoding(x, start_index=start_index, positions=positions)
+            if offset and positions is not None:
+                positions = positions + offset
+            x = x + self.position_encoding(
+                x, start_index=start_index + offset, positions=positions
+            )
         return x
+
+    def logits(self, hidden):
+        """The tied output logits `hidden @ embeddings^T`: `(B, T, dim) ->
+        (B, T, vocab_size)`, in the compute dtype."""
+        return self.token_embedding(hidden, reverse=True)
 
     def compute_mask(self, token_ids, mask=None):
         return ops.not_equal(token_ids, self.pad_token_id)
@@ -281,6 +344,8 @@ class TokenAndPositionEmbedding(QuantizableSublayers, keras.layers.Layer):
                 "position": self.position,
                 "max_length": self.max_length,
                 "pad_token_id": self.pad_token_id,
+                "scale_embeddings": self.scale_embeddings,
+                "position_offset": self.position_offset,
             }
         )
         return config

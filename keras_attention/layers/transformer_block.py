@@ -1,9 +1,16 @@
 """`TransformerBlock`: what the encoder and decoder blocks share."""
 
+import numbers
+
 import keras
 
 from keras_attention.layers.attention_implementations import IMPLEMENTATIONS
-from keras_attention.layers.feed_forward import FeedForward, residual
+from keras_attention.layers.feed_forward import (
+    FeedForward,
+    get_activation,
+    residual,
+    serialize_activation,
+)
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
 from keras_attention.layers.quantization import QuantizableSublayers
 from keras_attention.validation import (
@@ -12,6 +19,37 @@ from keras_attention.validation import (
     check_positive_int,
     check_rate,
 )
+
+NORMALIZATIONS = ("layer_norm", "rms_norm")
+
+
+def make_norm(normalization, epsilon, dtype, name):
+    """A normalization layer: `"layer_norm"` (Keras `LayerNormalization`,
+    mean and variance, scale and bias) or `"rms_norm"` (Keras
+    `RMSNormalization`: `x * rsqrt(mean(x^2) + epsilon) * scale`, no mean, no
+    bias, computed in float32, as T5's `T5LayerNorm`)."""
+    if normalization == "rms_norm":
+        norm = keras.layers.RMSNormalization(epsilon=epsilon, dtype=dtype, name=name)
+        # Position-wise, so Keras masks pass through (Keras' layer does not
+        # say so, and would warn that it "will destroy the mask").
+        norm.supports_masking = True
+        return norm
+    return keras.layers.LayerNormalization(epsilon=epsilon, dtype=dtype, name=name)
+
+
+def check_scale(name, value):
+    """`value` as a float if it is None or a positive finite number, else a
+    ValueError naming `name`."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (
+        0 < float(value) < float("inf")
+    ):
+        raise ValueError(
+            f"Argument `{name}` must be None or a positive number. "
+            f"Received: {name}={value!r}"
+        )
+    return float(value)
 
 
 def head_size(dim, num_heads):
@@ -81,6 +119,10 @@ class TransformerBlock(QuantizableSublayers, keras.layers.Layer):
         num_key_value_heads=None,
         rotary=False,
         implementation="auto",
+        normalization="layer_norm",
+        use_bias=True,
+        attention_scale=None,
+        gated_feed_forward=False,
         **kwargs,
     ):
         # keras-hub's spelling, an alias: not in the signature, not in the config.
@@ -104,8 +146,12 @@ class TransformerBlock(QuantizableSublayers, keras.layers.Layer):
                 f"Received: num_key_value_heads={num_key_value_heads}, "
                 f"num_heads={num_heads}"
             )
-        self.activation = keras.activations.get(activation)
+        self.activation = get_activation(activation)
         self.layer_norm_epsilon = float(layer_norm_epsilon)
+        self.normalization = check_choice("normalization", normalization, NORMALIZATIONS)
+        self.use_bias = check_bool("use_bias", use_bias)
+        self.attention_scale = check_scale("attention_scale", attention_scale)
+        self.gated_feed_forward = check_bool("gated_feed_forward", gated_feed_forward)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.rotary = check_bool("rotary", rotary)
@@ -141,11 +187,14 @@ class TransformerBlock(QuantizableSublayers, keras.layers.Layer):
             )
 
     def _norm(self, name):
-        return keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name=name
+        return make_norm(
+            self.normalization, self.layer_norm_epsilon, self.dtype_policy, name
         )
 
     def _attention(self, name, dim, rotary):
+        # `scale` is passed only when set, so that the default builds the
+        # attention exactly as before.
+        scale = {} if self.attention_scale is None else {"scale": self.attention_scale}
         return MultiHeadAttention(
             num_heads=self.num_heads,
             key_dim=head_size(dim, self.num_heads),
@@ -153,10 +202,12 @@ class TransformerBlock(QuantizableSublayers, keras.layers.Layer):
             dropout=self.dropout,
             rotary=rotary,
             implementation=self.implementation,
+            use_bias=self.use_bias,
             kernel_initializer=self.kernel_initializer,
             bias_initializer=self.bias_initializer,
             dtype=self.dtype_policy,
             name=name,
+            **scale,
         )
 
     def _feed_forward(self, x_shape):
@@ -166,6 +217,8 @@ class TransformerBlock(QuantizableSublayers, keras.layers.Layer):
             dropout=self.dropout,
             kernel_initializer=self.kernel_initializer,
             bias_initializer=self.bias_initializer,
+            gated=self.gated_feed_forward,
+            use_bias=self.use_bias,
             dtype=self.dtype_policy,
             name="feed_forward",
         )
@@ -232,7 +285,7 @@ class TransformerBlock(QuantizableSublayers, keras.layers.Layer):
                 "intermediate_dim": self.intermediate_dim,
                 "num_heads": self.num_heads,
                 "dropout": self.dropout,
-                "activation": keras.activations.serialize(self.activation),
+                "activation": serialize_activation(self.activation),
                 "layer_norm_epsilon": self.layer_norm_epsilon,
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
                 "bias_initializer": keras.initializers.serialize(self.bias_initializer),
@@ -240,6 +293,10 @@ class TransformerBlock(QuantizableSublayers, keras.layers.Layer):
                 "num_key_value_heads": self.num_key_value_heads,
                 "rotary": self.rotary,
                 "implementation": self.implementation,
+                "normalization": self.normalization,
+                "use_bias": self.use_bias,
+                "attention_scale": self.attention_scale,
+                "gated_feed_forward": self.gated_feed_forward,
             }
         )
         return config

@@ -53,9 +53,11 @@ class TransformerDecoderBlock(TransformerBlock):
     Args: as `TransformerEncoderBlock` (`intermediate_dim`, `num_heads`,
         `dropout`, `activation`, `layer_norm_epsilon`, `kernel_initializer`,
         `bias_initializer`, `norm_first` (alias `normalize_first`),
-        `num_key_value_heads`, `rotary`, `implementation`; `rotary` applies
-        to self-attention only; `implementation` to both attentions, and
-        `call_cached` always runs their exact path).
+        `num_key_value_heads`, `rotary`, `implementation`,
+        `normalization`, `use_bias`, `attention_scale`,
+        `gated_feed_forward`; `rotary` applies to self-attention only;
+        `implementation`, `use_bias` and `attention_scale` to both
+        attentions, and `call_cached` always runs their exact path).
 
     Call arguments:
         x: `(B, T, D)`.

@@ -16,6 +16,13 @@ class TransformerEncoderBlock(TransformerBlock):
                                   y = LN(h + Drop(FFN(h)))
     ```
 
+    `LN` is a layer norm or an RMS norm (`normalization`); the options
+    `activation`, `gated_feed_forward`, `use_bias`, `attention_scale` and
+    `normalization` express the published variants with the same block
+    (BART / mBART: `"gelu"`, post- / pre-norm; Marian: `"swish"`,
+    post-norm; T5: `"rms_norm"`, no biases, `attention_scale=1.0`, pre-norm,
+    gated `"gelu_approximate"` for v1.1).
+
     Self-attention is keras_attention's `MultiHeadAttention` with
     `key_dim = D / num_heads`, grouped-query through `num_key_value_heads`
     and optional rotary positions. A Keras mask on `x` (padding) masks the
@@ -54,6 +61,17 @@ class TransformerEncoderBlock(TransformerBlock):
             `"fused"`, passed to the attention sublayer (see
             `BaseAttention`); a call with `return_attention_scores=True`
             runs its exact path.
+        normalization: `"layer_norm"` (default, Keras `LayerNormalization`)
+            or `"rms_norm"` (Keras `RMSNormalization`: `x * rsqrt(mean(x^2)
+            + eps) * w`, no mean, no bias, computed in float32: T5's
+            `T5LayerNorm`); `layer_norm_epsilon` is its epsilon.
+        use_bias: bool (default True), biases in every attention and
+            feed-forward projection (T5 has none).
+        attention_scale: None (default: `1 / sqrt(head_size)`) or a positive
+            float, the factor of the attention logits (T5: `1.0`), passed
+            to `MultiHeadAttention(scale=...)`.
+        gated_feed_forward: bool (default False), a gated feed-forward
+            `W_2 (act(W_1 x) * (V x))` (GEGLU, SwiGLU; see `FeedForward`).
         **kwargs: `keras.layers.Layer` arguments.
 
     Call arguments:
@@ -74,6 +92,11 @@ class TransformerEncoderBlock(TransformerBlock):
     >>> y, w = block(np.ones((2, 5, 8), "float32"), return_attention_scores=True)
     >>> tuple(y.shape), tuple(w.shape)
     ((2, 5, 8), (2, 2, 5, 5))
+    >>> t5_style = TransformerEncoderBlock(
+    ...     16, 2, activation="gelu_approximate", gated_feed_forward=True,
+    ...     normalization="rms_norm", use_bias=False, layer_norm_epsilon=1e-6)
+    >>> tuple(t5_style(np.ones((2, 5, 8), "float32")).shape)
+    (2, 5, 8)
     """
 
     call_aliases = {"padding_mask": "x_mask"}

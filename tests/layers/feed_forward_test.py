@@ -1,9 +1,16 @@
+import math
+
 import keras
 import numpy as np
 import pytest
 
 from keras_attention.layers import FeedForward
-from keras_attention.layers.feed_forward import residual
+from keras_attention.layers.feed_forward import (
+    gelu_approximate,
+    get_activation,
+    residual,
+)
+from tests.layers.hf_reference import run_torch, set_dense
 from tests.test_case import run_layer_test, to_numpy
 
 
@@ -98,3 +105,111 @@ def test_initializers_reach_both_dense_layers_and_the_config():
     default = FeedForward(8)
     assert isinstance(default.kernel_initializer, keras.initializers.GlorotUniform)
     assert isinstance(default.bias_initializer, keras.initializers.Zeros)
+
+
+@pytest.mark.parametrize(
+    "init_kwargs",
+    [
+        pytest.param({"activation": "gelu_approximate", "gated": True}, id="geglu"),
+        pytest.param({"activation": "silu", "gated": True, "use_bias": False}, id="swiglu"),
+    ],
+)
+def test_gated_layer_behaviors(init_kwargs, rng, tmp_path):
+    run_layer_test(
+        FeedForward,
+        {"intermediate_dim": 16, "dropout": 0.1, **init_kwargs},
+        {"inputs": rng.normal(size=(2, 3, 4)).astype("float32")},
+        expected_output_shape=(2, 3, 4),
+        tmp_dir=tmp_path,
+        position_wise=True,
+    )
+
+
+def _gelu_tanh(x):
+    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
+
+
+@pytest.mark.parametrize("activation", ["relu", "gelu", "gelu_approximate", "swish", "silu"])
+def test_gated_correctness(activation, rng):
+    reference = {
+        "relu": lambda x: np.maximum(x, 0),
+        "gelu": lambda x: x * 0.5 * (1 + np.vectorize(math.erf)(x / np.sqrt(2))),
+        "gelu_approximate": _gelu_tanh,
+        "swish": lambda x: x / (1 + np.exp(-x)),
+        "silu": lambda x: x / (1 + np.exp(-x)),
+    }[activation]
+    layer = FeedForward(8, activation=activation, gated=True,
+                        bias_initializer="random_normal")
+    x = rng.normal(size=(1, 2, 3)).astype("float32")
+    y = to_numpy(layer(x))
+    w1, b1 = to_numpy(layer.hidden.kernel), to_numpy(layer.hidden.bias)
+    v, c = to_numpy(layer.hidden_linear.kernel), to_numpy(layer.hidden_linear.bias)
+    w2, b2 = to_numpy(layer.projection.kernel), to_numpy(layer.projection.bias)
+    expected = (reference(x @ w1 + b1) * (x @ v + c)) @ w2 + b2
+    np.testing.assert_allclose(y, expected, atol=1e-5)
+
+
+def test_use_bias_false_makes_no_biases():
+    layer = FeedForward(8, gated=True, use_bias=False)
+    layer.build((None, 3, 4))
+    assert [w.path.split("/")[-1] for w in layer.weights] == ["kernel"] * 3
+
+
+def test_config_names_the_new_options():
+    config = FeedForward(8, activation="gelu_approximate", gated=True,
+                         use_bias=False).get_config()
+    assert config["activation"] == "gelu_approximate"
+    assert (config["gated"], config["use_bias"]) == (True, False)
+    again = FeedForward.from_config(config)
+    assert again.activation is gelu_approximate and again.gated and not again.use_bias
+
+
+def test_invalid_new_args():
+    with pytest.raises(ValueError, match=r"activation.*Received: activation='geglu'"):
+        FeedForward(4, activation="geglu")
+    with pytest.raises(TypeError, match=r"Received: gated='yes'"):
+        FeedForward(4, gated="yes")
+    with pytest.raises(TypeError, match=r"Received: use_bias=None"):
+        FeedForward(4, use_bias=None)
+
+
+def _t5_config(**kwargs):
+    from transformers import T5Config
+
+    return T5Config(d_model=8, d_ff=16, dropout_rate=0.0, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "feed_forward_proj, activation, gated",
+    [("relu", "relu", False), ("gated-gelu", "gelu_approximate", True),
+     ("gated-silu", "silu", True)],
+)
+def test_matches_transformers_t5(feed_forward_proj, activation, gated, rng):
+    """T5 v1.0 (`T5DenseActDense`) and v1.1 / flan-T5
+    (`T5DenseGatedActDense`, "gelu_new") with copied weights."""
+    from transformers.models.t5.modeling_t5 import T5DenseActDense, T5DenseGatedActDense
+
+    config = _t5_config(feed_forward_proj=feed_forward_proj)
+    torch_layer = (T5DenseGatedActDense if gated else T5DenseActDense)(config)
+    layer = FeedForward(16, activation=activation, gated=gated, use_bias=False)
+    x = rng.normal(size=(2, 5, 8)).astype("float32")
+    layer.build(x.shape)
+    if gated:
+        set_dense(layer.hidden, torch_layer.wi_0)
+        set_dense(layer.hidden_linear, torch_layer.wi_1)
+    else:
+        set_dense(layer.hidden, torch_layer.wi)
+    set_dense(layer.projection, torch_layer.wo)
+    np.testing.assert_allclose(to_numpy(layer(x)), run_torch(torch_layer, x), atol=1e-5)
+
+
+@pytest.mark.parametrize("activation", ["gelu", "swish", "relu"])
+def test_matches_transformers_bart_and_marian_activations(activation, rng):
+    """`ACT2FN[name]` of `transformers` (BART "gelu", Marian "swish")."""
+    from transformers.activations import ACT2FN
+
+    x = rng.normal(scale=3.0, size=(4, 7)).astype("float32")
+    ours = to_numpy(get_activation(activation)(x))
+    np.testing.assert_allclose(ours, run_torch(ACT2FN[activation], x), atol=1e-6)
+    gelu_new = run_torch(ACT2FN["gelu_new"], x)
+    np.testing.assert_allclose(to_numpy(gelu_approximate(x)), gelu_new, atol=1e-6)

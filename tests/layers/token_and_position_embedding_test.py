@@ -8,6 +8,8 @@ from keras_attention.layers.token_and_position_embedding import (
     SinusoidalPositionEncoding,
     rotary_position_encoding,
 )
+from tests.layers.hf_reference import numpy_of, randomize, run_torch
+from tests.test_case import to_numpy
 
 
 @pytest.mark.parametrize("position", ["sinusoidal", "learned", "none"])
@@ -128,3 +130,99 @@ def test_positions_restart_in_packed_rows(position):
     np.testing.assert_array_equal(packed[:, 3:5], alone_b)
     default = layer(np.array([[3, 4, 5, 6, 7, 0]]))
     assert not np.allclose(default[:, 3:5], alone_b)  # without positions, no restart
+
+
+@pytest.mark.parametrize("dim", [8, 9])
+@pytest.mark.parametrize("start_index", [0, 5])
+def test_sinusoidal_halves_match_transformers_marian(dim, start_index):
+    from transformers.models.marian.modeling_marian import (
+        MarianSinusoidalPositionalEmbedding,
+    )
+
+    table = MarianSinusoidalPositionalEmbedding(32, dim).create_weight().numpy()
+    x = np.zeros((2, 6, dim), "float32")
+    ours = SinusoidalPositionEncoding(layout="halves")(x, start_index=start_index)
+    np.testing.assert_allclose(ours, np.broadcast_to(table[start_index:start_index + 6], x.shape),
+                               atol=1e-5)
+    restarting = np.array([[0, 1, 2, 0, 1, 2]] * 2)
+    packed = SinusoidalPositionEncoding(layout="halves")(x, positions=restarting)
+    np.testing.assert_allclose(packed[0, 3:], table[:3], atol=1e-5)
+
+
+def _bart_embeddings(vocab, dim, max_length, scale):
+    from transformers.models.bart.modeling_bart import (
+        BartLearnedPositionalEmbedding,
+        BartScaledWordEmbedding,
+    )
+
+    tokens = randomize(BartScaledWordEmbedding(vocab, dim, 1, embed_scale=scale))
+    positions = randomize(BartLearnedPositionalEmbedding(max_length, dim), seed=1)
+    return tokens, positions
+
+
+@pytest.mark.parametrize("scale_embeddings", [True, False])
+def test_learned_positions_with_an_offset_match_transformers_bart(scale_embeddings):
+    """BART's `embed_tokens(ids) * embed_scale + embed_positions(ids)` (a
+    table of `max_position_embeddings + 2` rows, read at position + 2), in a
+    full pass and at a decode step."""
+    tokens, positions = _bart_embeddings(20, 8, 10, np.sqrt(8) if scale_embeddings else 1.0)
+    layer = TokenAndPositionEmbedding(
+        20, 8, position="learned", max_length=10, pad_token_id=1,
+        scale_embeddings=scale_embeddings, position_offset=2,
+    )
+    ids = np.array([[0, 5, 6, 2], [0, 7, 2, 1]])
+    layer.build(ids.shape)
+    layer.token_embedding.embeddings.assign(numpy_of(tokens.weight))
+    layer.position_encoding.embedding.embeddings.assign(numpy_of(positions.weight))
+    assert tuple(layer.position_encoding.position_embeddings.shape) == (12, 8)
+    expected = run_torch(tokens, ids) + run_torch(positions, ids)
+    np.testing.assert_allclose(layer(ids), expected, atol=1e-5)
+    step = run_torch(tokens, ids[:, 2:3]) + run_torch(positions, ids[:, 2:3], cache_length=2)
+    np.testing.assert_allclose(layer(ids[:, 2:3], start_index=2), step, atol=1e-5)
+
+
+def test_marian_embeddings_match_transformers():
+    """Marian: `embed_tokens(ids) * sqrt(d) + sinusoidal(positions)`."""
+    from transformers.models.marian.modeling_marian import (
+        MarianSinusoidalPositionalEmbedding,
+    )
+
+    table = MarianSinusoidalPositionalEmbedding(16, 8).create_weight().numpy()
+    layer = TokenAndPositionEmbedding(20, 8, position="sinusoidal_halves", pad_token_id=19)
+    ids = np.array([[3, 4, 5, 0], [6, 0, 19, 19]])
+    x = to_numpy(layer(ids))
+    tokens = to_numpy(layer.token_embedding.embeddings)[ids]
+    np.testing.assert_allclose(x, tokens * np.sqrt(8) + table[:4], atol=1e-5)
+    np.testing.assert_array_equal(to_numpy(layer.compute_mask(ids)), ids != 19)
+
+
+def test_logits_are_tied_to_the_token_table(rng):
+    layer = TokenAndPositionEmbedding(12, 4)
+    layer(np.array([[1, 2]]))
+    hidden = rng.normal(size=(2, 3, 4)).astype("float32")
+    expected = hidden @ to_numpy(layer.token_embedding.embeddings).T
+    np.testing.assert_allclose(layer.logits(hidden), expected, atol=1e-5)
+
+
+def test_new_options_validate_and_serialize(tmp_path):
+    with pytest.raises(TypeError, match=r"Received: scale_embeddings='no'"):
+        TokenAndPositionEmbedding(10, 4, scale_embeddings="no")
+    with pytest.raises(ValueError, match=r"position_offset.*Received: position_offset=-2"):
+        TokenAndPositionEmbedding(10, 4, position_offset=-2)
+    with pytest.raises(ValueError, match=r"layout.*Received: layout='split'"):
+        SinusoidalPositionEncoding(layout="split")
+    layer = TokenAndPositionEmbedding(10, 4, position="sinusoidal_halves",
+                                      scale_embeddings=False, position_offset=3)
+    config = layer.get_config()
+    assert (config["scale_embeddings"], config["position_offset"]) == (False, 3)
+    assert TokenAndPositionEmbedding.from_config(config).get_config() == config
+    ids = np.array([[3, 4, 5, 0]])
+    inputs = keras.Input((None,), dtype="int32")
+    model = keras.Model(inputs, layer(inputs))
+    model.save(tmp_path / "m.keras")
+    np.testing.assert_array_equal(keras.saving.load_model(tmp_path / "m.keras")(ids), model(ids))
+    # The offset shifts the positions: token 0 is encoded at position 3.
+    table = to_numpy(layer.token_embedding.embeddings)
+    position_3 = to_numpy(layer.position_encoding(np.zeros((1, 1, 4)), start_index=3))
+    np.testing.assert_allclose(to_numpy(layer(ids))[0, 0], table[3] + position_3[0, 0],
+                               atol=1e-5)

@@ -1,8 +1,18 @@
+import inspect
+
 import numpy as np
 import pytest
 
-from keras_attention.layers import TransformerDecoderBlock
-from tests.test_case import compile_function, run_layer_test
+from keras_attention.layers import MultiHeadAttention, TransformerDecoderBlock
+from tests.layers.hf_reference import (
+    additive_mask,
+    bart_style_config,
+    randomize,
+    run_torch,
+    set_bart_layer,
+    torch_tensor,
+)
+from tests.test_case import compile_function, run_layer_test, to_numpy
 
 # Left out of `make test-jax` (time): the other variants cover the same code on JAX.
 SLOW_ON_JAX = pytest.mark.slow_on(
@@ -16,6 +26,11 @@ SLOW_ON_JAX = pytest.mark.slow_on(
         pytest.param({"norm_first": True}, id="pre_norm", marks=SLOW_ON_JAX),
         pytest.param({"norm_first": False, "dropout": 0.1}, id="post_norm"),
         pytest.param({"num_key_value_heads": 1, "rotary": True}, id="mqa_rotary"),
+        pytest.param(
+            {"normalization": "rms_norm", "use_bias": False, "gated_feed_forward": True,
+             "activation": "silu"},
+            id="rms_swiglu", marks=SLOW_ON_JAX,
+        ),
     ],
 )
 def test_layer_behaviors(init_kwargs, rng, tmp_path):
@@ -93,3 +108,72 @@ def test_memory_must_match_how_the_block_was_built(rng):
         block(x)
     with pytest.raises(ValueError, match=r"memory_cache.*Received: memory_cache=None"):
         block.call_cached(x[:, :1], block.init_cache(1, 3), 0)
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "xla"])
+def test_cache_call_is_correct_with_t5_style_options(compiled, rng):
+    block = TransformerDecoderBlock(
+        16, 2, normalization="rms_norm", use_bias=False, gated_feed_forward=True,
+        activation="gelu_approximate", layer_norm_epsilon=1e-6,
+    )
+    x = rng.normal(size=(2, 6, 8)).astype("float32")
+    memory = rng.normal(size=(2, 5, 4)).astype("float32")
+    memory_mask = np.array([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0]], bool)
+    full = block(x, memory, memory_mask=memory_mask)
+    stepped, _ = cached_decode(block, x, memory, memory_mask, compiled)
+    np.testing.assert_allclose(stepped, full, atol=1e-5)
+
+
+@pytest.mark.skipif(
+    "scale" not in inspect.signature(MultiHeadAttention.__init__).parameters,
+    reason="needs MultiHeadAttention(scale=...) (the relative position bias work)",
+)
+def test_attention_scale_reaches_both_attentions(rng):
+    block = TransformerDecoderBlock(16, 2, attention_scale=1.0, use_bias=False)
+    x = rng.normal(size=(1, 3, 8)).astype("float32")
+    block(x, x)
+    assert block.self_attention.scale == 1.0 and block.cross_attention.scale == 1.0
+    assert block.get_config()["attention_scale"] == 1.0
+    assert not block.self_attention.use_bias
+
+
+# family -> (the `transformers` layer, our options), as in the encoder tests.
+HF_DECODER_LAYERS = {
+    "bart": ("transformers.models.bart.modeling_bart.BartDecoderLayer",
+             {"norm_first": False, "activation": "gelu"}),
+    "mbart": ("transformers.models.mbart.modeling_mbart.MBartDecoderLayer",
+              {"norm_first": True, "activation": "gelu"}),
+    "marian": ("transformers.models.marian.modeling_marian.MarianDecoderLayer",
+               {"norm_first": False, "activation": "swish"}),
+}
+
+
+@pytest.mark.parametrize("family", sorted(HF_DECODER_LAYERS))
+def test_matches_transformers_decoder_layers(family, rng):
+    """With copied weights and padding on both sides, the full call and the
+    cached steps give the outputs of the `transformers` decoder layer on
+    every real target position."""
+    import importlib
+
+    path, options = HF_DECODER_LAYERS[family]
+    module, name = path.rsplit(".", 1)
+    config = bart_style_config(family, activation_function=options["activation"])
+    layer = randomize(getattr(importlib.import_module(module), name)(config, layer_idx=0))
+    block = TransformerDecoderBlock(32, 2, **options)
+    x = rng.normal(size=(2, 4, 16)).astype("float32")
+    memory = rng.normal(size=(2, 5, 16)).astype("float32")
+    x_mask = np.array([[1, 1, 1, 1], [1, 1, 1, 0]], bool)
+    memory_mask = np.array([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0]], bool)
+    block.build(x.shape, memory.shape)
+    set_bart_layer(block, layer)
+    causal = np.tril(np.ones((4, 4), bool))[None] & x_mask[:, None, :]
+    expected = run_torch(
+        layer, x, attention_mask=additive_mask(causal),
+        encoder_hidden_states=torch_tensor(memory),
+        encoder_attention_mask=additive_mask(np.repeat(memory_mask[:, None], 4, axis=1)),
+        use_cache=False,
+    )
+    y = to_numpy(block(x, memory, x_mask=x_mask, memory_mask=memory_mask))
+    np.testing.assert_allclose(y[x_mask], expected[x_mask], atol=1e-5)
+    stepped, _ = cached_decode(block, x, memory, memory_mask, compiled=False)
+    np.testing.assert_allclose(stepped[x_mask], expected[x_mask], atol=1e-5)

@@ -2,7 +2,14 @@ import numpy as np
 import pytest
 
 from keras_attention.layers import TransformerEncoderBlock
-from tests.test_case import run_layer_test, with_keras_mask
+from tests.layers.hf_reference import (
+    additive_mask,
+    bart_style_config,
+    randomize,
+    run_torch,
+    set_bart_layer,
+)
+from tests.test_case import run_layer_test, to_numpy, with_keras_mask
 
 # Left out of `make test-jax` (time): the other variants cover the same code on JAX.
 SLOW_ON_JAX = pytest.mark.slow_on(
@@ -17,6 +24,11 @@ SLOW_ON_JAX = pytest.mark.slow_on(
         pytest.param({"norm_first": False, "dropout": 0.1}, id="post_norm"),
         pytest.param(
             {"num_key_value_heads": 1, "rotary": True}, id="mqa_rotary", marks=SLOW_ON_JAX
+        ),
+        pytest.param(
+            {"normalization": "rms_norm", "use_bias": False, "gated_feed_forward": True,
+             "activation": "gelu_approximate", "layer_norm_epsilon": 1e-6},
+            id="t5_style",
         ),
     ],
 )
@@ -78,3 +90,40 @@ def test_invalid_args():
         TransformerEncoderBlock(8, 4, num_key_value_heads=3)
     with pytest.raises(ValueError, match=r"divisible by `num_heads`.*Received: dim=7, num_heads=2"):
         TransformerEncoderBlock(8, 2)(np.ones((1, 3, 7), "float32"))
+
+
+# family -> (the `transformers` layer, our options): BART and Marian are
+# post-norm, mBART pre-norm; BART and mBART use exact GELU, Marian swish.
+HF_ENCODER_LAYERS = {
+    "bart": ("transformers.models.bart.modeling_bart.BartEncoderLayer",
+             {"norm_first": False, "activation": "gelu"}),
+    "mbart": ("transformers.models.mbart.modeling_mbart.MBartEncoderLayer",
+              {"norm_first": True, "activation": "gelu"}),
+    "marian": ("transformers.models.marian.modeling_marian.MarianEncoderLayer",
+               {"norm_first": False, "activation": "swish"}),
+}
+
+
+def hf_class(path):
+    import importlib
+
+    module, name = path.rsplit(".", 1)
+    return getattr(importlib.import_module(module), name)
+
+
+@pytest.mark.parametrize("family", sorted(HF_ENCODER_LAYERS))
+def test_matches_transformers_encoder_layers(family, rng):
+    """With copied weights and padding, the block gives the outputs of the
+    `transformers` encoder layer on every real position."""
+    path, options = HF_ENCODER_LAYERS[family]
+    config = bart_style_config(family, activation_function=options["activation"])
+    layer = randomize(hf_class(path)(config))
+    block = TransformerEncoderBlock(32, 2, **options)
+    x = rng.normal(size=(2, 5, 16)).astype("float32")
+    padding = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], bool)
+    block.build(x.shape)
+    set_bart_layer(block, layer)
+    expected = run_torch(layer, x, attention_mask=additive_mask(
+        np.repeat(padding[:, None, :], 5, axis=1)))
+    y = to_numpy(block(x, x_mask=padding))
+    np.testing.assert_allclose(y[padding], expected[padding], atol=1e-5)
