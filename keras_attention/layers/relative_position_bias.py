@@ -6,6 +6,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_attention.layers.quantization import QuantizableSublayers
 from keras_attention.validation import check_bool, check_positive_int
 
 
@@ -32,8 +33,27 @@ def relative_position_buckets(num_buckets, max_distance, bidirectional):
     return np.where(distance < max_exact, distance, large).astype("int32")
 
 
+def _is_sequence(length):
+    """Whether a length argument is a sequence tensor `(B, L, ...)`."""
+    return len(getattr(length, "shape", ())) >= 2
+
+
+def _length(length):
+    """An int, a scalar tensor, or the length (axis 1) of a sequence."""
+    return ops.shape(length)[1] if _is_sequence(length) else length
+
+
+def _static_length(length):
+    """The static value of a length argument, or None."""
+    if _is_sequence(length):
+        return length.shape[1]
+    if isinstance(length, int) and not isinstance(length, bool):
+        return length
+    return None
+
+
 @keras.saving.register_keras_serializable(package="keras_attention")
-class RelativePositionBias(keras.layers.Layer):
+class RelativePositionBias(QuantizableSublayers, keras.layers.Layer):
     """A learned bias per head and bucketed query-key distance (T5).
 
     For query position `i` (`query_offset + i`) and key position `j`, the
@@ -58,7 +78,8 @@ class RelativePositionBias(keras.layers.Layer):
 
     The table is an `Embedding` sublayer named `"relative_attention_bias"`
     (`(num_buckets, num_heads)`, T5's layout, so a checkpoint's weight copies
-    as is; `quantize("int8")` reaches it).
+    as is; `quantize("int8")`, on the layer or the model, reaches it, and a
+    quantized layer round-trips through `.keras`).
 
     Shapes: call(query_length=T, key_length=S, query_offset=0) -> `(1, H,
     T, S)` in the compute dtype; a decode step over a cache passes
@@ -77,11 +98,14 @@ class RelativePositionBias(keras.layers.Layer):
             for causal decoder self-attention (keys after the query all
             share bucket 0).
         embeddings_initializer: initializer of the table.
+        quantized_sublayers: written by `get_config`; leave it None.
         **kwargs: `keras.layers.Layer` arguments.
 
-    Call arguments:
-        query_length: int or scalar int tensor `T` (keyword).
-        key_length: int or scalar int tensor `S` (keyword).
+    Call arguments (keywords):
+        query_length: `T`: an int, a scalar int tensor, or a sequence
+            tensor `(B, T, ...)` whose length it is (in a functional model,
+            where lengths are known only when it runs, pass the sequence).
+        key_length: `S`, in the same forms.
         query_offset: int or scalar int tensor (default 0): the position of
             the first query (`cache_update_index` in a decode step).
 
@@ -149,7 +173,9 @@ class RelativePositionBias(keras.layers.Layer):
         return self.relative_attention_bias.embeddings
 
     def relative_buckets(self, query_length, key_length, query_offset=0):
-        """The bucket of every (query, key) pair: int32 `(T, S)`."""
+        """The bucket of every (query, key) pair: int32 `(T, S)` (arguments
+        as in `call`)."""
+        query_length, key_length = _length(query_length), _length(key_length)
         query_positions = ops.arange(query_length, dtype="int32")[:, None]
         query_positions = query_positions + ops.cast(query_offset, "int32")
         key_positions = ops.arange(key_length, dtype="int32")[None, :]
@@ -170,11 +196,9 @@ class RelativePositionBias(keras.layers.Layer):
         return ops.transpose(values, (2, 0, 1))[None]
 
     def compute_output_spec(self, query_length, key_length, query_offset=0):
-        def static(length):
-            return length if isinstance(length, int) else None
-
         return keras.KerasTensor(
-            (1, self.num_heads, static(query_length), static(key_length)),
+            (1, self.num_heads, _static_length(query_length),
+             _static_length(key_length)),
             dtype=self.compute_dtype,
         )
 
