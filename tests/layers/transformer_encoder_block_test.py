@@ -78,3 +78,32 @@ def test_invalid_args():
         TransformerEncoderBlock(8, 4, num_key_value_heads=3)
     with pytest.raises(ValueError, match=r"divisible by `num_heads`.*Received: dim=7, num_heads=2"):
         TransformerEncoderBlock(8, 2)(np.ones((1, 3, 7), "float32"))
+
+
+def test_self_attention_bias_reaches_the_attention(rng, tmp_path):
+    """`self_attention_bias` is the attention's `attention_bias`: the block
+    follows the pre-norm equation with the biased attention, a zero bias
+    changes nothing, and the option passes every layer check."""
+    block = TransformerEncoderBlock(16, 2)
+    x = rng.normal(size=(2, 5, 8)).astype("float32")
+    bias = 2 * rng.normal(size=(1, 2, 5, 5)).astype("float32")
+    y = np.asarray(block(x, self_attention_bias=bias))
+    normed = np.asarray(block.self_attention_norm(x))
+    h = x + np.asarray(block.self_attention(normed, normed, attention_bias=bias))
+    expected = h + np.asarray(block.feed_forward(np.asarray(block.feed_forward_norm(h))))
+    np.testing.assert_allclose(y, expected, atol=1e-5)
+    assert not np.allclose(y, np.asarray(block(x)), atol=1e-3)
+    np.testing.assert_allclose(
+        np.asarray(block(x, self_attention_bias=np.zeros((5, 5), "float32"))),
+        np.asarray(block(x)), atol=1e-6,
+    )
+    run_layer_test(
+        TransformerEncoderBlock,
+        {"num_heads": 2, "intermediate_dim": 16},
+        {"x": x},
+        call_kwargs={"self_attention_bias": bias},
+        expected_output_shape=(2, 5, 8),
+        expected_scores_shape=(2, 2, 5, 5),
+        tmp_dir=tmp_path,
+        position_wise=True,
+    )
