@@ -92,7 +92,8 @@ def choose_implementation(
         key_length: static `S`, or None when unknown.
         scores_requested: the call returns the attention weights.
         dropout_active: dropout on the weights is active in this call.
-        score_is_scaled_dot: the layer's logits are `(q / sqrt(d)) . k`.
+        score_is_scaled_dot: the layer's logits are `(q * scale) . k`
+            (`scale` 1 / sqrt(d) unless the layer is given another).
         query_block_size: the layer's `query_block_size` ("auto", None or an
             int): under "auto", whether and when to block.
         biased: the call adds a float `attention_bias` to the logits.

@@ -342,7 +342,7 @@ class BaseAttention(keras.layers.Layer):
         return bool(training) and self._seed_generator is not None
 
     def _scores_are_scaled_dot_products(self):
-        """Whether the logits are `(q / sqrt(d)) . k` (the fused kernels'
+        """Whether the logits are `(q * scale) . k` (the fused kernels'
         score); the default is False."""
         return False
 

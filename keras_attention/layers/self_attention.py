@@ -29,7 +29,7 @@ class SelfAttention(MultiHeadAttention):
     `key_dim = d`) with one of:
 
     ```
-    scaled_dot: e_ij = (q_i / sqrt(d)) . k_j
+    scaled_dot: e_ij = (q_i * scale) . k_j               scale: 1 / sqrt(d) unless given
     dot:        e_ij = q_i . k_j
     general:    e_ij = q_i . (W_h k_j)                   W_h: (d, d)
     additive:   e_ij = v_h . tanh(q_i + k_j)             v_h: (d,)
