@@ -275,12 +275,14 @@ def _no_repeat_ngram(scores, index, full, n):
     if windows <= 0:
         return scores
     length = index + 1
-    # The last n - 1 tokens, the prefix a window must start with.
-    match = ops.arange(windows)[None, :] <= length - n
+    banned_token = full[:, n - 1:n - 1 + windows]
+    # Windows that end before the next token and start with the last n - 1
+    # tokens ban their own last token.
+    match = ops.logical_and(ops.arange(windows)[None, :] <= length - n,
+                            ops.ones_like(banned_token, dtype="bool"))
     for k in range(n - 1):
         prefix_k = ops.take(full, ops.maximum(length - (n - 1) + k, 0), axis=1)
         match = ops.logical_and(match, full[:, k:k + windows] == prefix_k[:, None])
-    banned_token = full[:, n - 1:n - 1 + windows]
     row_ids = ops.arange(rows, dtype="int32")[:, None] * vocab_size
     segments = ops.reshape(row_ids + ops.minimum(banned_token, vocab_size - 1), (-1,))
     hits = ops.segment_max(
