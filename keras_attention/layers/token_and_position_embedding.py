@@ -5,6 +5,7 @@ import math
 import keras
 from keras import ops
 
+from keras_attention.layers.output_specs import traced_output_spec
 from keras_attention.layers.quantization import QuantizableSublayers
 from keras_attention.validation import (
     check_choice,
@@ -268,6 +269,12 @@ class TokenAndPositionEmbedding(QuantizableSublayers, keras.layers.Layer):
         elif self.position_encoding is not None:
             x = x + self.position_encoding(x, start_index=start_index, positions=positions)
         return x
+
+    def compute_output_shape(self, token_ids_shape):
+        return tuple(token_ids_shape) + (self.dim,)
+
+    def compute_output_spec(self, token_ids, **kwargs):
+        return traced_output_spec(self, token_ids, **kwargs)
 
     def compute_mask(self, token_ids, mask=None):
         return ops.not_equal(token_ids, self.pad_token_id)

@@ -5,6 +5,7 @@ import keras
 from keras_attention.layers.attention_implementations import IMPLEMENTATIONS
 from keras_attention.layers.feed_forward import FeedForward, residual
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
+from keras_attention.layers.output_specs import traced_output_spec
 from keras_attention.layers.quantization import QuantizableSublayers
 from keras_attention.validation import (
     check_bool,
@@ -221,6 +222,10 @@ class TransformerBlock(QuantizableSublayers, keras.layers.Layer):
                 "`x` must have shape (batch, seq_len, dim). "
                 f"Received: x.shape={x_shape}"
             )
+
+    def compute_output_spec(self, *args, **kwargs):
+        # Traced: the outputs depend on `return_attention_scores`.
+        return traced_output_spec(self, *args, **kwargs)
 
     def compute_mask(self, x, previous_mask=None):
         return previous_mask
