@@ -130,6 +130,11 @@ class MultiHeadAttention(AttentionLayer):
                 "`flash_attention` must be None, True or False. "
                 f"Received: flash_attention={flash_attention!r}"
             )
+        if flash_attention and dropout > 0:
+            raise ValueError(
+                "Dropout is not supported when flash attention is enabled. "
+                f"Received: dropout={dropout}, flash_attention=True"
+            )
         if flash_attention is not None:
             implementation = FLASH_IMPLEMENTATIONS[flash_attention]
             given = kwargs.pop("implementation", implementation)
@@ -171,6 +176,7 @@ class MultiHeadAttention(AttentionLayer):
     _output_dense = property(lambda self: self.output_dense)
     _gate_dense = property(lambda self: self.gate_dense)
     _sliding_window = property(lambda self: self.sliding_window)
+    _flash_attention = property(lambda self: self.flash_attention)
 
     def build(self, query_shape, value_shape, key_shape=None):
         check_key_and_value_shapes(value_shape, key_shape)
@@ -189,6 +195,12 @@ class MultiHeadAttention(AttentionLayer):
         training=None,
         use_causal_mask=False,
     ):
+        if self.flash_attention and return_attention_scores:
+            raise ValueError(
+                "Returning attention scores is not supported when flash "
+                "attention is enabled. Please disable flash attention to access"
+                " attention scores. Received: return_attention_scores=True"
+            )
         attention_mask = as_boolean_mask(attention_mask)
         if attention_mask is not None and len(attention_mask.shape) == 4:
             if attention_mask.shape[1] != 1:
