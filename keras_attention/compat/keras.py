@@ -8,12 +8,14 @@ blocked kernels, grouped-query heads through `num_key_value_heads=`).
 """
 
 import keras
+import numpy as np
 from keras import ops
 
 from keras_attention import masks
 from keras_attention.layers.multi_head_attention import (
     MultiHeadAttention as AttentionLayer,
 )
+from keras_attention.validation import concrete_values
 
 FLASH_IMPLEMENTATIONS = {None: "auto", True: "fused", False: "exact"}
 
@@ -52,13 +54,26 @@ def check_key_and_value_shapes(value_shape, key_shape):
         )
 
 
-def as_boolean_mask(mask):
-    """A Keras mask (boolean, or numbers where nonzero means "may attend")
-    as a boolean tensor; None stays None."""
+def as_boolean_mask(mask, name="attention_mask"):
+    """A Keras mask as a boolean tensor (None stays None): boolean, integer
+    0 / 1, or float 0 / 1 as Keras reads it (`mask > 0.5`). A float mask
+    whose values are known must hold only 0 and 1: an additive mask (0 /
+    -1e9) would be misread, so it raises a ValueError naming `name`."""
     if mask is None:
         return None
+    values = concrete_values(mask)
     mask = ops.convert_to_tensor(mask)
-    return mask if mask.dtype == "bool" else ops.not_equal(mask, 0)
+    dtype = keras.backend.standardize_dtype(mask.dtype)
+    if dtype == "bool":
+        return mask
+    if "float" in dtype and values is not None and not np.isin(values, (0, 1)).all():
+        raise ValueError(
+            f"`{name}`: a float mask must hold 0 (masked) and 1 (may attend), "
+            "as Keras reads it; an additive mask (0 / -1e9) would be misread: "
+            f"pass `{name}=mask == 0` for one. Received: {name} with values "
+            f"{np.unique(values)[:4].tolist()}"
+        )
+    return ops.greater(mask, 0.5) if "float" in dtype else ops.not_equal(mask, 0)
 
 
 @keras.saving.register_keras_serializable(package="keras_attention.compat.keras")
@@ -69,7 +84,8 @@ class MultiHeadAttention(AttentionLayer):
     Shapes: `query` `(B, T, Dq)`, `value` `(B, S, Dv)`, `key` `(B, S, Dk)` ->
     `(B, T) + output_shape` (default `(Dq,)`); scores `(B, H, T, S)`.
 
-    Masks may be boolean or numbers (nonzero = may attend), as in Keras.
+    Masks may be boolean, or 0 / 1 numbers as in Keras (a float mask with
+    other values, such as an additive 0 / -1e9 one, raises a ValueError).
     Differences kept on purpose: attention over the sequence axis only
     (`attention_axes` None or 1), and a query row whose keys are all masked
     outputs the output bias (Keras' layer averages all the values there).
@@ -223,9 +239,9 @@ class MultiHeadAttention(AttentionLayer):
             query,
             value,
             key,
-            query_mask=as_boolean_mask(query_mask),
-            value_mask=as_boolean_mask(value_mask),
-            key_mask=as_boolean_mask(key_mask),
+            query_mask=as_boolean_mask(query_mask, "query_mask"),
+            value_mask=as_boolean_mask(value_mask, "value_mask"),
+            key_mask=as_boolean_mask(key_mask, "key_mask"),
             attention_mask=attention_mask,
             return_attention_scores=return_attention_scores,
             training=training,

@@ -110,8 +110,8 @@ class TransformerEncoder(TransformerEncoderBlock):
     ):
         return super().call(
             inputs,
-            mask=as_boolean_mask(mask),
-            x_mask=as_boolean_mask(padding_mask),
+            mask=as_boolean_mask(mask, "mask"),
+            x_mask=as_boolean_mask(padding_mask, "padding_mask"),
             attention_mask=as_boolean_mask(attention_mask),
             return_attention_scores=return_attention_scores,
             training=training,
@@ -241,8 +241,8 @@ class TransformerDecoder(TransformerDecoderBlock):
             )
         if encoder_padding_mask is None:
             encoder_padding_mask = encoder_sequence_mask
-        padding = as_boolean_mask(decoder_padding_mask)
-        memory_padding = as_boolean_mask(encoder_padding_mask)
+        padding = as_boolean_mask(decoder_padding_mask, "decoder_padding_mask")
+        memory_padding = as_boolean_mask(encoder_padding_mask, "encoder_padding_mask")
         if self_attention_cache is None and cross_attention_cache is None:
             for name, value in (
                 ("self_attention_cache_update_index", self_attention_cache_update_index),
@@ -258,8 +258,12 @@ class TransformerDecoder(TransformerDecoderBlock):
                 encoder_sequence,
                 x_mask=padding,
                 memory_mask=memory_padding,
-                attention_mask=as_boolean_mask(decoder_attention_mask),
-                memory_attention_mask=as_boolean_mask(encoder_attention_mask),
+                attention_mask=as_boolean_mask(
+                    decoder_attention_mask, "decoder_attention_mask"
+                ),
+                memory_attention_mask=as_boolean_mask(
+                    encoder_attention_mask, "encoder_attention_mask"
+                ),
                 use_causal_mask=use_causal_mask,
                 training=training,
             )
