@@ -27,9 +27,11 @@ test: install
 # skip there, and `slow_on(...)` tests skip on the backends they name (the
 # markers carry the reasons; tests/conftest.py).
 BACKEND_TESTS := tests/layers tests/models tests/decoding tests/light_core_test.py
+# keras-hub's and Keras' own layer tests on the compat classes: TensorFlow and JAX.
+COMPAT_TESTS := tests/compat
 
 test-jax: install
-	KERAS_BACKEND=jax $(BIN)/python -m pytest $(BACKEND_TESTS) -n 2 --dist loadfile -q
+	KERAS_BACKEND=jax $(BIN)/python -m pytest $(BACKEND_TESTS) $(COMPAT_TESTS) -n 2 --dist loadfile -q
 
 # On torch the tests run eagerly: the harness has no torch compiler
 # (`torch.compile` would build C++ kernels at test time), `fit` runs with

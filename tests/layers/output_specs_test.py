@@ -33,6 +33,12 @@ CASES = {
                       (X, MEMORY), {"return_attention_scores": True}),
     "decoder_only_block": (lambda **kw: layers.TransformerDecoderBlock(16, 2, **kw), (X,),
                            {"return_attention_scores": True}),
+    "attention_rnn_decoder": (
+        lambda **kw: layers.AttentionRNNDecoder(6, layers.BahdanauAttention(4), **kw),
+        (X, MEMORY), {"return_attention_scores": True},
+    ),
+    "memory_hop": (lambda **kw: layers.MemoryHop(**kw), ((2, 8), MEMORY, MEMORY),
+                   {"return_attention_scores": True}),
     "universal_transformer": (
         lambda **kw: layers.UniversalTransformerEncoder(16, 2, max_steps=2, **kw), (X,),
         {"return_attention_scores": True},
@@ -78,6 +84,16 @@ def test_token_and_position_embedding_shape_and_spec():
     outputs = layer(np.array([[1, 2, 0], [3, 0, 0]]))
     spec = layer.compute_output_spec(keras.KerasTensor((2, 3), dtype="int32"))
     assert (spec.shape, spec.dtype) == (tuple(outputs.shape), "float16") == ((2, 3, 4), "float16")
+
+
+def test_memory_encoding_shape_and_spec():
+    layer = layers.MemoryEncoding(10, 4, dtype="mixed_float16")
+    assert layer.compute_output_shape((2, 3, 5)) == (2, 3, 4)
+    assert layer.compute_output_shape((2, 5)) == (2, 4)
+    outputs = layer(np.ones((2, 3, 5), "int32"))
+    spec = layer.compute_output_spec(keras.KerasTensor((2, 3, 5), dtype="int32"))
+    assert (spec.shape, spec.dtype) == (tuple(outputs.shape), dtype_of(outputs))
+    assert spec.dtype == "float16"
 
 
 def test_traced_output_spec_casts_only_floating_inputs():
