@@ -26,7 +26,7 @@ demo: install
 WORKERS ?= 2
 PYTEST := $(BIN)/python -m pytest -n $(WORKERS) --dist loadfile --no-loadscope-reorder -q
 
-test: install
+test: install-extras
 	$(PYTEST)
 
 # The backend-neutral tests on JAX and torch (README: Backends): layers and
@@ -36,9 +36,11 @@ test: install
 # imports the package under JAX and torch in fresh interpreters whatever the
 # backend of the run, so `make test` covers it.
 BACKEND_TESTS := tests/layers tests/models tests/decoding
+# keras-hub's and Keras' own layer tests on the compat classes: TensorFlow and JAX.
+COMPAT_TESTS := tests/compat
 
 test-jax: install
-	KERAS_BACKEND=jax $(PYTEST) $(BACKEND_TESTS)
+	KERAS_BACKEND=jax $(PYTEST) $(BACKEND_TESTS) $(COMPAT_TESTS)
 
 # On torch the tests run eagerly: the harness has no torch compiler
 # (`torch.compile` would build C++ kernels at test time), `fit` runs with

@@ -12,6 +12,7 @@ from keras_attention.layers.cache_contract import (
     warn_deprecated,
 )
 from keras_attention.layers.luong_attention import LuongAttention
+from keras_attention.layers.output_specs import traced_output_spec
 from keras_attention.layers.quantization import QuantizableSublayers
 from keras_attention.validation import (
     check_bool,
@@ -359,6 +360,13 @@ class AttentionRNNDecoder(QuantizableSublayers, keras.layers.Layer):
         if return_attention_scores:
             return outputs, alignments
         return outputs
+
+    def compute_output_shape(self, inputs_shape, memory_shape):
+        return tuple(inputs_shape[:-1]) + (self.units,)
+
+    def compute_output_spec(self, *args, **kwargs):
+        # Traced: the outputs depend on `return_attention_scores`.
+        return traced_output_spec(self, *args, **kwargs)
 
     def _start_state(self, batch_size, initial_state):
         """The state before step 0: the given cell state(s), `a_0 = 0`."""

@@ -12,6 +12,7 @@ from keras import ops
 
 from keras_attention import masks
 from keras_attention.layers import attention_implementations as implementations
+from keras_attention.layers.output_specs import traced_output_spec
 from keras_attention.validation import (
     check_choice,
     check_non_negative_int,
@@ -271,6 +272,17 @@ class BaseAttention(keras.layers.Layer):
             query_length=_static(query.shape[1]),
             key_length=_static(key.shape[1]),
         )
+
+    def compute_output_shape(self, query_shape, value_shape, key_shape=None):
+        """`(B, T, Dv)`: one row per query, of the values' size (a layer with
+        an output projection overrides it)."""
+        key_shape = value_shape if key_shape is None else key_shape
+        self._check_shapes(query_shape, value_shape, key_shape)
+        return tuple(query_shape[:-1]) + (value_shape[-1],)
+
+    def compute_output_spec(self, query, value, key=None, **kwargs):
+        # Traced: the scores' shape and dtype depend on the call's arguments.
+        return traced_output_spec(self, query, value, key, **kwargs)
 
     def _as_float(self, x):
         """`x` as a tensor; integer or boolean inputs in the compute dtype.

@@ -167,6 +167,9 @@ class FeedForward(QuantizableSublayers, keras.layers.Layer):
         hidden = self.hidden_dropout(hidden, training=training)
         return self.projection(hidden)
 
+    def compute_output_shape(self, inputs_shape):
+        return tuple(inputs_shape)
+
     def get_config(self):
         config = super().get_config()
         config.update(

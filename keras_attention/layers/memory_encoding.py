@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_attention.layers.output_specs import traced_output_spec
 from keras_attention.layers.quantization import QuantizableSublayers
 from keras_attention.layers.sentence_encoding import SentenceEncoding
 from keras_attention.validation import check_bool, check_positive_int, check_rate
@@ -151,6 +152,12 @@ class MemoryEncoding(QuantizableSublayers, SentenceEncoding):
         recency = self._recency(memory_mask, training)
         temporal = self.temporal_embedding(recency)
         return sentences + temporal * ops.cast(memory_mask[..., None], self.compute_dtype)
+
+    def compute_output_shape(self, token_ids_shape):
+        return tuple(token_ids_shape[:-1]) + (self.dim,)
+
+    def compute_output_spec(self, token_ids, **kwargs):
+        return traced_output_spec(self, token_ids, **kwargs)
 
     def _word_weights(self, word_mask):
         """`l_kj` for each word `(..., J, dim)` (`sum_words` drops the

@@ -72,6 +72,9 @@ class MemoryHop(NotQuantizable, keras.layers.Layer):
             return state + read, weights
         return state + read
 
+    def compute_output_shape(self, state_shape, values_shape, keys_shape):
+        return tuple(state_shape)
+
     def compute_output_spec(self, state, values, keys, return_attention_scores=False,
                             mask=None):
         new_state = keras.KerasTensor(state.shape, dtype=self.compute_dtype)

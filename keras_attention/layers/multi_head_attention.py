@@ -640,6 +640,12 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
                 f"{expected} (None: any). Received: {name} shapes {received}"
             )
 
+    def compute_output_shape(self, query_shape, value_shape, key_shape=None):
+        """`(B, T) + output_shape` (default `(Dq,)`)."""
+        super().compute_output_shape(query_shape, value_shape, key_shape)
+        output_shape = self._output_shape or (self.output_dim or query_shape[-1],)
+        return tuple(query_shape[:-1]) + tuple(output_shape)
+
     def call_cached(
         self,
         inputs,

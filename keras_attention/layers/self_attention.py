@@ -9,6 +9,7 @@ from keras_attention.layers.multi_head_attention import (
     MultiHeadAttention,
     grouped_dot_products,
 )
+from keras_attention.layers.output_specs import traced_output_spec
 from keras_attention.validation import (
     check_bool,
     check_choice,
@@ -244,6 +245,12 @@ class SelfAttention(MultiHeadAttention):
         if self.window is None:
             return band
         return masks.merge_masks(band, self._window_mask(query_length, key_length, offset))
+
+    def compute_output_shape(self, x_shape):
+        return super().compute_output_shape(x_shape, x_shape)
+
+    def compute_output_spec(self, x, **kwargs):
+        return traced_output_spec(self, x, **kwargs)
 
     def get_config(self):
         config = super().get_config()

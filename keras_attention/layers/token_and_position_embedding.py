@@ -5,6 +5,7 @@ import math
 import keras
 from keras import ops
 
+from keras_attention.layers.output_specs import traced_output_spec
 from keras_attention.layers.quantization import QuantizableSublayers
 from keras_attention.validation import (
     check_bool,
@@ -331,6 +332,12 @@ class TokenAndPositionEmbedding(QuantizableSublayers, keras.layers.Layer):
         """The tied output logits `hidden @ embeddings^T`: `(B, T, dim) ->
         (B, T, vocab_size)`, in the compute dtype."""
         return self.token_embedding(hidden, reverse=True)
+
+    def compute_output_shape(self, token_ids_shape):
+        return tuple(token_ids_shape) + (self.dim,)
+
+    def compute_output_spec(self, token_ids, **kwargs):
+        return traced_output_spec(self, token_ids, **kwargs)
 
     def compute_mask(self, token_ids, mask=None):
         return ops.not_equal(token_ids, self.pad_token_id)

@@ -12,6 +12,7 @@ from keras_attention.layers.feed_forward import (
     serialize_activation,
 )
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
+from keras_attention.layers.output_specs import traced_output_spec
 from keras_attention.layers.quantization import QuantizableSublayers
 from keras_attention.validation import (
     check_bool,
@@ -274,6 +275,10 @@ class TransformerBlock(QuantizableSublayers, keras.layers.Layer):
                 "`x` must have shape (batch, seq_len, dim). "
                 f"Received: x.shape={x_shape}"
             )
+
+    def compute_output_spec(self, *args, **kwargs):
+        # Traced: the outputs depend on `return_attention_scores`.
+        return traced_output_spec(self, *args, **kwargs)
 
     def compute_mask(self, x, previous_mask=None):
         return previous_mask

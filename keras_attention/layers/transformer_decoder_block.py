@@ -182,6 +182,9 @@ class TransformerDecoderBlock(TransformerBlock):
             return y, self_scores, cross_scores
         return y
 
+    def compute_output_shape(self, x_shape, memory_shape=None):
+        return tuple(x_shape)
+
     # ------------------------------------------------------------ caching
     def init_cache(self, batch_size, max_length):
         """The step cache: zero self-attention keys and values, each

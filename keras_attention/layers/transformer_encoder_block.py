@@ -133,3 +133,6 @@ class TransformerEncoderBlock(TransformerBlock):
         )
         y = self._feed_forward_residual(h, training)
         return (y, scores) if return_attention_scores else y
+
+    def compute_output_shape(self, x_shape):
+        return tuple(x_shape)

@@ -5,6 +5,7 @@ import math
 import keras
 from keras import ops
 
+from keras_attention.layers.output_specs import traced_output_spec
 from keras_attention.layers.transformer_encoder_block import TransformerEncoderBlock
 from keras_attention.validation import (
     check_bool,
@@ -240,6 +241,14 @@ class UniversalTransformerEncoder(keras.layers.Layer):
             ponder = ops.sum(ponder_time) / ops.maximum(ops.sum(real), 1.0)
             self.add_loss(self.ponder_cost * ponder)
         return ops.cast(output, self.compute_dtype), scores, updates
+
+    def compute_output_shape(self, x_shape):
+        return tuple(x_shape)
+
+    def compute_output_spec(self, *args, **kwargs):
+        # Traced: the outputs depend on `return_attention_scores` and
+        # `return_halting`.
+        return traced_output_spec(self, *args, **kwargs)
 
     def compute_mask(self, x, previous_mask=None):
         return previous_mask

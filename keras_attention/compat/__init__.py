@@ -1,0 +1,12 @@
+"""Drop-in classes with other libraries' signatures, on keras_attention's layers.
+
+`keras_attention.compat.keras_hub`: keras-hub's modeling layers
+(`TransformerEncoder`, `TransformerDecoder`, `TokenAndPositionEmbedding`,
+`PositionEmbedding`, `SinePositionEncoding`, `CachedMultiHeadAttention`).
+`keras_attention.compat.keras`: Keras' `MultiHeadAttention`. See
+docs/migration.md.
+"""
+
+from keras_attention.compat import keras, keras_hub
+
+__all__ = ["keras", "keras_hub"]

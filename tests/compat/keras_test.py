@@ -1,0 +1,118 @@
+"""Keras' own `MultiHeadAttention` tests, run against
+`keras_attention.compat.keras.MultiHeadAttention`.
+
+The tests are Keras' installed test module
+(`keras/src/layers/attention/multi_head_attention_test.py`, Keras 3.15,
+Apache-2.0), run unchanged: their `layers.MultiHeadAttention` is switched to
+ours for each test, nothing else. A test that reads Keras' private
+attributes, or that tests a difference we keep on purpose, is skipped,
+naming its reason (`SKIPS`).
+"""
+
+import types
+
+import keras
+import numpy as np
+import pytest
+
+upstream = pytest.importorskip("keras.src.layers.attention.multi_head_attention_test")
+
+from keras_attention.compat.keras import MultiHeadAttention  # noqa: E402
+from tests.test_case import to_numpy  # noqa: E402
+
+PRIVATE = "reads Keras' private attributes ({})"
+AXES = ("a difference kept: attention over the sequence axis of (batch, seq, dim) "
+        "inputs only (`attention_axes` beyond it, higher-rank inputs)")
+PER_HEAD = ("a difference kept: one attention mask for every head, (B, T, S) or "
+            "(B, 1, T, S); a (B, H, T, S) mask is refused")
+SKIPS = {
+    "test_attention_axes_negative_indexing": AXES,
+    "test_causal_only_masks_non_4d_inputs": AXES,
+    "test_compute_output_shape_different_qv_last_dims": AXES + ": its inputs are rank 5",
+    "test_compute_output_shape_high_dim": AXES,
+    "test_high_dim_attention": AXES,
+    "test_shape_mismatch_error_key_value_dim_mismatch_high_dim": AXES,
+    "test_causal_only_skipped_for_subclass": PRIVATE.format(
+        "`_compute_attention`'s fast-path flags"),
+    "test_compute_attention_combines_causal_and_explicit_mask": PRIVATE.format(
+        "`_compute_attention`"),
+    "test_masking_with_different_shapes": PER_HEAD,
+}
+
+
+KERAS_LAYERS = upstream.layers
+
+
+class _SwitchedLayers(types.ModuleType):
+    """`keras.src.layers` with `MultiHeadAttention` switched to ours."""
+
+    MultiHeadAttention = MultiHeadAttention
+
+    def __getattr__(self, name):
+        return getattr(KERAS_LAYERS, name)
+
+
+SWITCHED = _SwitchedLayers("layers")
+
+
+class KerasMultiHeadAttentionTest(upstream.MultiHeadAttentionTest):
+    def setUp(self):
+        super().setUp()
+        upstream.layers = SWITCHED
+        self.addCleanup(setattr, upstream, "layers", KERAS_LAYERS)
+        reason = next((r for name, r in SKIPS.items()
+                       if self._testMethodName.startswith(name)), None)
+        if reason:
+            pytest.skip(reason)
+
+
+def test_the_switch_reaches_the_upstream_tests():
+    test = KerasMultiHeadAttentionTest("test_basics")
+    test.setUp()
+    try:
+        assert upstream.layers.MultiHeadAttention is MultiHeadAttention
+        assert upstream.layers.Dense is keras.layers.Dense
+    finally:
+        test.doCleanups()
+    assert upstream.layers is KERAS_LAYERS
+
+
+def test_keras_weights_give_keras_outputs_with_any_mask_form(rng):
+    query = rng.normal(size=(2, 4, 16)).astype("float32")
+    value = rng.normal(size=(2, 6, 16)).astype("float32")
+    theirs = keras.layers.MultiHeadAttention(2, 8, None, 0.0, True, (12,))
+    ours = MultiHeadAttention(2, 8, None, 0.0, True, (12,))  # Keras' positional order
+    theirs(query, value), ours(query, value)
+    ours.set_weights(theirs.get_weights())
+    bool_mask = rng.random((2, 4, 6)) < 0.7
+    bool_mask[..., 0] = True  # no fully masked row: there we differ on purpose
+    for mask in (None, bool_mask, bool_mask.astype("int32"), bool_mask.astype("float32")):
+        ours_out = ours(query, value, attention_mask=mask, return_attention_scores=True)
+        theirs_out = theirs(query, value, attention_mask=mask, return_attention_scores=True)
+        for a, b in zip(ours_out, theirs_out):
+            np.testing.assert_allclose(to_numpy(a), to_numpy(b), atol=1e-5)
+    causal = dict(use_causal_mask=True)  # Keras' top-left causal mask, T != S
+    np.testing.assert_allclose(to_numpy(ours(query, value, **causal)),
+                               to_numpy(theirs(query, value, **causal)), atol=1e-5)
+
+
+def test_an_additive_float_mask_is_refused_not_misread():
+    layer = MultiHeadAttention(2, 4)
+    x = np.ones((1, 3, 8), "float32")
+    additive = np.where(np.tril(np.ones((3, 3))) > 0, 0.0, -1e9).astype("float32")
+    with pytest.raises(ValueError, match=r"`attention_mask`: a float mask must hold 0.*"
+                                         r"Received: attention_mask with values"):
+        layer(x, x, attention_mask=additive)
+
+
+def test_keras_arguments_and_config_round_trip():
+    layer = MultiHeadAttention(4, 8, flash_attention=False, num_key_value_heads=2)
+    config = layer.get_config()
+    assert config["flash_attention"] is False and "implementation" not in config
+    assert layer.implementation == "exact" and layer.num_key_value_heads == 2
+    assert MultiHeadAttention.from_config(config).get_config() == config
+    with pytest.raises(ValueError, match=r"Received: dropout=0.1, flash_attention=True"):
+        MultiHeadAttention(2, 4, dropout=0.1, flash_attention=True)
+    with pytest.raises(ValueError, match=r"Received: flash_attention=True, "
+                                         r"implementation='exact'"):
+        MultiHeadAttention(2, 4, flash_attention=True, implementation="exact")
