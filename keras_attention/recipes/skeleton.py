@@ -17,6 +17,9 @@ what every recipe does around its own training and scoring.
 7. on the chief, saves the run (`runs.save_run_or_rescue`: a failure after
    training keeps the run in a rescue folder beside the output folder and
    says where), then writes the plots (`spec.finish`, `training.png`).
+
+The decoding settings are computed once, in step 5: the evaluation, the
+run folder and the plots all use that one dict.
 """
 
 import dataclasses
@@ -76,8 +79,8 @@ class RecipeSpec:
             this configuration trains (`registry.model_kind`).
         source_format: `source_format(config) -> str`, how one input line
             is made (`runs.check_source_format`).
-        finish: `finish(trained, data, config)`, plots written into the
-            saved run folder; `None`: only `training.png`.
+        finish: `finish(trained, data, config, decoding)`, plots written
+            into the saved run folder; `None`: only `training.png`.
     """
 
     name: str
@@ -148,7 +151,7 @@ def run_recipe(spec, config, *, callbacks=()):
         source_format=spec.source_format(config), extra=trained.extra,
         overwrite=config["overwrite"])
     if spec.finish is not None:
-        spec.finish(trained, data, config)
+        spec.finish(trained, data, config, decoding)
     if trained.history is not None:
         visualize.plot_history(trained.history, os.path.join(output_dir, "training.png"))
     print(f"Saved the model, tokenizers and plots in {output_dir}/")

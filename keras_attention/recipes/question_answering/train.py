@@ -559,7 +559,7 @@ def train(config, splits, strategy, execution, extra_callbacks):
     return skeleton.Trained(model, source_tokenizer, target_tokenizer, history)
 
 
-def plot_attention(trained, splits, config):
+def plot_attention(trained, splits, config, decoding):
     """The hops of a memory network or the halting of a Universal Transformer,
     as PNGs in the run folder."""
     test = splits[1]

@@ -261,17 +261,16 @@ def train(config, splits, strategy, execution, extra_callbacks):
     return skeleton.Trained(model, tokenizer, tokenizer, history)
 
 
-def plot_sample_attention(trained, splits, config):
-    """The copy attention of a summary of the first test document (one beam),
-    as a PNG; nothing for the extractive summarizer."""
+def plot_sample_attention(trained, splits, config, decoding):
+    """The copy attention of a summary of the first test document (`decoding`
+    with one beam), as a PNG; nothing for the extractive summarizer."""
     if config["summarizer"] == "extractive":
         return
     tokenizer = trained.source_tokenizer
     document = splits[2][0]["document"]
     source_ids = [int(t) for t in data.encode_sources(
         [document], tokenizer, config["max_source_length"])[0] if t != 0]
-    decoding = dict(decoding_settings(config, tokenizer), num_beams=1)
-    _, sample = summarize(trained.model, [document], tokenizer, decoding,
+    _, sample = summarize(trained.model, [document], tokenizer, dict(decoding, num_beams=1),
                           return_attention=True)
     target_ids = [int(t) for t in sample.token_ids[0] if t != 0]
     visualize.plot_attention(

@@ -255,13 +255,13 @@ def train(config, splits, strategy, execution, extra_callbacks):
     return skeleton.Trained(model, source_tokenizer, target_tokenizer, history)
 
 
-def plot_sample_attention(trained, splits, config):
-    """The attention of a greedy translation of the first test source, as a PNG."""
+def plot_sample_attention(trained, splits, config, decoding):
+    """The attention of a greedy translation (`decoding` otherwise) of the
+    first test source, as a PNG."""
     source_tokenizer, target_tokenizer = trained.source_tokenizer, trained.target_tokenizer
     sources = [s for s, _ in splits[2][:1]]
-    decoding = dict(decoding_settings(config, target_tokenizer), strategy="greedy")
-    _, sample = translate(trained.model, sources, source_tokenizer, target_tokenizer, decoding,
-                          return_attention=True)
+    _, sample = translate(trained.model, sources, source_tokenizer, target_tokenizer,
+                          dict(decoding, strategy="greedy"), return_attention=True)
     target_ids = [int(t) for t in sample.token_ids[0] if t != 0]
     source_ids = [int(t) for t in data.encode_sources(sources, source_tokenizer,
                                                       config["max_length"])[0] if t != 0]
