@@ -420,3 +420,14 @@ def test_family_options_rebuild_transformers_models(family):
     for row in range(2):
         upto = np.flatnonzero(ends[row])[0] + 1 if ends[row].any() else 5
         np.testing.assert_allclose(result.logits[row, :upto], full[row, :upto], atol=1e-4)
+
+
+def test_shared_tied_model_quantizes_to_int8():
+    model = family_model("marian")
+    inputs = {"encoder_token_ids": SOURCE, "decoder_token_ids": SOURCE[:, :4]}
+    before = np.asarray(model(inputs))
+    model.quantize("int8")
+    tables = {w.path: w.dtype for w in model.weights if "token_embedding" in w.path}
+    assert tables["source_embedding/token_embedding/embeddings"] == "int8"
+    np.testing.assert_allclose(np.asarray(model(inputs)), before, atol=0.05)
+    assert model.generate(SOURCE, 6).shape == (2, 6)
