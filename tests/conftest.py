@@ -24,11 +24,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 def _load_triton_before_tensorflow():
     """The tests comparing our layers with `transformers`' torch modules
     import torch models, which load triton's native library; loaded after
-    TensorFlow's, it crashes the process (a segmentation fault), loaded
-    before, both work. So it is loaded here, before Keras loads TensorFlow
-    (0.7 s), where it is installed."""
-    if os.environ["KERAS_BACKEND"] != "tensorflow":
-        return
+    TensorFlow's or JAX's, it crashes the process (a segmentation fault),
+    loaded before, all work. So it is loaded here, before Keras loads its
+    backend (0.7 s), where it is installed."""
     try:
         import triton._C.libtriton  # noqa: F401
     except ImportError:

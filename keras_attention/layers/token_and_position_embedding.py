@@ -235,6 +235,12 @@ class TokenAndPositionEmbedding(QuantizableSublayers, keras.layers.Layer):
             by `sqrt(dim)`.
         position_offset: int >= 0 (default 0), added to every position
             before it is encoded (BART's learned positions: 2).
+        token_embedding: optional Keras `ReversibleEmbedding` `(vocab_size,
+            dim)`, the token table of another `TokenAndPositionEmbedding`
+            to share (the source and target of `transformer_seq2seq(...,
+            share_embeddings=True)`); None (default) makes a new one. A
+            layer object, so not in the config: the model that shares a
+            table makes the sharing again when it is rebuilt.
         **kwargs: `keras.layers.Layer` arguments.
 
     Call arguments:
@@ -263,6 +269,7 @@ class TokenAndPositionEmbedding(QuantizableSublayers, keras.layers.Layer):
         pad_token_id=0,
         scale_embeddings=True,
         position_offset=0,
+        token_embedding=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -279,9 +286,19 @@ class TokenAndPositionEmbedding(QuantizableSublayers, keras.layers.Layer):
                 f"Received: max_length={max_length}"
             )
         self.supports_masking = True
-        self.token_embedding = keras.layers.ReversibleEmbedding(
-            vocab_size, dim, dtype=self.dtype_policy, name="token_embedding"
-        )
+        if token_embedding is None:
+            token_embedding = keras.layers.ReversibleEmbedding(
+                vocab_size, dim, dtype=self.dtype_policy, name="token_embedding"
+            )
+        elif not isinstance(token_embedding, keras.layers.ReversibleEmbedding) or (
+            (token_embedding.input_dim, token_embedding.output_dim) != (vocab_size, dim)
+        ):
+            raise ValueError(
+                "Argument `token_embedding` must be a Keras `ReversibleEmbedding` "
+                f"of `(vocab_size, dim)` = {(vocab_size, dim)}. "
+                f"Received: token_embedding={token_embedding!r}"
+            )
+        self.token_embedding = token_embedding
         # `logits(h)` runs it on masked states: the mask passes through.
         self.token_embedding.supports_masking = True
         self.position_encoding = None
@@ -297,7 +314,8 @@ class TokenAndPositionEmbedding(QuantizableSublayers, keras.layers.Layer):
             )
 
     def build(self, token_ids_shape):
-        self.token_embedding.build(token_ids_shape)
+        if not self.token_embedding.built:  # a shared table may be built
+            self.token_embedding.build(token_ids_shape)
         if self.position_encoding is not None:
             self.position_encoding.build(tuple(token_ids_shape) + (self.dim,))
         self.built = True

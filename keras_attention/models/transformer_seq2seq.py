@@ -167,14 +167,14 @@ class TransformerSeq2Seq(Seq2SeqModel):
             vocabulary_size, hidden_dim, embedding_position, max_length,
             pad_token_id, name="source_embedding", **embedding_args,
         )
+        # Shared: one token table (saved once, under the source); each side
+        # keeps its own positions.
         target_embedding = TokenAndPositionEmbedding(
             target_vocabulary_size, hidden_dim, embedding_position, max_length,
-            pad_token_id, name="target_embedding", **embedding_args,
+            pad_token_id, name="target_embedding",
+            token_embedding=source_embedding.token_embedding if share_embeddings else None,
+            **embedding_args,
         )
-        if share_embeddings:
-            # One token table (`source_embedding.token_embedding`); each side
-            # keeps its own positions. Saved once, under the source.
-            target_embedding.token_embedding = source_embedding.token_embedding
         source_embedding_norm = target_embedding_norm = None
         if embedding_norm:
             source_embedding_norm = make_norm(

@@ -90,18 +90,20 @@ def run_torch(module, *args, **kwargs):
 
 
 def bart_style_config(family, dim=16, heads=2, ffn=32, **kwargs):
-    """A one-layer `transformers` config of `family` ("bart", "mbart" or
-    "marian") without dropout and with the eager attention."""
+    """A `transformers` config of `family` ("bart", "mbart" or "marian"),
+    one layer unless `kwargs` say otherwise, without dropout and with the
+    eager attention."""
     import transformers
 
     config_class = {"bart": transformers.BartConfig, "mbart": transformers.MBartConfig,
                     "marian": transformers.MarianConfig}[family]
-    config = config_class(
+    arguments = dict(
         vocab_size=32, d_model=dim, encoder_layers=1, decoder_layers=1,
         encoder_attention_heads=heads, decoder_attention_heads=heads,
         encoder_ffn_dim=ffn, decoder_ffn_dim=ffn, dropout=0.0,
-        attention_dropout=0.0, activation_dropout=0.0, **kwargs,
+        attention_dropout=0.0, activation_dropout=0.0,
     )
+    config = config_class(**{**arguments, **kwargs})
     config._attn_implementation = "eager"
     return config
 

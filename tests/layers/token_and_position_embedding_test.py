@@ -226,3 +226,17 @@ def test_new_options_validate_and_serialize(tmp_path):
     position_3 = to_numpy(layer.position_encoding(np.zeros((1, 1, 4)), start_index=3))
     np.testing.assert_allclose(to_numpy(layer(ids))[0, 0], table[3] + position_3[0, 0],
                                atol=1e-5)
+
+
+def test_a_shared_token_table(rng):
+    source = TokenAndPositionEmbedding(12, 4, position="learned", max_length=8)
+    target = TokenAndPositionEmbedding(12, 4, position="learned", max_length=8,
+                                       token_embedding=source.token_embedding)
+    ids = np.array([[1, 2, 3]])
+    source(ids)
+    target(ids)
+    assert target.token_embedding is source.token_embedding
+    assert len(source.weights) == len(target.weights) == 2
+    assert "token_embedding" not in target.get_config()
+    with pytest.raises(ValueError, match=r"token_embedding.*\(12, 8\).*Received"):
+        TokenAndPositionEmbedding(12, 8, token_embedding=source.token_embedding)

@@ -325,3 +325,109 @@ def test_invalid_family_options():
         small_model(final_norm="yes")
     with pytest.raises(ValueError, match=r"Received: layer_norm_epsilon=-1"):
         small_model(layer_norm_epsilon=-1)
+
+
+# Marian: pad = decoder start = the last id, end = 0; BART: pad 1, start = end = 2
+# (and no embedding scale, `transformers`' default).
+SPECIAL_TOKENS = {
+    "marian": lambda vocab: dict(pad_token_id=vocab - 1, eos_token_id=0,
+                                 decoder_start_token_id=vocab - 1,
+                                 scale_embedding=True),  # as in the OPUS-MT configs
+    "bart": lambda vocab: dict(pad_token_id=1, eos_token_id=2, decoder_start_token_id=2),
+}
+
+
+def _transformers_model(family, vocab):
+    """A random two-layer `MarianMTModel` or `BartForConditionalGeneration`
+    (layer norms and `final_logits_bias` random too; Marian's sinusoidal
+    table kept)."""
+    import torch
+    import transformers
+
+    from tests.layers.hf_reference import bart_style_config
+
+    config = bart_style_config(
+        family, encoder_layers=2, decoder_layers=2, max_position_embeddings=32,
+        activation_function="swish" if family == "marian" else "gelu",
+        vocab_size=vocab, **SPECIAL_TOKENS[family](vocab),
+    )
+    model_class = {"marian": transformers.MarianMTModel,
+                   "bart": transformers.BartForConditionalGeneration}[family]
+    torch.manual_seed(0)
+    hf = model_class(config).eval()
+    generator = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for name, parameter in hf.named_parameters():
+            if "embed_positions" not in name or family != "marian":
+                parameter.copy_(0.5 * torch.randn(parameter.shape, generator=generator))
+        hf.final_logits_bias.copy_(torch.randn(hf.final_logits_bias.shape, generator=generator))
+    return hf
+
+
+@pytest.mark.parametrize("family", ["marian", "bart"])
+def test_family_options_rebuild_transformers_models(family):
+    """A whole Marian / BART model of `transformers` rebuilt on our blocks
+    with its weights copied: the same logits on padded inputs, in a full
+    pass and through cached generation (greedy tokens included)."""
+    import torch
+
+    from tests.layers.hf_reference import numpy_of, set_bart_layer, set_norm
+
+    vocab = 24
+    hf = _transformers_model(family, vocab)
+    options = dict(FAMILY_OPTIONS[family])
+    pad = hf.config.pad_token_id
+    if family == "bart":
+        options["scale_embeddings"] = False
+    # Our models need three different special ids and mask the pad id in the
+    # decoder too, where Marian starts the decoder with its pad id and BART
+    # with its end id: the decoder starts here with id 3 in both models (the
+    # `transformers` models give any start id no special treatment).
+    model = transformer_seq2seq(
+        vocab, num_layers=2, hidden_dim=16, num_heads=2, intermediate_dim=32, dropout=0.0,
+        max_length=32, pad_token_id=pad, start_token_id=3,
+        end_token_id=hf.config.eos_token_id, **options,
+    )
+    model.source_embedding.token_embedding.embeddings.assign(numpy_of(hf.model.shared.weight))
+    for ours, theirs in ((model.encoder_blocks, hf.model.encoder.layers),
+                         (model.decoder_blocks, hf.model.decoder.layers)):
+        for block, layer in zip(ours, theirs):
+            set_bart_layer(block, layer)
+    if family == "bart":
+        for side in ("encoder", "decoder"):
+            side_model = getattr(hf.model, side)
+            embedding = model.source_embedding if side == "encoder" else model.target_embedding
+            embedding.position_encoding.embedding.embeddings.assign(
+                numpy_of(side_model.embed_positions.weight))
+            norm = model.source_embedding_norm if side == "encoder" else model.target_embedding_norm
+            set_norm(norm, side_model.layernorm_embedding)
+    model.output_projection.bias.assign(numpy_of(hf.final_logits_bias)[0])
+
+    source = np.array([[5, 6, 7, 8, 9], [10, 11, 12, pad, pad]])
+    target = np.array([[model.start_token_id, 4, 5, 6], [model.start_token_id, 7, 8, 3]])
+    with torch.no_grad():
+        expected = hf(input_ids=torch.as_tensor(source),
+                      attention_mask=torch.as_tensor(source != pad),
+                      decoder_input_ids=torch.as_tensor(target)).logits.numpy()
+    logits = np.asarray(model({"encoder_token_ids": source, "decoder_token_ids": target}))
+    np.testing.assert_allclose(logits, expected, atol=1e-4)
+    result = model.generate(source, max_length=5, return_logits=True)
+    with torch.no_grad():
+        full = hf(input_ids=torch.as_tensor(source), attention_mask=torch.as_tensor(source != pad),
+                  decoder_input_ids=torch.as_tensor(np.concatenate(
+                      [target[:, :1], result.token_ids[:, :-1]], 1))).logits.numpy()
+    ends = (result.token_ids == model.end_token_id) | (result.token_ids == pad)
+    for row in range(2):
+        upto = np.flatnonzero(ends[row])[0] + 1 if ends[row].any() else 5
+        np.testing.assert_allclose(result.logits[row, :upto], full[row, :upto], atol=1e-4)
+
+
+def test_shared_tied_model_quantizes_to_int8():
+    model = family_model("marian")
+    inputs = {"encoder_token_ids": SOURCE, "decoder_token_ids": SOURCE[:, :4]}
+    before = np.asarray(model(inputs))
+    model.quantize("int8")
+    tables = {w.path: w.dtype for w in model.weights if "token_embedding" in w.path}
+    assert tables["source_embedding/token_embedding/embeddings"] == "int8"
+    np.testing.assert_allclose(np.asarray(model(inputs)), before, atol=0.05)
+    assert model.generate(SOURCE, 6).shape == (2, 6)
