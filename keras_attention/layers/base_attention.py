@@ -265,9 +265,11 @@ class BaseAttention(keras.layers.Layer):
                 "`SelfAttention` take one). Received: attention_bias=<tensor of "
                 f"shape {tuple(getattr(attention_bias, 'shape', ()))}>"
             )
+        # The batch size is left to broadcasting: torch traces a functional
+        # model with a made-up batch size where the input's is None.
         return implementations.check_attention_bias(
             attention_bias,
-            batch_size=_static(query.shape[0]),
+            batch_size=None,
             num_heads=self._attention_bias_heads,
             query_length=_static(query.shape[1]),
             key_length=_static(key.shape[1]),

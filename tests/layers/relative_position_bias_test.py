@@ -233,8 +233,10 @@ def test_quantized_table_gives_nearly_the_same_bias_and_saves(rng, tmp_path):
     np.testing.assert_array_equal(to_numpy(keras.models.load_model(path)(inputs)), quantized)
 
 
+@pytest.mark.parametrize("implementation", ["auto", "blocked", "fused"])
 @pytest.mark.parametrize("policy", sorted(PRECISION_TOLERANCE))
-def test_mixed_precision_attention_with_bias_is_finite_and_close(policy, rng):
+def test_mixed_precision_attention_with_bias_is_finite_and_close(policy, implementation,
+                                                                 rng):
     x = 3 * rng.normal(size=(2, 7, 8)).astype("float32")
     padding = np.arange(7)[None] < np.array([7, 3])[:, None]
     outputs = []
@@ -243,7 +245,8 @@ def test_mixed_precision_attention_with_bias_is_finite_and_close(policy, rng):
         bias_layer = RelativePositionBias(2, 8, 16, bidirectional=False,
                                           embeddings_initializer="random_normal",
                                           dtype=dtype)
-        attention = MultiHeadAttention(2, 4, scale=1.0, dtype=dtype)
+        attention = MultiHeadAttention(2, 4, scale=1.0, dtype=dtype, query_block_size=2,
+                                       implementation=implementation)
         bias = bias_layer(query_length=7, key_length=7)
         outputs.append(to_numpy(ops.cast(attention(
             x, x, query_mask=padding, value_mask=padding, use_causal_mask=True,

@@ -224,7 +224,7 @@ def test_bias_arguments_pass_every_layer_check(rng, tmp_path):
          "memory": rng.normal(size=(2, 6, 4)).astype("float32")},
         call_kwargs={
             "self_attention_bias": rng.normal(size=(1, 2, 5, 5)).astype("float32"),
-            "cross_attention_bias": rng.normal(size=(2, 1, 5, 6)).astype("float32"),
+            "cross_attention_bias": rng.normal(size=(1, 1, 5, 6)).astype("float32"),
         },
         expected_output_shape=(2, 5, 8),
         expected_scores_shape=[(2, 2, 5, 5), (2, 2, 5, 6)],
