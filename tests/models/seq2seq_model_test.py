@@ -448,8 +448,6 @@ def test_search_takes_the_rules_of_generate(unending_model):
 @pytest.mark.parametrize(
     "kwargs, pattern",
     [
-        ({"min_length": 4}, r"`min_length` must be smaller than `max_length` \(4\).*"
-                            r"Received: min_length=4"),
         ({"min_length": -1}, r"Received: min_length=-1"),
         ({"forced_bos_token_id": 24}, r"\[0, 24\).*Received: forced_bos_token_id=24"),
         ({"bad_words_ids": [[3, 30]]}, r"Received: bad_words_ids=\(\(3, 30\),\)"),
