@@ -465,6 +465,15 @@ def test_bad_generation_rules_are_refused_before_any_work(model, kwargs, pattern
     assert model.generate_trace_count() == traces
 
 
+def test_arguments_a_hf_beam_search_cannot_use_are_refused_before_any_work(model,
+                                                                           monkeypatch):
+    monkeypatch.setattr(model, "encode", _no_work)
+    with pytest.raises(ValueError, match=r"return_attention.*Received: return_attention=True"):
+        model.generate(SOURCE, 4, RULE_SAMPLERS["hf_beam"], return_attention=True)
+    with pytest.raises(ValueError, match=r"`rules`.*Received: rules=\{'min_length': 2\}"):
+        model.search(SOURCE, "greedy", 4, rules={"min_length": 2})
+
+
 def test_each_set_of_rules_compiles_once():
     keras.utils.set_random_seed(0)
     model = transformer_seq2seq(20, target_vocabulary_size=24, **SMALL)
