@@ -185,9 +185,13 @@ class GenerationRules:
         config["suppress_token_ids"] = sorted(set(self.suppress_token_ids) | set(token_ids))
         return GenerationRules.from_config(config)
 
-    def check(self, vocab_size, *, end_id, max_length):
+    def check(self, vocab_size, *, end_id, max_length=None):
         """Raises a ValueError naming the first setting that does not fit a
-        target vocabulary of `vocab_size` ids, its end token and `max_length`."""
+        target vocabulary of `vocab_size` ids and its end token.
+
+        (A `min_length` of `max_length` or more is allowed, as in
+        `transformers`: rows then end only where `forced_eos_token_id`
+        ends them.)"""
         ids = {
             "forced_bos_token_id": [self.forced_bos_token_id],
             "forced_eos_token_id": [self.forced_eos_token_id],
@@ -208,11 +212,6 @@ class GenerationRules:
                 f"Argument `suppress_token_ids` must not hold the end token id {end_id} (rows "
                 f"must be able to end). Received: suppress_token_ids="
                 f"{list(self.suppress_token_ids)!r}"
-            )
-        if self.min_length >= max_length and self.min_length > 0:
-            raise ValueError(
-                f"Argument `min_length` must be smaller than `max_length` ({max_length}), or "
-                f"no row could end. Received: min_length={self.min_length}"
             )
 
     def processor(self, *, start_id, end_id, max_length, vocab_size):

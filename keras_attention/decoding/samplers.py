@@ -85,6 +85,8 @@ class Sampler:
     num_return_sequences = 1
     #: Whether the search can return its step logits.
     returns_logits = True
+    #: Whether the search can return its cross-attention.
+    returns_attention = True
     #: Whether suppressed ids are banned on the log-probabilities (after the
     #: log-softmax, as `transformers` does) rather than on the logits.
     suppresses_log_probs = False
@@ -350,6 +352,7 @@ num_return_sequences=1, length_penalty_form='hf', early_stopping=True)
             )
         self.early_stopping = early_stopping
         self.suppresses_log_probs = hf
+        self.returns_attention = not hf
 
     def static_key(self):
         return (type(self).__name__, self.num_beams, self.num_return_sequences,

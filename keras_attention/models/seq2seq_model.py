@@ -252,7 +252,7 @@ class Seq2SeqModel(keras.Model):
         )
         suppressed = self._check_search_arguments(
             source, prompt, prompt_length, sampler, max_length, return_logits,
-            suppress_token_ids, rules, decoder_start_token_id,
+            suppress_token_ids, rules, decoder_start_token_id, return_attention,
         )
         function = self._generate_function(
             sampler, int(max_length), bool(return_logits), bool(return_attention),
@@ -301,7 +301,7 @@ class Seq2SeqModel(keras.Model):
 
     def _check_search_arguments(self, source, prompt, prompt_length, sampler, max_length,
                                 return_logits, suppress_token_ids, rules=None,
-                                decoder_start_token_id=None):
+                                decoder_start_token_id=None, return_attention=False):
         """Raises a ValueError naming the first argument `search` cannot use;
         returns the suppressed ids as a sorted tuple.
 
@@ -328,6 +328,11 @@ class Seq2SeqModel(keras.Model):
                 f"`return_logits` is not available with {type(sampler).__name__}. "
                 f"Received: return_logits=True, sampler={sampler!r}"
             )
+        if return_attention and not sampler.returns_attention:
+            raise ValueError(
+                f"`return_attention` is not available with {sampler!r}. "
+                "Received: return_attention=True"
+            )
         suppressed = check_suppress_token_ids(
             suppress_token_ids, self.target_vocabulary_size, end_id=self.end_token_id
         )
@@ -340,6 +345,11 @@ class Seq2SeqModel(keras.Model):
                 "Argument `decoder_start_token_id` must be None or a token id in [0, "
                 f"{self.target_vocabulary_size}) (the target vocabulary). "
                 f"Received: decoder_start_token_id={decoder_start_token_id!r}"
+            )
+        if rules is not None and not isinstance(rules, GenerationRules):
+            raise ValueError(
+                f"Argument `rules` must be None or a `decoding.GenerationRules`. "
+                f"Received: rules={rules!r}"
             )
         if rules is not None:
             rules.check(self.target_vocabulary_size, end_id=self.end_token_id,
@@ -379,7 +389,7 @@ class Seq2SeqModel(keras.Model):
         rules = rules if rules is not None else GenerationRules()
         suppressed = self._check_search_arguments(
             source_values, prompt_values, prompt_length, sampler, max_length, return_logits,
-            suppress_token_ids, rules, decoder_start_token_id,
+            suppress_token_ids, rules, decoder_start_token_id, return_attention,
         )
         result = self._search_with_values(
             encoder_token_ids, decoder_prompt, sampler, max_length, sampler.dynamic_values(),

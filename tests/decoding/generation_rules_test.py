@@ -129,7 +129,7 @@ def test_bad_settings_are_named(kwargs, name):
     ({"bad_words_ids": [[1, 40]]}, "bad_words_ids"),
     ({"suppress_token_ids": [END]}, "suppress_token_ids"),
     ({"begin_suppress_token_ids": [99]}, "begin_suppress_token_ids"),
-    ({"min_length": L}, "min_length"),
+    ({"forced_eos_token_id": V}, "forced_eos_token_id"),
 ])
 def test_settings_that_do_not_fit_the_model_are_named(kwargs, name):
     with pytest.raises(ValueError, match=rf"`{name}`.*Received: {name}="):

@@ -46,6 +46,9 @@ RULES = [
      GenerationRules(suppress_token_ids=[3, 4], begin_suppress_token_ids=[5, END])),
     ({"begin_suppress_tokens": [5], "forced_bos_token_id": 5, "min_length": 3},
      GenerationRules(begin_suppress_token_ids=[5], forced_bos_token_id=5, min_length=2)),
+    # min_length past max_length: only the forced end token ends a row.
+    ({"min_length": L + 5, "forced_eos_token_id": END},
+     GenerationRules(min_length=L + 4, forced_eos_token_id=END)),
     # Marian's settings: a banned pad id, a forced end, renormalised scores.
     ({"bad_words_ids": [[PAD]], "forced_eos_token_id": END, "renormalize_logits": True,
       "no_repeat_ngram_size": 3},

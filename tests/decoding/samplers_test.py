@@ -14,6 +14,8 @@ SAMPLERS = [
     decoding.GreedySampler(),
     decoding.BeamSampler(num_beams=3, length_penalty=0.6, coverage_penalty=0.2,
                          num_return_sequences=2),
+    decoding.BeamSampler(num_beams=4, length_penalty=-0.5, length_penalty_form="hf",
+                         early_stopping="never"),
     decoding.TopKSampler(k=3, temperature=0.7, seed=5),
     decoding.TopPSampler(p=0.8, temperature=1.5, seed=None),
     decoding.RandomSampler(temperature=0.5, seed=9),
@@ -52,6 +54,16 @@ def test_names_give_default_samplers(name, cls):
          r"`length_penalty`.*Received: length_penalty=-0.1"),
         (lambda: decoding.BeamSampler(coverage_penalty=float("nan")),
          r"`coverage_penalty`.*Received: coverage_penalty=nan"),
+        (lambda: decoding.BeamSampler(length_penalty_form="fairseq"),
+         r"`length_penalty_form`.*Received: length_penalty_form='fairseq'"),
+        (lambda: decoding.BeamSampler(early_stopping=True),
+         r"`early_stopping`.*length_penalty_form='hf'.*Received: early_stopping=True"),
+        (lambda: decoding.BeamSampler(length_penalty_form="hf", early_stopping="sometimes"),
+         r"`early_stopping`.*Received: early_stopping='sometimes'"),
+        (lambda: decoding.BeamSampler(length_penalty_form="hf", coverage_penalty=0.2),
+         r"`coverage_penalty`.*GNMT.*Received: coverage_penalty=0.2"),
+        (lambda: decoding.BeamSampler(length_penalty_form="hf", length_penalty=float("inf")),
+         r"`length_penalty`.*Received: length_penalty=inf"),
         (lambda: decoding.TopKSampler(k=0), r"`k`.*Received: k=0"),
         (lambda: decoding.TopKSampler(k=True), r"`k`.*Received: k=True"),
         (lambda: decoding.TopPSampler(p=0.0), r"`p`.*\(0.0, 1.0\].*Received: p=0.0"),
@@ -87,6 +99,10 @@ def test_static_and_dynamic_settings_are_split():
     beam = decoding.BeamSampler(num_beams=2, length_penalty=0.5)
     assert beam.static_key() != decoding.BeamSampler(num_beams=3).static_key()
     assert beam.static_key() == decoding.BeamSampler(num_beams=2).static_key()
+    hf = decoding.BeamSampler(num_beams=2, length_penalty_form="hf")
+    assert hf.static_key() != beam.static_key()  # another loop
+    assert hf.static_key() != decoding.BeamSampler(
+        num_beams=2, length_penalty_form="hf", early_stopping=True).static_key()
     assert float(beam.dynamic_values()["length_penalty"]) == 0.5
 
 

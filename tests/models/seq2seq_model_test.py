@@ -402,20 +402,23 @@ def test_generation_rules_reach_every_sampler(unending_model, ending_model, name
 
 
 def test_a_hf_beam_sampler_suppresses_on_log_probabilities(unending_model):
-    sampler = RULE_SAMPLERS["hf_beam"]
-    plain = unending_model.generate(SOURCE, 6, sampler)
-    picked = sorted(set(plain.ravel().tolist()))
-    result = unending_model.generate(SOURCE, 6, sampler, suppress_token_ids=picked,
-                                     return_scores=True)
+    """With the "hf" beam form, `suppress_token_ids` become the rule
+    `transformers` applies (-inf on the log-probabilities, no
+    renormalisation), not the logits wrapper of the other samplers."""
+    model, sampler = unending_model, RULE_SAMPLERS["hf_beam"]
+    picked = sorted(set(model.generate(SOURCE, 6, sampler).ravel().tolist()))
+    result = model.generate(SOURCE, 6, sampler, suppress_token_ids=picked, return_scores=True)
     assert not np.isin(result.token_ids, picked).any()
-    # The kept tokens' log-probabilities are not renormalised: the same
-    # tokens score lower than when the suppressed mass is removed first.
-    renormalised = unending_model.generate(
-        SOURCE, 6, decoding.BeamSampler(num_beams=3), suppress_token_ids=picked,
-        return_scores=True)
-    np.testing.assert_array_equal(renormalised.token_ids, result.token_ids)
-    lengths = (result.token_ids != unending_model.pad_token_id).sum(axis=1)
-    assert (result.scores * lengths < renormalised.scores - 1e-3).all()
+    source = np.pad(SOURCE, ((0, 0), (0, 3)))
+    as_rule = model.search(source, sampler, 6,
+                           rules=decoding.GenerationRules(suppress_token_ids=picked))
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(as_rule.token_ids),
+                                  result.token_ids)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(as_rule.scores), result.scores,
+                               rtol=1e-5)
+    wrapped = model.search(source, sampler, 6, rules=decoding.GenerationRules(
+        suppress_token_ids=picked, renormalize_logits=True))  # what the wrapper would give
+    assert (keras.ops.convert_to_numpy(wrapped.scores) > result.scores + 1e-4).all()
 
 
 def test_the_decoder_start_token_is_the_first_input(unending_model):
@@ -448,8 +451,6 @@ def test_search_takes_the_rules_of_generate(unending_model):
 @pytest.mark.parametrize(
     "kwargs, pattern",
     [
-        ({"min_length": 4}, r"`min_length` must be smaller than `max_length` \(4\).*"
-                            r"Received: min_length=4"),
         ({"min_length": -1}, r"Received: min_length=-1"),
         ({"forced_bos_token_id": 24}, r"\[0, 24\).*Received: forced_bos_token_id=24"),
         ({"bad_words_ids": [[3, 30]]}, r"Received: bad_words_ids=\(\(3, 30\),\)"),
@@ -465,6 +466,15 @@ def test_bad_generation_rules_are_refused_before_any_work(model, kwargs, pattern
         with pytest.raises(ValueError, match=pattern):
             model.generate(SOURCE, 4, sampler, **kwargs)
     assert model.generate_trace_count() == traces
+
+
+def test_arguments_a_hf_beam_search_cannot_use_are_refused_before_any_work(model,
+                                                                           monkeypatch):
+    monkeypatch.setattr(model, "encode", _no_work)
+    with pytest.raises(ValueError, match=r"return_attention.*Received: return_attention=True"):
+        model.generate(SOURCE, 4, RULE_SAMPLERS["hf_beam"], return_attention=True)
+    with pytest.raises(ValueError, match=r"`rules`.*Received: rules=\{'min_length': 2\}"):
+        model.search(SOURCE, "greedy", 4, rules={"min_length": 2})
 
 
 def test_each_set_of_rules_compiles_once():
