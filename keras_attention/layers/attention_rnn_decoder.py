@@ -12,7 +12,6 @@ from keras_attention.layers.cache_contract import (
     warn_deprecated,
 )
 from keras_attention.layers.luong_attention import LuongAttention
-from keras_attention.layers.output_specs import traced_output_spec
 from keras_attention.layers.quantization import QuantizableSublayers
 from keras_attention.validation import (
     check_bool,
@@ -364,9 +363,16 @@ class AttentionRNNDecoder(QuantizableSublayers, keras.layers.Layer):
     def compute_output_shape(self, inputs_shape, memory_shape):
         return tuple(inputs_shape[:-1]) + (self.units,)
 
-    def compute_output_spec(self, *args, **kwargs):
-        # Traced: the outputs depend on `return_attention_scores`.
-        return traced_output_spec(self, *args, **kwargs)
+    def compute_output_spec(self, inputs, memory, *, return_attention_scores=False,
+                            **kwargs):
+        # Not traced: torch's tracer loses the compute dtype in the step loop.
+        outputs = keras.KerasTensor(
+            self.compute_output_shape(inputs.shape, memory.shape), dtype=self.compute_dtype
+        )
+        if not return_attention_scores:
+            return outputs
+        alignments = tuple(inputs.shape[:2]) + (memory.shape[1],)
+        return outputs, keras.KerasTensor(alignments, dtype="float32")
 
     def _start_state(self, batch_size, initial_state):
         """The state before step 0: the given cell state(s), `a_0 = 0`."""
