@@ -1,9 +1,8 @@
-import inspect
 
 import numpy as np
 import pytest
 
-from keras_attention.layers import MultiHeadAttention, TransformerDecoderBlock
+from keras_attention.layers import TransformerDecoderBlock
 from tests.layers.hf_reference import (
     additive_mask,
     bart_style_config,
@@ -124,10 +123,6 @@ def test_cache_call_is_correct_with_t5_style_options(compiled, rng):
     np.testing.assert_allclose(stepped, full, atol=1e-5)
 
 
-@pytest.mark.skipif(
-    "scale" not in inspect.signature(MultiHeadAttention.__init__).parameters,
-    reason="needs MultiHeadAttention(scale=...) (the relative position bias work)",
-)
 def test_attention_scale_reaches_both_attentions(rng):
     block = TransformerDecoderBlock(16, 2, attention_scale=1.0, use_bias=False)
     x = rng.normal(size=(1, 3, 8)).astype("float32")
