@@ -9,7 +9,7 @@ from keras_attention.layers.projection_options import (
     set_projection_options,
 )
 from keras_attention.layers.quantization import QuantizableSublayers
-from keras_attention.validation import check_positive_int, check_rate
+from keras_attention.validation import check_call_bool, check_positive_int, check_rate
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -91,6 +91,7 @@ class FeedForward(QuantizableSublayers, keras.layers.Layer):
         self.built = True
 
     def call(self, inputs, training=None):
+        training = check_call_bool("training", training, allow_none=True)
         hidden = self.hidden_dropout(self.hidden(inputs), training=training)
         return self.projection(hidden)
 

@@ -10,6 +10,7 @@ from keras import ops
 from keras_attention.decoding.samplers import get_sampler, sampler_from_strategy
 from keras_attention.decoding.token_suppression import check_suppress_token_ids, suppress_tokens
 from keras_attention.validation import (
+    check_call_bool,
     check_non_negative_int,
     check_positive_int,
     concrete_values,
@@ -212,6 +213,10 @@ class Seq2SeqModel(keras.Model):
             end token; or a `GenerationResult` when any `return_*` flag is
             set.
         """
+        return_scores, return_logits, return_attention, jit_compile = (
+            check_call_bool(name, value) for name, value in (
+                ("return_scores", return_scores), ("return_logits", return_logits),
+                ("return_attention", return_attention), ("jit_compile", jit_compile)))
         source = _integer_array("encoder_token_ids", encoder_token_ids)
         prompt = None
         if decoder_prompt is not None:
@@ -225,8 +230,8 @@ class Seq2SeqModel(keras.Model):
             suppress_token_ids,
         )
         function = self._generate_function(
-            sampler, int(max_length), bool(return_logits), bool(return_attention),
-            bool(jit_compile), suppressed,
+            sampler, int(max_length), return_logits, return_attention, jit_compile,
+            suppressed,
         )
         values = sampler.dynamic_values()
         empty_prompt = np.zeros((source.shape[0], 0), "int32")
@@ -323,6 +328,8 @@ class Seq2SeqModel(keras.Model):
             A `GenerationResult` of tensors (`token_ids (B, L)`, or `(B, n,
             L)` for a beam sampler with `n > 1` sequences).
         """
+        return_attention = check_call_bool("return_attention", return_attention)
+        return_logits = check_call_bool("return_logits", return_logits)
         sampler = get_sampler(sampler)
         source_values = concrete_values(encoder_token_ids)
         prompt_values = None if decoder_prompt is None else concrete_values(decoder_prompt)

@@ -347,3 +347,16 @@ def test_each_suppression_compiles_once_and_is_reused():
     model.generate(SOURCE, 5)
     model.generate(SOURCE, 5, suppress_token_ids=[])  # nothing suppressed: the same function
     assert model.generate_trace_count() == 3 * one
+
+
+@pytest.mark.parametrize("flag", ["return_scores", "return_logits", "return_attention",
+                                  "jit_compile"])
+def test_generation_flags_refuse_what_is_not_a_bool_before_any_work(model, flag, monkeypatch):
+    monkeypatch.setattr(model, "encode", _no_work)
+    for bad in ("no", 0):
+        with pytest.raises(TypeError, match=rf"Argument `{flag}` must be True or False\. "
+                                            rf"Received: {flag}={bad!r}$"):
+            model.generate(SOURCE, 4, **{flag: bad})
+    if flag in ("return_logits", "return_attention"):
+        with pytest.raises(TypeError, match=rf"Received: {flag}='no'$"):
+            model.search(SOURCE, "greedy", 4, **{flag: "no"})
