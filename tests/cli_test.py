@@ -314,3 +314,17 @@ def test_a_recipe_module_this_installation_lacks_is_one_line(monkeypatch, capsys
         ModuleNotFoundError("No module named 'keras'", name="keras")))
     with pytest.raises(ModuleNotFoundError, match="keras"):  # not a user error
         cli.main(["train", "translation"])
+
+
+def test_export_on_another_backend_is_one_line_naming_it(run_dir, tmp_path):
+    process = subprocess.run(
+        [sys.executable, "-m", "keras_attention.cli", "export", str(run_dir),
+         str(tmp_path / "out")], capture_output=True, text=True, cwd=ROOT, timeout=300,
+        env=dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3",
+                 PYTHONWARNINGS="ignore"))
+    assert process.returncode == 1, process.stderr[-2000:]
+    assert "Traceback" not in process.stderr
+    ours = [line for line in process.stderr.splitlines() if "keras-attention" in line]
+    assert len(ours) == 1 and "run it with KERAS_BACKEND=tensorflow" in ours[0]
+    assert ours[0].endswith("Received: backend='jax'")
+    assert not (tmp_path / "out").exists()
