@@ -2,6 +2,7 @@
 
 import collections
 import math
+import os
 
 import keras
 import numpy as np
@@ -51,6 +52,14 @@ def check_token_ids(name, token_ids, vocabulary_size):
             f"`{name}` must hold token ids in [0, {vocabulary_size}). "
             f"Received: {int(token_ids[where])} at {list(where)}"
         )
+
+
+def _physical_memory_bytes():
+    """This machine's memory in bytes, or None where it cannot be read."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
 
 
 def _integer_array(name, value, batch_size=None):
@@ -229,6 +238,7 @@ class Seq2SeqModel(keras.Model):
             source, prompt, prompt_length, sampler, max_length, return_logits,
             suppress_token_ids,
         )
+        self._check_memory(max_length, source.shape[0], batch_size, sampler, return_logits)
         function = self._generate_function(
             sampler, int(max_length), return_logits, return_attention, jit_compile,
             suppressed,
@@ -249,6 +259,27 @@ class Seq2SeqModel(keras.Model):
         if return_scores or return_logits or return_attention:
             return result
         return result.token_ids
+
+    def decoder_cache_bytes_per_position(self):
+        """Bytes the decoder state grows by per target position and row
+        (its self-attention caches); 0 by default (an RNN state does not grow)."""
+        return 0
+
+    def _check_memory(self, max_length, num_sources, batch_size, sampler, return_logits):
+        """Raises a ValueError naming `max_length` when the decoder caches and
+        outputs it needs (a lower bound) exceed this machine's memory."""
+        rows = num_sources * sampler.num_beams
+        batch_rows = min(num_sources, batch_size or num_sources) * sampler.num_beams
+        per_position = 4 * rows + (4 * rows * self.target_vocabulary_size if return_logits
+                                   else 0) + batch_rows * self.decoder_cache_bytes_per_position()
+        needed, available = int(max_length) * per_position, _physical_memory_bytes()
+        if available and needed > available:
+            raise ValueError(
+                f"Argument `max_length` needs at least {needed / 2**30:.1f} GiB for the decoder "
+                f"caches and outputs ({rows} rows of {max_length} positions), more than this "
+                f"machine's {available / 2**30:.1f} GiB of memory. Received: "
+                f"max_length={max_length!r}"
+            )
 
     @staticmethod
     def _resolve_sampler(sampler, strategy, strategy_arguments, max_length, prompt_length):
