@@ -123,6 +123,11 @@ def generate(args):
         raise ValueError(
             f"Argument `--output` must be a file, not a folder. Received: --output={args.output!r}"
         )
+    if args.output and _inside_a_run_folder(args.output, args.run_dir):
+        raise ValueError(
+            "Argument `--output` must not be inside a run folder: it would replace a file of "
+            f"the run. Write the outputs elsewhere. Received: --output={args.output!r}"
+        )
     lines = _read_lines(args.input) if args.input else None
     run = runs.SavedRun(args.run_dir)
     if lines is None:
@@ -134,6 +139,22 @@ def generate(args):
         files.write_atomically(args.output, lambda file: file.write(text.encode("utf-8")))
     else:
         sys.stdout.write(text)
+
+
+def _inside_a_run_folder(path, run_dir):
+    """Whether `path` (resolved) lies in `run_dir` or in any run folder
+    (`runs.is_run_folder`) above it."""
+    real = os.path.realpath(path)
+    if os.path.commonpath([real, os.path.realpath(run_dir)]) == os.path.realpath(run_dir):
+        return True
+    folder = os.path.dirname(real)
+    while True:
+        if runs.is_run_folder(folder):
+            return True
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return False
+        folder = parent
 
 
 def evaluate(args):

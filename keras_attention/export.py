@@ -55,11 +55,14 @@ def export_run(run_dir, export_dir, *, strategy=None, num_beams=None):
         return tf.string `(B,)` (the signature names its output `outputs`).
 
     Raises:
-        ValueError: naming the argument, for a missing run folder or file
+        ValueError: naming the argument, for a backend other than TensorFlow
+            (`Received: backend=...`), a missing run folder or file
             (a `keras_attention.runs.RunFolderError` naming the file, also
             for a corrupt one), an unknown recipe, a model without cached generation, an export
             folder that exists and is not empty, or a bad `strategy` or
             `num_beams`.
+        OSError: naming `export_dir`, when the SavedModel cannot be written
+            (e.g. a full disk); the destination is left as it was.
 
     Example:
 
@@ -74,9 +77,17 @@ def export_run(run_dir, export_dir, *, strategy=None, num_beams=None):
     ```
     """
     os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    import keras
+
     from keras_attention import files, runs
     from keras_attention.validation import check_positive_int
 
+    if keras.backend.backend() != "tensorflow":
+        raise ValueError(
+            "Exporting writes a TensorFlow SavedModel and needs the TensorFlow backend: run it "
+            "with KERAS_BACKEND=tensorflow (e.g. `KERAS_BACKEND=tensorflow keras-attention "
+            f"export ...`). Received: backend={keras.backend.backend()!r}"
+        )
     run_dir, export_dir = os.fspath(run_dir), os.fspath(export_dir)
     if not os.path.isdir(run_dir):
         raise ValueError(
@@ -108,9 +119,29 @@ def export_run(run_dir, export_dir, *, strategy=None, num_beams=None):
     check_positive_int("target_length", settings["target_length"])
     archive = _build_archive(run.model, run.source_tokenizer, run.target_tokenizer, settings,
                              sampler)
-    files.write_folder_atomically(export_dir,
-                                  lambda folder: archive.write_out(folder, verbose=False))
+    _write(archive, export_dir)
     return export_dir
+
+
+def _write(archive, export_dir):
+    """Writes the SavedModel atomically; a write that fails (a full disk:
+    TensorFlow's writer raises its own `ResourceExhaustedError`) is an
+    `OSError` naming `export_dir`, and nothing is left in its place."""
+    import tensorflow as tf
+
+    from keras_attention import files
+
+    try:
+        files.write_folder_atomically(export_dir,
+                                      lambda folder: archive.write_out(folder, verbose=False))
+    except (OSError, tf.errors.OpError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else (
+            getattr(error, "message", None) or str(error))
+        failure = OSError(
+            f"Argument `export_dir`: the SavedModel could not be written ({reason}); nothing "
+            f"was left in its place. Received: export_dir={export_dir!r}")
+        failure.errno = getattr(error, "errno", None)  # ENOSPC for a full disk
+        raise failure from None
 
 
 def _decoding_settings(run, strategy, num_beams):

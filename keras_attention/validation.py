@@ -9,6 +9,7 @@ import numbers
 import os
 import pathlib
 
+import keras
 import numpy as np
 from keras import ops
 
@@ -81,6 +82,57 @@ def check_bool(name, value):
             f"Argument `{name}` must be a bool. Received: {name}={value!r}"
         )
     return value
+
+
+def check_call_bool(name, value, allow_none=False):
+    """Returns a flag passed at call time (`use_causal_mask`, `training`,
+    `return_attention_scores`, ...) as a Python `bool`.
+
+    Called at the top of a layer's `call`; a `True` or `False` returns at
+    once (one identity test), so the hot path does no other work.
+
+    Accepted: `True` and `False`; NumPy bools (`np.True_`, what `np.all`
+    returns); a scalar boolean tensor whose value is known (an eager tensor,
+    e.g. `tf.constant(True)`), read as its value; `None` when `allow_none`
+    (it then means "the default", e.g. `training=None` leaves it to Keras).
+
+    Refused with a `TypeError` naming the argument and ending
+    `Received: name=value`:
+    - strings: `bool("no")`, `bool("False")` and `bool("0")` are all True;
+    - ints and floats, `0` and `1` included: a number where a flag belongs
+      is as likely a misplaced positional argument as a flag, and the
+      constructors' `check_bool` refuses them too;
+    - tensors that are not scalar booleans, and symbolic tensors (inside
+      `tf.function`, `jax.jit` or a functional model): their value is not
+      known when the layer is traced, and a layer cannot branch on it
+      (Keras' own `Dropout` fails the same way on a symbolic `training`).
+
+    Example:
+
+    >>> check_call_bool("use_causal_mask", np.bool_(True))
+    True
+    >>> check_call_bool("use_causal_mask", "no")
+    Traceback (most recent call last):
+    ...
+    TypeError: Argument `use_causal_mask` must be True or False. Received: use_causal_mask='no'
+    """
+    if value is True or value is False:
+        return value
+    if value is None and allow_none:
+        return None
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if ops.is_tensor(value) or isinstance(value, keras.KerasTensor):
+        if tuple(value.shape) == () and keras.backend.standardize_dtype(value.dtype) == "bool":
+            known = None if isinstance(value, keras.KerasTensor) else concrete_values(value)
+            if known is not None:
+                return bool(known)
+            raise TypeError(
+                f"Argument `{name}` must be True or False, or a tensor whose value is known "
+                f"(not symbolic: the layer branches on it). Received: {name}={value!r}"
+            )
+    expected = "True, False or None" if allow_none else "True or False"
+    raise TypeError(f"Argument `{name}` must be {expected}. Received: {name}={value!r}")
 
 
 def check_non_negative_float(name, value):

@@ -314,3 +314,36 @@ def test_a_recipe_module_this_installation_lacks_is_one_line(monkeypatch, capsys
         ModuleNotFoundError("No module named 'keras'", name="keras")))
     with pytest.raises(ModuleNotFoundError, match="keras"):  # not a user error
         cli.main(["train", "translation"])
+
+
+def test_export_on_another_backend_is_one_line_naming_it(run_dir, tmp_path):
+    process = subprocess.run(
+        [sys.executable, "-m", "keras_attention.cli", "export", str(run_dir),
+         str(tmp_path / "out")], capture_output=True, text=True, cwd=ROOT, timeout=300,
+        env=dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3",
+                 PYTHONWARNINGS="ignore"))
+    assert process.returncode == 1, process.stderr[-2000:]
+    assert "Traceback" not in process.stderr
+    ours = [line for line in process.stderr.splitlines() if "keras-attention" in line]
+    assert len(ours) == 1 and "run it with KERAS_BACKEND=tensorflow" in ours[0]
+    assert ours[0].endswith("Received: backend='jax'")
+    assert not (tmp_path / "out").exists()
+
+
+def test_generate_output_inside_a_run_folder_is_refused_before_any_work(run_dir, tmp_path,
+                                                                        monkeypatch, capsys):
+    (tmp_path / "in.txt").write_text("March 3, 2021\n", encoding="utf-8")
+    other = tmp_path / "other_run"
+    other.mkdir()
+    (other / runs.MARKER).write_text("a run")
+    before = {name: (run_dir / name).read_bytes() for name in os.listdir(run_dir)}
+    monkeypatch.setattr(runs, "SavedRun", lambda *a: pytest.fail("the run was loaded"))
+    for output in (run_dir / "model.keras", run_dir / "config.json", run_dir / "new.txt",
+                   run_dir / "sub" / "out.txt", other / "out.txt"):
+        code = _run_console_script(monkeypatch, "generate", str(run_dir), "--input",
+                                   str(tmp_path / "in.txt"), "--output", str(output))
+        line = _one_error_line(code, capsys)
+        assert "`--output` must not be inside a run folder" in line
+        assert line.endswith(f"Received: --output={str(output)!r}")
+    assert {name: (run_dir / name).read_bytes() for name in os.listdir(run_dir)} == before
+    assert os.listdir(other) == [runs.MARKER]

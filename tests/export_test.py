@@ -273,3 +273,35 @@ def test_export_reads_runs_through_saved_run_and_imports_no_cli():
     assert "keras_attention.runs" in imported
     assert not {name for name in imported if "cli" in name.split(".")}
     assert "_write_atomically" not in vars(export)  # files.write_folder_atomically instead
+
+
+@pytest.mark.parametrize("error", ["oserror", "tensorflow"])
+def test_export_to_a_full_disk_is_one_line_and_leaves_nothing(tmp_path, monkeypatch, capsys,
+                                                              error):
+    import errno
+
+    run_dir = _save_tiny_run(tmp_path / "run", "translation", "rnn", _tokenizers())
+
+    class HalfWritten:
+        def write_out(self, folder, **kwargs):
+            with open(os.path.join(folder, "saved_model.pb"), "wb") as file:
+                file.write(b"half")
+            if error == "oserror":
+                raise OSError(errno.ENOSPC, "No space left on device")
+            # What TensorFlow's SavedModel writer raises on a full disk.
+            raise tf.errors.ResourceExhaustedError(None, None, "saved_model.pb.tmp; No space "
+                                                               "left on device")
+
+    monkeypatch.setattr(export, "_build_archive", lambda *args: HalfWritten())
+    (tmp_path / "out").mkdir()
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["export", str(run_dir), str(tmp_path / "out")])
+    line = exit_info.value.code
+    assert line.startswith("keras-attention: error: Argument `export_dir`: the SavedModel "
+                           "could not be written") and "\n" not in line
+    assert "No space left on device" in line
+    assert line.endswith(f"Received: export_dir={str(tmp_path / 'out')!r}")
+    assert sorted(os.listdir(tmp_path)) == ["out", "run"] and os.listdir(tmp_path / "out") == []
+    with pytest.raises(OSError) as raised:
+        export_run(run_dir, tmp_path / "out")
+    assert raised.value.errno == (errno.ENOSPC if error == "oserror" else None)

@@ -42,6 +42,36 @@ def test_check_rate_choice_and_bool():
         validation.check_bool("flag", 1)
 
 
+def test_check_call_bool_takes_bools_and_known_boolean_scalars_only():
+    check = validation.check_call_bool
+    assert check("use_causal_mask", True) is True and check("training", False) is False
+    assert check("use_causal_mask", np.True_) is True and check("training", np.False_) is False
+    assert check("training", keras.ops.convert_to_tensor(True)) is True  # an eager tensor
+    assert check("training", None, allow_none=True) is None
+    for bad in ("no", "False", "0", 0, 1, 0.0, None, [True]):
+        with pytest.raises(TypeError, match=rf"`use_causal_mask` must be True or False\. "
+                                            rf"Received: use_causal_mask={re.escape(repr(bad))}$"):
+            check("use_causal_mask", bad)
+    with pytest.raises(TypeError, match=r"must be True, False or None\. Received: training='no'"):
+        check("training", "no", allow_none=True)
+    for bad in (keras.ops.ones((2,), "bool"), keras.ops.convert_to_tensor(1),
+                keras.KerasTensor((), dtype="bool")):  # not scalar; not bool; symbolic
+        with pytest.raises(TypeError, match=r"`training` must be True(,| or) False.*Received: "):
+            check("training", bad, allow_none=True)
+
+
+@pytest.mark.tf_only("a symbolic tf.Tensor inside tf.function")
+def test_check_call_bool_refuses_a_symbolic_tensor_naming_it():
+    import tensorflow as tf
+
+    @tf.function
+    def traced(flag):
+        return validation.check_call_bool("training", flag)
+
+    with pytest.raises(TypeError, match=r"a tensor whose value is known.*Received: training="):
+        traced(tf.constant(True))
+
+
 def test_check_non_negative_float():
     assert validation.check_non_negative_float("weight", 0) == 0.0
     assert validation.check_non_negative_float("weight", np.float32(1.5)) == 1.5

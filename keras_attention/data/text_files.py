@@ -6,9 +6,11 @@ what was found (`Received: ...`, cut to about `MAX_RECEIVED_CHARS` characters).
 """
 
 import json
+import re
 
 MAX_RECEIVED_CHARS = 80
-_LINE_END = b"\r\n"
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+_CHUNK_BYTES = 1 << 20
 
 
 def shorten(value):
@@ -38,12 +40,13 @@ def empty_error(path, expected):
 def read_lines(path):
     """Yields `(line_number, text)` for every line, without its line ending.
 
-    Lines are split on `\\n` only (a trailing `\\r` is dropped, a UTF-8 byte
-    order mark at the start is ignored); each line is decoded separately, so
-    an encoding error names its line.
+    A line ends at `\\n` (Unix), `\\r\\n` (Windows) or a lone `\\r` (classic
+    Mac OS); a UTF-8 byte order mark at the start is ignored. Each line is
+    decoded separately, so an encoding error names its line. The file is read
+    in chunks, never whole.
     """
     with open(path, "rb") as handle:
-        for line_number, raw in enumerate(handle, start=1):
+        for line_number, raw in enumerate(_raw_lines(handle), start=1):
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as error:
@@ -51,11 +54,28 @@ def read_lines(path):
                     f"File '{path}', line {line_number}: is not valid UTF-8 "
                     f"(byte {raw[error.start]:#04x} at byte offset {error.start} of the "
                     "line); the file must be UTF-8 encoded. Re-save it as UTF-8. "
-                    f"Received: {shorten(raw.rstrip(_LINE_END))}"
+                    f"Received: {shorten(raw)}"
                 ) from None
             if line_number == 1:
                 text = text.removeprefix("\ufeff")
-            yield line_number, text.rstrip("\r\n")
+            yield line_number, text
+
+
+def _raw_lines(handle):
+    """The lines of a binary file, without their line ends (see `read_lines`)."""
+    pending = b""
+    while chunk := handle.read(_CHUNK_BYTES):
+        data = pending + chunk
+        # A `\r` at the end of a chunk may be the first half of `\r\n`.
+        cut = len(data) - 1 if data.endswith(b"\r") else len(data)
+        lines = _LINE_END.split(data[:cut])
+        pending = lines.pop() + data[cut:]
+        yield from lines
+    lines = _LINE_END.split(pending)
+    last = lines.pop()
+    yield from lines
+    if last:
+        yield last
 
 
 def parse_json_line(path, line_number, text):

@@ -15,6 +15,7 @@ from keras_attention.layers.luong_attention import LuongAttention
 from keras_attention.layers.quantization import QuantizableSublayers
 from keras_attention.validation import (
     check_bool,
+    check_call_bool,
     check_choice,
     check_last_dim_known,
     check_positive_int,
@@ -273,6 +274,7 @@ class AttentionRNNDecoder(QuantizableSublayers, keras.layers.Layer):
             `outputs (B, t, units)`, the new state and `alignments (B, t, S)`
             float32.
         """
+        training = check_call_bool("training", training, allow_none=True)
         del cache_update_index
         check_memory_cache_dict(
             memory_cache, ("memory", "memory_mask"), "compute_cache(memory, memory_mask)"
@@ -322,6 +324,7 @@ class AttentionRNNDecoder(QuantizableSublayers, keras.layers.Layer):
         """Deprecated: one step from the raw memory, `call_cached` on one
         position `inputs_t (B, E)`; returns `(output_t (B, units), new_state,
         alignment_t (B, S) float32)` (the contract's order)."""
+        training = check_call_bool("training", training, allow_none=True)
         warn_deprecated(
             self, "step", compute_then_call_cached("compute_cache(memory, memory_mask)")
         )
@@ -349,6 +352,9 @@ class AttentionRNNDecoder(QuantizableSublayers, keras.layers.Layer):
         return_attention_scores=False,
         training=None,
     ):
+        return_attention_scores = check_call_bool("return_attention_scores",
+                                                  return_attention_scores)
+        training = check_call_bool("training", training, allow_none=True)
         inputs = ops.cast(inputs, self.compute_dtype)
         memory = ops.cast(memory, self.compute_dtype)
         _check_shapes(inputs.shape, memory.shape)

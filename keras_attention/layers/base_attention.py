@@ -14,6 +14,7 @@ from keras_attention import masks
 from keras_attention.layers import attention_implementations as implementations
 from keras_attention.layers.output_specs import traced_output_spec
 from keras_attention.validation import (
+    check_call_bool,
     check_choice,
     check_non_negative_int,
     check_query_block_size,
@@ -208,6 +209,10 @@ class BaseAttention(keras.layers.Layer):
         return_attention_scores=False,
         training=None,
     ):
+        use_causal_mask = check_call_bool("use_causal_mask", use_causal_mask)
+        return_attention_scores = check_call_bool("return_attention_scores",
+                                                  return_attention_scores)
+        training = check_call_bool("training", training, allow_none=True)
         if key is None:
             key = value
         query, value, key = (self._as_float(x) for x in (query, value, key))

@@ -9,7 +9,7 @@ from keras_attention.layers.projection_options import (
     set_projection_options,
 )
 from keras_attention.layers.quantization import QuantizableSublayers
-from keras_attention.validation import check_bool, check_positive_int, check_rate
+from keras_attention.validation import check_bool, check_call_bool, check_positive_int, check_rate
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -161,6 +161,7 @@ class FeedForward(QuantizableSublayers, keras.layers.Layer):
         self.built = True
 
     def call(self, inputs, training=None):
+        training = check_call_bool("training", training, allow_none=True)
         hidden = self.hidden(inputs)
         if self.hidden_linear is not None:
             hidden = hidden * self.hidden_linear(inputs)

@@ -6,7 +6,12 @@ from keras import ops
 from keras_attention.layers.output_specs import traced_output_spec
 from keras_attention.layers.quantization import QuantizableSublayers
 from keras_attention.layers.sentence_encoding import SentenceEncoding
-from keras_attention.validation import check_bool, check_positive_int, check_rate
+from keras_attention.validation import (
+    check_bool,
+    check_call_bool,
+    check_positive_int,
+    check_rate,
+)
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -142,6 +147,7 @@ class MemoryEncoding(QuantizableSublayers, SentenceEncoding):
         self.built = True
 
     def call(self, token_ids, training=None):
+        training = check_call_bool("training", training, allow_none=True)
         token_ids, word_mask = self.ids_and_word_mask(token_ids)
         sentences = self.sum_words(
             self.word_embedding(token_ids), word_mask, self._word_weights(word_mask)

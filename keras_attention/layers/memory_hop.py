@@ -5,7 +5,7 @@ from keras import ops
 
 from keras_attention.layers.luong_attention import LuongAttention
 from keras_attention.layers.quantization import NotQuantizable
-from keras_attention.validation import check_bool
+from keras_attention.validation import check_bool, check_call_bool
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -55,6 +55,8 @@ class MemoryHop(NotQuantizable, keras.layers.Layer):
         )
 
     def call(self, state, values, keys, return_attention_scores=False, mask=None):
+        return_attention_scores = check_call_bool("return_attention_scores",
+                                                  return_attention_scores)
         memory_mask = None if mask is None else mask[1]
         attention_mask = None if memory_mask is None else memory_mask[:, None, :]
         query = ops.expand_dims(state, 1)

@@ -21,6 +21,7 @@ from keras_attention.layers.quantization import QuantizableSublayers, einsum_pro
 from keras_attention.layers.token_and_position_embedding import rotary_position_encoding
 from keras_attention.validation import (
     check_bool,
+    check_call_bool,
     check_positive_int,
     concrete_values,
 )
@@ -693,6 +694,7 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
             cross-attention) and `scores (B, H, t, L)` (or `(B, H, t, S)`),
             float32.
         """
+        training = check_call_bool("training", training, allow_none=True)
         if (cache is None) == (memory_cache is None):
             raise ValueError(
                 "Give exactly one of `cache` (self-attention, from `init_cache`) "
@@ -806,6 +808,7 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
         memory_cache=cross_cache)` and returns the cross cache unchanged
         last, as before.
         """
+        training = check_call_bool("training", training, allow_none=True)
         warn_deprecated(
             self, "call_with_cache",
             "`call_cached(inputs, cache, cache_update_index)` (self-attention) or "

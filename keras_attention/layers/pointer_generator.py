@@ -18,6 +18,7 @@ from keras_attention.layers.cache_contract import (
 from keras_attention.layers.quantization import QuantizableSublayers
 from keras_attention.validation import (
     check_bool,
+    check_call_bool,
     check_last_dim_known,
     check_non_negative_float,
     check_positive_int,
@@ -527,6 +528,7 @@ class PointerGenerator(QuantizableSublayers, keras.layers.Layer):
             plus the attention of the `t` positions) and the attention
             `(B, t, S)`, float32.
         """
+        training = check_call_bool("training", training, allow_none=True)
         del cache_update_index, training
         self._check_memory_cache(memory_cache)
         inputs = check_new_positions(inputs, _STATES_LAYOUT)
@@ -618,6 +620,9 @@ class PointerGenerator(QuantizableSublayers, keras.layers.Layer):
         return_attention_scores=False,
         training=None,
     ):
+        return_attention_scores = check_call_bool("return_attention_scores",
+                                                  return_attention_scores)
+        training = check_call_bool("training", training, allow_none=True)
         decoder_states = ops.convert_to_tensor(decoder_states)
         memory = ops.convert_to_tensor(memory)
         source_token_ids = ops.convert_to_tensor(source_token_ids)

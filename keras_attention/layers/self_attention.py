@@ -12,6 +12,7 @@ from keras_attention.layers.multi_head_attention import (
 from keras_attention.layers.output_specs import traced_output_spec
 from keras_attention.validation import (
     check_bool,
+    check_call_bool,
     check_choice,
     check_non_negative_int,
     check_positive_int,
@@ -199,6 +200,11 @@ class SelfAttention(MultiHeadAttention):
         return_attention_scores=False,
         training=None,
     ):
+        use_causal_mask = check_call_bool("use_causal_mask", use_causal_mask,
+                                          allow_none=True)
+        return_attention_scores = check_call_bool("return_attention_scores",
+                                                  return_attention_scores)
+        training = check_call_bool("training", training, allow_none=True)
         # Keras fills `mask` when `x` is the only tensor argument and `x_mask`
         # when `attention_mask` is a tensor too.
         padding = mask if mask is not None else x_mask

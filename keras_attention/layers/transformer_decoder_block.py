@@ -11,6 +11,7 @@ from keras_attention.layers.transformer_block import (
     TransformerBlock,
     attention_with_scores,
 )
+from keras_attention.validation import check_call_bool
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -150,11 +151,15 @@ class TransformerDecoderBlock(TransformerBlock):
         return_attention_scores=False,
         training=None,
     ):
+        use_causal_mask = check_call_bool("use_causal_mask", use_causal_mask)
+        return_attention_scores = check_call_bool("return_attention_scores",
+                                                  return_attention_scores)
+        training = check_call_bool("training", training, allow_none=True)
         self._check_memory(memory)
         padding = x_mask if x_mask is not None else mask
         h, self_scores = self._self_attention_residual(
             x, padding, training, return_attention_scores,
-            attention_mask=attention_mask, use_causal_mask=bool(use_causal_mask),
+            attention_mask=attention_mask, use_causal_mask=use_causal_mask,
             attention_bias=self_attention_bias,
         )
         cross_scores = None
@@ -248,6 +253,7 @@ class TransformerDecoderBlock(TransformerBlock):
             cross-attention `scores (B, H, t, S)` float32 (None for a block
             without cross-attention).
         """
+        training = check_call_bool("training", training, allow_none=True)
         self._check_given_with_cross_attention(
             "memory_cache", memory_cache, " (from `compute_cache(memory)`)"
         )
@@ -299,6 +305,7 @@ class TransformerDecoderBlock(TransformerBlock):
         self_cache, cross_scores)`, the same order. `cross_cache` may be
         the older key/value pair of the cross-attention or a
         `compute_cache` result."""
+        training = check_call_bool("training", training, allow_none=True)
         warn_deprecated(
             self, "call_with_cache",
             "`call_cached(inputs, cache, cache_update_index, "

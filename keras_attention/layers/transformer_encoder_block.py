@@ -3,6 +3,7 @@
 import keras
 
 from keras_attention.layers.transformer_block import TransformerBlock
+from keras_attention.validation import check_call_bool
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -122,6 +123,9 @@ class TransformerEncoderBlock(TransformerBlock):
         return_attention_scores=False,
         training=None,
     ):
+        return_attention_scores = check_call_bool("return_attention_scores",
+                                                  return_attention_scores)
+        training = check_call_bool("training", training, allow_none=True)
         padding = x_mask if x_mask is not None else mask
         h, scores = self._self_attention_residual(
             x,

@@ -9,6 +9,7 @@ from keras_attention.layers.output_specs import traced_output_spec
 from keras_attention.layers.transformer_encoder_block import TransformerEncoderBlock
 from keras_attention.validation import (
     check_bool,
+    check_call_bool,
     check_non_negative_float,
     check_positive_int,
     check_rate,
@@ -176,6 +177,10 @@ class UniversalTransformerEncoder(keras.layers.Layer):
         return_halting=False,
         training=None,
     ):
+        return_attention_scores = check_call_bool("return_attention_scores",
+                                                  return_attention_scores)
+        return_halting = check_call_bool("return_halting", return_halting)
+        training = check_call_bool("training", training, allow_none=True)
         padding = mask if mask is not None else x_mask
         real = ops.ones(ops.shape(x)[:2], "float32")
         if padding is not None:

@@ -2,6 +2,7 @@
 
 import collections
 import math
+import os
 
 import keras
 import numpy as np
@@ -11,6 +12,7 @@ from keras_attention.decoding.generation_rules import GenerationRules
 from keras_attention.decoding.samplers import get_sampler, sampler_from_strategy
 from keras_attention.decoding.token_suppression import check_suppress_token_ids, suppress_tokens
 from keras_attention.validation import (
+    check_call_bool,
     check_non_negative_int,
     check_positive_int,
     concrete_values,
@@ -51,6 +53,14 @@ def check_token_ids(name, token_ids, vocabulary_size):
             f"`{name}` must hold token ids in [0, {vocabulary_size}). "
             f"Received: {int(token_ids[where])} at {list(where)}"
         )
+
+
+def _physical_memory_bytes():
+    """This machine's memory in bytes, or None where it cannot be read."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
 
 
 def _integer_array(name, value, batch_size=None):
@@ -236,6 +246,10 @@ class Seq2SeqModel(keras.Model):
             end token; or a `GenerationResult` when any `return_*` flag is
             set.
         """
+        return_scores, return_logits, return_attention, jit_compile = (
+            check_call_bool(name, value) for name, value in (
+                ("return_scores", return_scores), ("return_logits", return_logits),
+                ("return_attention", return_attention), ("jit_compile", jit_compile)))
         source = _integer_array("encoder_token_ids", encoder_token_ids)
         prompt = None
         if decoder_prompt is not None:
@@ -254,9 +268,10 @@ class Seq2SeqModel(keras.Model):
             source, prompt, prompt_length, sampler, max_length, return_logits,
             suppress_token_ids, rules, decoder_start_token_id, return_attention,
         )
+        self._check_memory(max_length, source.shape[0], batch_size, sampler, return_logits)
         function = self._generate_function(
-            sampler, int(max_length), bool(return_logits), bool(return_attention),
-            bool(jit_compile), suppressed, rules, decoder_start_token_id,
+            sampler, int(max_length), return_logits, return_attention, jit_compile,
+            suppressed, rules, decoder_start_token_id,
         )
         values = sampler.dynamic_values()
         empty_prompt = np.zeros((source.shape[0], 0), "int32")
@@ -274,6 +289,27 @@ class Seq2SeqModel(keras.Model):
         if return_scores or return_logits or return_attention:
             return result
         return result.token_ids
+
+    def decoder_cache_bytes_per_position(self):
+        """Bytes the decoder state grows by per target position and row
+        (its self-attention caches); 0 by default (an RNN state does not grow)."""
+        return 0
+
+    def _check_memory(self, max_length, num_sources, batch_size, sampler, return_logits):
+        """Raises a ValueError naming `max_length` when the decoder caches and
+        outputs it needs (a lower bound) exceed this machine's memory."""
+        rows = num_sources * sampler.num_beams
+        batch_rows = min(num_sources, batch_size or num_sources) * sampler.num_beams
+        per_position = 4 * rows + (4 * rows * self.target_vocabulary_size if return_logits
+                                   else 0) + batch_rows * self.decoder_cache_bytes_per_position()
+        needed, available = int(max_length) * per_position, _physical_memory_bytes()
+        if available and needed > available:
+            raise ValueError(
+                f"Argument `max_length` needs at least {needed / 2**30:.1f} GiB for the decoder "
+                f"caches and outputs ({rows} rows of {max_length} positions), more than this "
+                f"machine's {available / 2**30:.1f} GiB of memory. Received: "
+                f"max_length={max_length!r}"
+            )
 
     @staticmethod
     def _resolve_sampler(sampler, strategy, strategy_arguments, max_length, prompt_length):
@@ -382,6 +418,8 @@ class Seq2SeqModel(keras.Model):
             A `GenerationResult` of tensors (`token_ids (B, L)`, or `(B, n,
             L)` for a beam sampler with `n > 1` sequences).
         """
+        return_attention = check_call_bool("return_attention", return_attention)
+        return_logits = check_call_bool("return_logits", return_logits)
         sampler = get_sampler(sampler)
         source_values = concrete_values(encoder_token_ids)
         prompt_values = None if decoder_prompt is None else concrete_values(decoder_prompt)

@@ -1,5 +1,7 @@
 """`transformer_seq2seq`: an encoder-decoder Transformer (Vaswani et al. 2017)."""
 
+import math
+
 import keras
 from keras import ops
 
@@ -330,6 +332,16 @@ class TransformerSeq2Seq(Seq2SeqModel):
         if self.copy_head is not None:
             return {"memory": memory, "token_ids": encoder_token_ids}, memory_mask
         return memory, memory_mask
+
+    def decoder_cache_bytes_per_position(self):
+        """The self-attention caches' bytes per position and row, every block."""
+        total = 0
+        for block in self.decoder_blocks:
+            for part in block.init_cache(1, 1):
+                bits = int("".join(filter(str.isdigit, keras.backend.standardize_dtype(
+                    part.dtype))) or 32)
+                total += math.prod(part.shape) * bits // 8
+        return total
 
     def init_decoder_state(self, memory, memory_mask, max_length):
         source_token_ids = None

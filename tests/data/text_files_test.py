@@ -51,3 +51,21 @@ def test_line_error_and_json_helpers_name_file_line_and_key(tmp_path):
     assert text_files.nonblank_texts("f", 1, "k", [" a ", "", "b"]) == ["a", "b"]
     with pytest.raises(ValueError, match="'k' to be a non-empty string.*Received: k=' '"):
         text_files.nonblank_text("f", 1, "k", " ")
+
+
+@pytest.mark.parametrize("end", ["\n", "\r\n", "\r"], ids=["unix", "windows", "classic_mac"])
+def test_read_lines_ends_lines_at_cr_lf_and_crlf(tmp_path, end, monkeypatch):
+    path = tmp_path / "lines.txt"
+    path.write_bytes(end.join(["one", "", "two", "three", ""]).encode("utf-8"))
+    expected = [(1, "one"), (2, ""), (3, "two"), (4, "three")]
+    assert list(text_files.read_lines(path)) == expected
+    monkeypatch.setattr(text_files, "_CHUNK_BYTES", 3)  # a `\r\n` split across chunks
+    assert list(text_files.read_lines(path)) == expected
+    path.write_bytes(b"a\r\rb\n\r\nc\r")  # the three mixed, and empty lines between
+    assert list(text_files.read_lines(path)) == [(1, "a"), (2, ""), (3, "b"), (4, ""), (5, "c")]
+
+
+def test_a_tsv_with_classic_mac_line_ends_is_one_pair_per_line(tmp_path):
+    path = tmp_path / "pairs.tsv"
+    path.write_bytes(b"Go.\tGeh.\rHi.\tHallo!\rRun!\tLauf!\r")
+    assert load_sentence_pairs(path) == [("Go.", "Geh."), ("Hi.", "Hallo!"), ("Run!", "Lauf!")]

@@ -1,10 +1,14 @@
 """Bad call inputs get a ValueError naming the argument, for every layer,
-in eager calls and in the functional API, never a TensorFlow error."""
+in eager calls and in the functional API, never a TensorFlow error; a
+boolean call argument that is not a bool gets a TypeError."""
+
+import re
 
 import keras
 import numpy as np
 import pytest
 
+from keras_attention import layers
 from tests.layers.factories import DIM, FACTORIES
 
 
@@ -95,3 +99,80 @@ def test_empty_memory_follows_the_fully_masked_rule_and_empty_queries_work(name)
     assert no_keys.shape[:2] == (2, 3)
     np.testing.assert_array_equal(no_keys, np.broadcast_to(empty_row_output(layer), no_keys.shape))
     assert layer(ones(2, 0, DIM), ones(2, 4, DIM)).shape[:2] == (2, 0)
+
+
+def _x(*shape):
+    return np.random.default_rng(0).normal(size=shape).astype("float32")
+
+
+# Every public layer with a boolean call argument: `(make the layer, positional
+# inputs, its boolean call arguments)`.
+_FLAGS = ("use_causal_mask", "return_attention_scores", "training")
+FLAG_CALLS = {
+    **{name: (make, lambda: (ones(2, 3, DIM), ones(2, 3, DIM)), _FLAGS)
+       for name, make in FACTORIES.items()},
+    "self_attention": (lambda: layers.SelfAttention(num_heads=2),
+                       lambda: (ones(2, 3, DIM),), _FLAGS),
+    "encoder_block": (lambda: layers.TransformerEncoderBlock(DIM, 2),
+                      lambda: (ones(2, 3, DIM),), ("return_attention_scores", "training")),
+    "decoder_block": (lambda: layers.TransformerDecoderBlock(DIM, 2),
+                      lambda: (ones(2, 3, DIM), ones(2, 4, DIM)), _FLAGS),
+    "universal_transformer": (lambda: layers.UniversalTransformerEncoder(DIM, 2, max_steps=2),
+                              lambda: (ones(2, 3, DIM),),
+                              ("return_attention_scores", "return_halting", "training")),
+    "pointer_generator": (lambda: layers.PointerGenerator(11, 6),
+                          lambda: (_x(2, 3, DIM), _x(2, 4, DIM), np.ones((2, 4), "int32")),
+                          ("return_attention_scores", "training")),
+    "attention_rnn_decoder": (lambda: layers.AttentionRNNDecoder(6, layers.BahdanauAttention(4)),
+                              lambda: (_x(2, 3, 5), _x(2, 4, 7)),
+                              ("return_attention_scores", "training")),
+    "memory_hop": (lambda: layers.MemoryHop(), lambda: (_x(2, DIM), _x(2, 5, DIM), _x(2, 5, DIM)),
+                   ("return_attention_scores",)),
+    "feed_forward": (lambda: layers.FeedForward(16), lambda: (ones(2, 3, DIM),), ("training",)),
+    "memory_encoding": (lambda: layers.MemoryEncoding(12, 4, max_memories=5),
+                        lambda: (np.ones((2, 5, 3), "int32"),), ("training",)),
+}
+# `bool(value)` of each is True: before the check, each was read as True.
+NOT_BOOLS = ["no", "False", "0", 0, 1, 2.0, [False], np.array([False, False])]
+
+
+@pytest.mark.parametrize("name, flag", [(name, flag) for name, (_, _, flags) in FLAG_CALLS.items()
+                                        for flag in flags])
+def test_a_boolean_call_argument_refuses_what_is_not_a_bool(name, flag):
+    make, inputs, _ = FLAG_CALLS[name]
+    layer = make()
+    for bad in NOT_BOOLS:
+        # Keras makes an array argument a tensor before `call` sees it.
+        shown = (r".*\[False,\s*False\]" if isinstance(bad, np.ndarray)
+                 else f"{re.escape(repr(bad))}(\x1b|$)")
+        with pytest.raises(TypeError, match=rf"Argument `{flag}` must be True(,| or) False.*"
+                                            rf"Received: {flag}={shown}"):
+            layer(*inputs(), **{flag: bad})
+
+
+@pytest.mark.parametrize("name", list(FLAG_CALLS))
+def test_a_boolean_call_argument_takes_numpy_bools_and_known_boolean_tensors(name):
+    make, inputs, flags = FLAG_CALLS[name]
+    layer = make()
+    plain = layer(*inputs(), **{flag: False for flag in flags})
+    for value in (np.False_, keras.ops.convert_to_tensor(False)):
+        same = layer(*inputs(), **{flag: value for flag in flags})
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(same),
+                                   keras.ops.convert_to_numpy(plain), atol=1e-6)
+    if "return_attention_scores" in flags:  # read as its value: a tuple comes back
+        assert isinstance(layer(*inputs(), return_attention_scores=np.True_), tuple)
+
+
+def test_the_cached_calls_check_training_too():
+    block = layers.TransformerDecoderBlock(DIM, 2)
+    x, memory = ones(2, 3, DIM), ones(2, 4, DIM)
+    block(x, memory)
+    memory_cache = block.compute_cache(memory)
+    for bad in ("no", 1):
+        with pytest.raises(TypeError, match=rf"Argument `training` must be True, False or None\. "
+                                            rf"Received: training={bad!r}$"):
+            block.call_cached(x[:, :1], block.init_cache(2, 3), 0, memory_cache=memory_cache,
+                              training=bad)
+        with pytest.raises(TypeError, match=rf"Received: training={bad!r}$"):
+            block.self_attention.call_cached(x[:, :1], block.self_attention.init_cache(2, 3), 0,
+                                             training=bad)

@@ -488,3 +488,27 @@ def test_each_set_of_rules_compiles_once():
     model.generate(SOURCE, 5, decoder_start_token_id=3)
     assert model.generate_trace_count() == 3 * one
     assert first.shape == (2, 5)
+
+
+@pytest.mark.parametrize("flag", ["return_scores", "return_logits", "return_attention",
+                                  "jit_compile"])
+def test_generation_flags_refuse_what_is_not_a_bool_before_any_work(model, flag, monkeypatch):
+    monkeypatch.setattr(model, "encode", _no_work)
+    for bad in ("no", 0):
+        with pytest.raises(TypeError, match=rf"Argument `{flag}` must be True or False\. "
+                                            rf"Received: {flag}={bad!r}$"):
+            model.generate(SOURCE, 4, **{flag: bad})
+    if flag in ("return_logits", "return_attention"):
+        with pytest.raises(TypeError, match=rf"Received: {flag}='no'$"):
+            model.search(SOURCE, "greedy", 4, **{flag: "no"})
+
+
+def test_a_max_length_beyond_memory_is_refused_before_any_work(model, monkeypatch):
+    per_position = model.decoder_cache_bytes_per_position()
+    assert per_position == 2 * SMALL["num_layers"] * SMALL["hidden_dim"] * 4  # keys, values
+    monkeypatch.setattr(model, "encode", _no_work)
+    for sampler in ("greedy", decoding.BeamSampler(num_beams=3)):
+        with pytest.raises(ValueError, match=r"Argument `max_length` needs at least .* GiB .* "
+                                             r"more than this machine's .* GiB of memory\. "
+                                             r"Received: max_length=1000000000$"):
+            model.generate(SOURCE, 10**9, sampler)
