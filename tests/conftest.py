@@ -74,15 +74,19 @@ if keras.backend.backend() == "torch":
 # itself; xdist hands modules out in this order (`--dist loadfile
 # --no-loadscope-reorder`, Makefile). In xdist's own order, most tests first,
 # these few-test modules started last, while the other worker idled.
-LONG_MODULES = (
-    "tests/recipes/backends_test.py",
+LONG_MODULES = (  # measured with --durations (junit), 2 December 2026
+    "tests/models/transformer_seq2seq_test.py",
+    "tests/layers/quantization_test.py",
+    "tests/examples_test.py",
+    "tests/models/seq2seq_model_test.py",
     "tests/distribute_test.py",
-    "tests/examples_translation_test.py",
-    "tests/examples_summarization_test.py",
     "tests/examples_question_answering_test.py",
-    "tests/recipes/translation_training_test.py",
+    "tests/recipes/backends_test.py",
     "tests/export_test.py",
-    "tests/docs_site_test.py",
+    "tests/models/rnn_seq2seq_test.py",
+    "tests/layers/universal_transformer_test.py",
+    "tests/layers/transformer_decoder_block_test.py",
+    "tests/examples_summarization_test.py",
 )
 
 
