@@ -9,6 +9,7 @@ from keras_attention.layers.memory_encoding import MemoryEncoding
 from keras_attention.layers.memory_hop import MemoryHop
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
 from keras_attention.layers.pointer_generator import PointerGenerator
+from keras_attention.layers.relative_position_bias import RelativePositionBias
 from keras_attention.layers.scaled_dot_product_attention import (
     ScaledDotProductAttention,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "MemoryHop",
     "MultiHeadAttention",
     "PointerGenerator",
+    "RelativePositionBias",
     "ScaledDotProductAttention",
     "SelfAttention",
     "TokenAndPositionEmbedding",

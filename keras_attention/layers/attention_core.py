@@ -116,7 +116,7 @@ def _ones_column(x):
     return ops.concatenate([x, ops.ones_like(x[..., :1])], axis=-1)
 
 
-def flash_attention(query, key, value, mask_fn=None, link=None):
+def flash_attention(query, key, value, mask_fn=None, link=None, bias=None):
     """Exact softmax attention whose gradient keeps no weights.
 
     The forward pass keeps only the output; the backward pass recomputes
@@ -154,6 +154,10 @@ def flash_attention(query, key, value, mask_fn=None, link=None):
             `dS` is known, which lets the previous block start recomputing
             while this one finishes (a graph executor then holds two blocks'
             weights at a time, not all of them).
+        bias: optional float32 tensor of rank 5 broadcastable to `(B, K, G,
+            t, S)`, added to the logits before the softmax (e.g. a relative
+            position bias); its gradient is `dS` summed over the axes it
+            broadcasts along. Masked keys still get exactly 0.
 
     Returns:
         `(B, K, G, t, dv)` in the dtype of `value`.
@@ -186,14 +190,16 @@ def flash_attention(query, key, value, mask_fn=None, link=None):
         )
         return ungrouped(ops.matmul(weights, matrix))
 
-    def softmax_weights(query, key):
+    def softmax_weights(query, key, bias):
         mask = None if mask_fn is None else mask_fn()
-        return masked_softmax(products(query, key), mask)
+        logits = products(query, key)
+        if bias is not None:
+            logits = logits + bias
+        return masked_softmax(logits, mask)
 
-    @ops.custom_gradient
-    def attend(query, key, value, link):
+    def attend_with_gradient(query, key, value, link, bias):
         output = weights_times(
-            softmax_weights(query + ops.cast(link, query.dtype), key), value
+            softmax_weights(query + ops.cast(link, query.dtype), key, bias), value
         )
 
         def grad(*args, upstream=None):
@@ -205,7 +211,9 @@ def flash_attention(query, key, value, mask_fn=None, link=None):
             # as the forward pass ends and hold them all at once.
             total = ops.sum(ops.cast(upstream, "float32"))
             zero = ops.where(ops.isfinite(total), 0.0 * total, 0.0)
-            weights = softmax_weights(query + ops.cast(zero, query.dtype), key)
+            weights = softmax_weights(
+                query + ops.cast(zero, query.dtype), key, bias
+            )
             d_value = ops.einsum(
                 "bkqs,bkqd->bksd",
                 ops.reshape(
@@ -234,18 +242,41 @@ def flash_attention(query, key, value, mask_fn=None, link=None):
                 ),
                 grouped(ops.cast(query, "float32")),
             )
-            return (
+            gradients = (
                 ops.cast(d_query, query.dtype),
                 ops.cast(d_key, key.dtype),
                 ops.cast(d_value, value.dtype),
                 d_link,
             )
+            if bias is None:
+                return gradients
+            return gradients + (_reduce_to_shape(d_scores, bias.shape),)
 
         return output, grad
 
     if link is None:
         link = ops.zeros((), "float32")
-    return attend(query, key, value, ops.cast(link, "float32"))
+    link = ops.cast(link, "float32")
+    if bias is None:
+
+        @ops.custom_gradient
+        def attend(query, key, value, link):
+            return attend_with_gradient(query, key, value, link, None)
+
+        return attend(query, key, value, link)
+
+    @ops.custom_gradient
+    def attend_biased(query, key, value, link, bias):
+        return attend_with_gradient(query, key, value, link, bias)
+
+    return attend_biased(query, key, value, link, ops.cast(bias, "float32"))
+
+
+def _reduce_to_shape(x, shape):
+    """`x` summed over the axes along which a tensor of `shape` (same rank,
+    1 on the broadcast axes) was broadcast to it."""
+    axes = tuple(i for i, size in enumerate(shape) if size == 1)
+    return ops.sum(x, axis=axes, keepdims=True) if axes else x
 
 
 # A causal bias is a constant of T * S float32 entries in the program: up to

@@ -77,6 +77,7 @@ def choose_implementation(
     dropout_active,
     score_is_scaled_dot,
     query_block_size="auto",
+    biased=False,
 ):
     """The implementation a call runs: "exact", "blocked" or "fused".
 
@@ -91,9 +92,11 @@ def choose_implementation(
         key_length: static `S`, or None when unknown.
         scores_requested: the call returns the attention weights.
         dropout_active: dropout on the weights is active in this call.
-        score_is_scaled_dot: the layer's logits are `(q / sqrt(d)) . k`.
+        score_is_scaled_dot: the layer's logits are `(q * scale) . k`
+            (`scale` 1 / sqrt(d) unless the layer is given another).
         query_block_size: the layer's `query_block_size` ("auto", None or an
             int): under "auto", whether and when to block.
+        biased: the call adds a float `attention_bias` to the logits.
 
     Rules, in order:
 
@@ -105,7 +108,10 @@ def choose_implementation(
        asked ("fused" needs scaled
        dot-product scores: a ValueError otherwise); "blocked" needs a static
        query length (else "exact").
-    3. "auto": "fused" for scaled dot-product scores on a GPU or TPU under
+    3. "auto" with an `attention_bias`: "exact" (the bias is a `(B, H, T,
+       S)` tensor already, so materialised weights cost no more memory
+       than it does; "blocked" and "fused" take a bias when asked for).
+    4. "auto": "fused" for scaled dot-product scores on a GPU or TPU under
        JAX or torch; "blocked" for scaled dot-product scores on a CPU under
        JAX (static `T`, `query_block_size` not None); otherwise (CPU under
        TensorFlow or torch, TensorFlow anywhere, other scores) "blocked"
@@ -128,6 +134,8 @@ def choose_implementation(
         return "exact"  # empty attention: nothing to block or fuse
     if requested == "fused":
         return "fused"
+    if biased and requested == "auto":
+        return "exact"
     static_query = isinstance(query_length, int)
     if requested == "blocked":
         return "blocked" if static_query else "exact"
@@ -261,6 +269,11 @@ class AttentionSteps:
     Fused path (scaled dot-product layers): `fused_heads(query, value, key)`
     -> `(query (B, T, H, d) scaled, key (B, S, K, d), value (B, S, K, dv))`
     and `fused_output(context (B, T, H, dv))` -> output.
+
+    Attention bias (layers that take one): `logits_bias(bias)` -> the float32
+    bias `(B or 1, H or 1, T or 1, S or 1)` of a call in the layout of the
+    layer's logits (and of the flash core's `(B, K, G, t, S)`), with the
+    query axis second to last; None where the layer takes no bias.
     """
 
     compute_logits: Callable
@@ -280,29 +293,54 @@ class AttentionSteps:
     remat_safe: bool = True
     fused_heads: Callable | None = None
     fused_output: Callable | None = None
+    logits_bias: Callable | None = None
+
+
+def _bias_rows(bias, start, size):
+    """Rows `start .. start+size-1` of a bias in the logits layout (the
+    whole bias when it broadcasts over the queries)."""
+    if bias is None or bias.shape[-2] == 1:
+        return bias
+    return bias[..., start : start + size, :]
+
+
+def _bias_keys(bias, key_end):
+    """The first `key_end` keys of a bias (all of them when it broadcasts
+    over the keys or `key_end` is None)."""
+    if bias is None or key_end is None or bias.shape[-1] == 1:
+        return bias
+    return bias[..., :key_end]
 
 
 # ------------------------------------------------------------------ exact
-def exact_attention(query, value, key, parts, steps, return_scores):
+def exact_attention(query, value, key, parts, steps, return_scores, bias=None):
     """The materialised-weights path; returns `output` or `(output, weights)`.
 
     With only a causal mask (static `T == S`), the mask is a constant added
     to the logits (`attention_core.causal_bias`): one add, whose gradient is
     the identity, instead of two `where` over `(B, H, T, S)`; no position
     needs zeroing and no row is fully masked. The weights are the same.
+    `bias` (float32, `(B or 1, H or 1, T or 1, S or 1)`) is added to the
+    logits before the softmax, after the layer's scale.
     """
     query_length, key_length = query.shape[1], key.shape[1]
+    logits_bias = None if bias is None else steps.logits_bias(bias)
+
+    def logits_of(query, key):
+        logits = steps.compute_logits(query, key)
+        return logits if logits_bias is None else logits + logits_bias
+
     if only_causal(parts, query_length, key_length) and (
         query_length * key_length <= attention_core.CAUSAL_BIAS_MAX_ENTRIES
     ):
-        logits = steps.compute_logits(query, key)
+        logits = logits_of(query, key)
         weights = attention_core.biased_softmax(
             logits, attention_core.causal_bias(query_length, key_length)
         )
     else:
         mask = block_mask(parts, 0, ops.shape(query)[1])
         query, value, key = zero_unused(query, value, key, mask)
-        logits = steps.compute_logits(query, key)
+        logits = logits_of(query, key)
         weights = attention_core.masked_softmax(
             logits, broadcast_mask(mask, len(logits.shape))
         )
@@ -313,7 +351,7 @@ def exact_attention(query, value, key, parts, steps, return_scores):
 
 
 # ------------------------------------------------------------------ fused
-def fused_attention(query, value, key, parts, steps):
+def fused_attention(query, value, key, parts, steps, bias=None):
     """The `keras.ops.dot_product_attention` path; returns the output.
 
     The mask goes in explicitly as a boolean `(B, 1, T, S)` (`is_causal`
@@ -323,8 +361,10 @@ def fused_attention(query, value, key, parts, steps):
     A fully masked query row is given one visible key (key 0) so that the
     kernel's softmax is defined, and its context is set to exactly 0
     afterwards (Keras' fused path would give it the mean of the values).
+    A `bias` `(B or 1, H or 1, T or 1, S or 1)` goes in as the kernel's
+    `bias`, with the mask folded into it (see `fused_context`).
     """
-    if only_causal(parts, query.shape[1], key.shape[1]):
+    if bias is None and only_causal(parts, query.shape[1], key.shape[1]):
         # T == S: Keras' causal mask is then the usual lower triangle, and
         # `is_causal` lets the kernels skip the masked half.
         query_heads, key_heads, value_heads = steps.fused_heads(query, value, key)
@@ -341,11 +381,11 @@ def fused_attention(query, value, key, parts, steps):
     mask = block_mask(parts, 0, ops.shape(query)[1])
     query, value, key = zero_unused(query, value, key, mask)
     query_heads, key_heads, value_heads = steps.fused_heads(query, value, key)
-    context = fused_context(query_heads, key_heads, value_heads, mask)
+    context = fused_context(query_heads, key_heads, value_heads, mask, bias)
     return steps.fused_output(context)
 
 
-def fused_context(query_heads, key_heads, value_heads, mask=None):
+def fused_context(query_heads, key_heads, value_heads, mask=None, bias=None):
     """`keras.ops.dot_product_attention` with the one rule kept.
 
     Args:
@@ -354,6 +394,10 @@ def fused_context(query_heads, key_heads, value_heads, mask=None):
             query head `h` meets key head `h // (H / K)`).
         value_heads: `(B, S, K, dv)`.
         mask: boolean `(B or 1, T, S)`, True = may attend, or None.
+        bias: float `(B or 1, H or 1, T or 1, S or 1)` added to the logits,
+            or None. Given, the mask is folded into it (masked keys get
+            `-1e30`; torch takes a bias or a mask, not both), in the
+            dtype of the heads; the row rule is kept as without a bias.
 
     Returns:
         Contexts `(B, T, H, dv)` in the dtype of the heads; exactly 0 in a
@@ -363,9 +407,13 @@ def fused_context(query_heads, key_heads, value_heads, mask=None):
     query_heads, key_heads, value_heads, value_dim = _same_head_sizes(
         query_heads, key_heads, value_heads
     )
+    if bias is not None:
+        bias = ops.cast(bias, "float32")
     if mask is None:
+        if bias is not None:
+            bias = ops.cast(bias, query_heads.dtype)
         context = ops.dot_product_attention(
-            query_heads, key_heads, value_heads, scale=1.0
+            query_heads, key_heads, value_heads, bias=bias, scale=1.0
         )
         return context[..., :value_dim]
     has_key = ops.any(mask, axis=-1)  # (B, T)
@@ -373,11 +421,23 @@ def fused_context(query_heads, key_heads, value_heads, mask=None):
     visible = ops.logical_or(
         mask, ops.logical_and(ops.logical_not(has_key)[:, :, None], first_key)
     )
-    context = ops.dot_product_attention(
-        query_heads, key_heads, value_heads, mask=visible[:, None], scale=1.0
-    )
+    if bias is None:
+        context = ops.dot_product_attention(
+            query_heads, key_heads, value_heads, mask=visible[:, None], scale=1.0
+        )
+    else:
+        bias = ops.where(visible[:, None], bias, _FUSED_MASKED_BIAS)
+        context = ops.dot_product_attention(
+            query_heads, key_heads, value_heads,
+            bias=ops.cast(bias, query_heads.dtype), scale=1.0,
+        )
     context = context[..., :value_dim]
     return ops.where(has_key[:, :, None, None], context, ops.zeros_like(context))
+
+
+# What a masked key's bias becomes on the fused path (float16: -inf, whose
+# exp() is 0 as well; every row has a visible key, so no row is all -inf).
+_FUSED_MASKED_BIAS = -1e30
 
 
 def _same_head_sizes(query_heads, key_heads, value_heads):
@@ -418,7 +478,7 @@ def _one_head_per_group(query_heads, key_heads, value_heads):
 
 
 # ---------------------------------------------------------------- blocked
-def blocked_attention(query, value, key, parts, steps, block_size):
+def blocked_attention(query, value, key, parts, steps, block_size, bias=None):
     """The output of a call, `block_size` queries at a time.
 
     Layers with `flash_operands` use `attention_core.flash_attention` per
@@ -427,8 +487,10 @@ def blocked_attention(query, value, key, parts, steps, block_size):
     block's last query are left out (half the work of causal
     self-attention). Blocks are chained by a zero that depends on the
     previous block, so that graph executors hold one block's scores at a
-    time.
+    time. A `bias` (float32, `(B or 1, H or 1, T or 1, S or 1)`) is added
+    to each block's logits (its rows of the block), and gets its gradient.
     """
+    logits_bias = None if bias is None else steps.logits_bias(bias)
     length = query.shape[1]
     starts = list(range(0, length, block_size))
     sizes = [min(block_size, length - start) for start in starts]
@@ -446,7 +508,7 @@ def blocked_attention(query, value, key, parts, steps, block_size):
             )
         return query_block, mask
 
-    def flash_attend(query_block, start, size, link=None):
+    def flash_attend(query_block, start, size, link=None, bias_block=None):
         query_block, mask = masked_query(query_block, start, size)
         key_end = None
         if parts["causal"] and static_key_length is not None:
@@ -466,14 +528,18 @@ def blocked_attention(query, value, key, parts, steps, block_size):
                 *operands,
                 mask_fn=mask_fn,
                 link=link,
+                bias=_bias_keys(bias_block, key_end),
             )
         )
 
-    def attend(query_block, prepared_key, prepared_value, start, size):
+    def attend(query_block, prepared_key, prepared_value, start, size,
+               bias_block=None):
         query_block, mask = masked_query(query_block, start, size)
         logits = steps.prepared_logits(
             steps.prepare_query(query_block, start), prepared_key
         )
+        if bias_block is not None:
+            logits = logits + bias_block
         weights = attention_core.masked_softmax(
             logits, broadcast_mask(mask, len(logits.shape))
         )
@@ -483,18 +549,20 @@ def blocked_attention(query, value, key, parts, steps, block_size):
     for start, size in zip(starts, sizes):
         query_block = query[:, start : start + size]
         link = _chain_link(contexts[-1]) if contexts else None
+        bias_block = _bias_rows(logits_bias, start, size)
         if flash is not None:  # the core chains its own backward pass
-            contexts.append(flash_attend(query_block, start, size, link))
+            contexts.append(flash_attend(query_block, start, size, link, bias_block))
             continue
         if link is not None:
             query_block = query_block + ops.cast(link, query_block.dtype)
 
-        def block(q, k, v, start=start, size=size):
-            return attend(q, k, v, start, size)
+        def block(q, k, v, *b, start=start, size=size):
+            return attend(q, k, v, start, size, *b)
 
         if steps.remat_safe:
             block = keras.remat(block)
-        contexts.append(block(query_block, prepared_key, prepared_value))
+        extra = () if bias_block is None else (bias_block,)
+        contexts.append(block(query_block, prepared_key, prepared_value, *extra))
     context = ops.concatenate(contexts, axis=steps.context_query_axis)
     return steps.finish_output(context)
 
@@ -524,3 +592,39 @@ def _zero_unused_keys(parts, starts, sizes, key, value):
         attention_core.zero_unused_positions(key, used_keys),
         attention_core.zero_unused_positions(value, used_keys),
     )
+
+
+# ------------------------------------------------------------------ bias
+def check_attention_bias(bias, *, batch_size, num_heads, query_length, key_length):
+    """A call's float `attention_bias` as float32 `(B or 1, H or 1, T or 1,
+    S or 1)`, or a ValueError naming it.
+
+    Args:
+        bias: a float tensor of rank 2 to 4 broadcastable (NumPy rules) to
+            `(B, H, T, S)`: `(T, S)`, `(H, T, S)` or `(B, H, T, S)`, any
+            axis 1 to broadcast.
+        batch_size, num_heads, query_length, key_length: the call's `B`,
+            `H`, `T` and `S` (None where not static).
+    """
+    bias = ops.convert_to_tensor(bias)
+    shape = tuple(bias.shape)
+    dtype = keras.backend.standardize_dtype(bias.dtype)
+    if not keras.backend.is_float_dtype(dtype):
+        raise ValueError(
+            "`attention_bias` must be a float tensor added to the logits (a "
+            "boolean or 0/1 mask goes in `attention_mask`). Received: "
+            f"attention_bias.dtype={dtype}"
+        )
+    expected = (batch_size, num_heads, query_length, key_length)
+    if not 2 <= len(shape) <= 4 or not all(
+        size is None or size == 1 or want is None or size == want
+        for size, want in zip(shape[::-1], expected[::-1])
+    ):
+        raise ValueError(
+            "`attention_bias` must be broadcastable to (batch, num_heads, "
+            f"target_len, source_len) = {expected} (None: not static), of "
+            f"rank 2 to 4. Received: attention_bias.shape={shape}"
+        )
+    while len(bias.shape) < 4:
+        bias = bias[None]
+    return ops.cast(bias, "float32")

@@ -46,6 +46,10 @@ class BaseAttention(keras.layers.Layer):
     `(T, S)`, True = may attend) and, with `use_causal_mask=True`, a causal
     mask (which needs `T == S`; build an offset mask with
     `keras_attention.masks.causal_mask(T, S, offset=...)` for a decode step).
+    Layers with heads of dot-product logits (`MultiHeadAttention`,
+    `SelfAttention`) also take `attention_bias`, a float tensor broadcastable
+    to `(B, H, T, S)` added to the logits before the softmax (a relative
+    position bias); it is not a mask: masked keys still get exactly 0.
 
     A query row with no unmasked key gets all-zero weights and a zero context
     vector, on every path and under every dtype policy.
@@ -198,6 +202,7 @@ class BaseAttention(keras.layers.Layer):
         value_mask=None,
         key_mask=None,
         attention_mask=None,
+        attention_bias=None,
         use_causal_mask=False,
         return_attention_scores=False,
         training=None,
@@ -220,9 +225,10 @@ class BaseAttention(keras.layers.Layer):
             attention_mask=attention_mask,
             use_causal_mask=use_causal_mask,
         )
+        bias = self._check_attention_bias(attention_bias, query, key)
         steps = self._steps(training, query)
         implementation = self._implementation_of_call(
-            query, key, return_attention_scores, training
+            query, key, return_attention_scores, training, biased=bias is not None
         )
         if implementation == "blocked":
             return implementations.blocked_attention(
@@ -232,13 +238,38 @@ class BaseAttention(keras.layers.Layer):
                 mask_parts,
                 steps,
                 implementations.block_length(self.query_block_size),
+                bias=bias,
             )
         if implementation == "fused":
             return implementations.fused_attention(
-                query, value, key, mask_parts, steps
+                query, value, key, mask_parts, steps, bias=bias
             )
         return implementations.exact_attention(
-            query, value, key, mask_parts, steps, return_attention_scores
+            query, value, key, mask_parts, steps, return_attention_scores, bias=bias
+        )
+
+    # The number of heads `H` of the logits, for layers that take a float
+    # `attention_bias` (`MultiHeadAttention`); None: the layer takes none.
+    _attention_bias_heads = None
+
+    def _check_attention_bias(self, attention_bias, query, key):
+        """The call's `attention_bias` as float32 `(B or 1, H or 1, T or 1,
+        S or 1)`, or None; refused by layers that take none."""
+        if attention_bias is None:
+            return None
+        if self._attention_bias_heads is None:
+            raise ValueError(
+                f"`{type(self).__name__}` takes no `attention_bias` (a float "
+                "bias added to the logits: `MultiHeadAttention` and "
+                "`SelfAttention` take one). Received: attention_bias=<tensor of "
+                f"shape {tuple(getattr(attention_bias, 'shape', ()))}>"
+            )
+        return implementations.check_attention_bias(
+            attention_bias,
+            batch_size=_static(query.shape[0]),
+            num_heads=self._attention_bias_heads,
+            query_length=_static(query.shape[1]),
+            key_length=_static(key.shape[1]),
         )
 
     def _as_float(self, x):
@@ -311,11 +342,12 @@ class BaseAttention(keras.layers.Layer):
         return bool(training) and self._seed_generator is not None
 
     def _scores_are_scaled_dot_products(self):
-        """Whether the logits are `(q / sqrt(d)) . k` (the fused kernels'
+        """Whether the logits are `(q * scale) . k` (the fused kernels'
         score); the default is False."""
         return False
 
-    def _implementation_of_call(self, query, key, scores_requested, training):
+    def _implementation_of_call(self, query, key, scores_requested, training,
+                                biased=False):
         """"exact", "blocked" or "fused" for this call
         (`attention_implementations.choose_implementation`)."""
         backend = keras.backend.backend()
@@ -330,6 +362,7 @@ class BaseAttention(keras.layers.Layer):
             dropout_active=self._dropout_active(training),
             score_is_scaled_dot=self._scores_are_scaled_dot_products(),
             query_block_size=self.query_block_size,
+            biased=biased,
         )
 
     def _steps(self, training, query=None):
@@ -356,6 +389,7 @@ class BaseAttention(keras.layers.Layer):
             ),
             fused_heads=self._fused_heads,
             fused_output=self._fused_output,
+            logits_bias=self._logits_bias,
         )
 
     # Hooks of the blocked path; the defaults reuse `_compute_logits` and
@@ -408,6 +442,11 @@ class BaseAttention(keras.layers.Layer):
 
     def _fused_output(self, context):
         """The output from the kernel's contexts `(B, T, H, dv)`."""
+        raise NotImplementedError
+
+    def _logits_bias(self, bias):
+        """A checked bias `(B or 1, H or 1, T or 1, S or 1)` in the layout
+        of this layer's logits (layers with `_attention_bias_heads`)."""
         raise NotImplementedError
 
     def _drop(self, weights, training):

@@ -2,6 +2,7 @@
 
 import dataclasses
 import math
+import numbers
 
 import keras
 from keras import ops
@@ -82,6 +83,23 @@ def _check_keras_only_arguments(attention_axes, flash_attention):
         )
 
 
+def _check_scale(scale):
+    """`scale` as a float: None or a finite float > 0."""
+    if scale is None:
+        return None
+    if (
+        isinstance(scale, bool)
+        or not isinstance(scale, numbers.Real)
+        or not math.isfinite(float(scale))
+        or float(scale) <= 0.0
+    ):
+        raise ValueError(
+            "Argument `scale` must be None (1 / sqrt(key_dim)) or a finite "
+            f"float > 0 (T5: 1.0). Received: scale={scale!r}"
+        )
+    return float(scale)
+
+
 def _check_output_shape(output_shape, output_dim):
     """Keras' `output_shape` (int or sequence of positive ints) as a tuple,
     or None; it may not be given with `output_dim`."""
@@ -120,12 +138,14 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
     q_h = query W^q_h + b^q_h                 (B, T, key_dim)
     k_j = key   W^k_j + b^k_j                 (B, S, key_dim)   j = h // G
     v_j = value W^v_j + b^v_j                 (B, S, value_dim)
-    a_h = softmax((q_h / sqrt(key_dim)) k_j^T)  (B, T, S), float32
+    a_h = softmax((q_h * scale) k_j^T + bias_h)  (B, T, S), float32
     out = sum_h (a_h v_j) W^o_h + b^o         (B, T, output_dim)
     ```
 
     `K = H` is standard multi-head attention, `K = 1` is multi-query
-    attention. Queries are scaled before the matmul and logits and softmax
+    attention. `scale` is `1 / sqrt(key_dim)` unless given (T5: 1.0, no
+    scaling); `bias_h` is head `h` of the call's float `attention_bias`
+    (0 without one). Queries are scaled before the matmul and logits and softmax
     are float32 under every dtype policy. A query row with every key masked
     gets zero weights in every head, so its output is exactly the output
     bias `b^o`, on every path.
@@ -143,6 +163,9 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
             to `num_heads`.
         dropout: float in [0, 1), dropout on the attention weights.
         use_bias: bool, whether the projections have biases.
+        scale: None (default: `1 / sqrt(key_dim)`) or a float > 0, the
+            factor of the queries before the dot products (T5: `1.0`),
+            on every implementation and in `call_cached`.
         output_dim: positive int, the output size; defaults to `Dq`.
         kernel_initializer: initializer of the projection kernels; each
             projection gets its own copy (as in Keras' layer), so W_q, W_k
@@ -181,6 +204,18 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
             quantized); leave it None.
         **kwargs: `keras.layers.Layer` arguments.
 
+    Call arguments: `query`, `value`, `key`, `attention_mask`,
+    `use_causal_mask`, `return_attention_scores`, `training` as in
+    `BaseAttention`, and `attention_bias`: an optional float tensor
+    broadcastable to `(B, H, T, S)` (`(T, S)`, `(H, T, S)`, `(1, H, T, S)`,
+    ...), added to the float32 logits after the scale and before the
+    softmax, e.g. `RelativePositionBias`'s output. It is not a mask (the
+    boolean masks still decide which keys get exactly 0 and which rows are
+    empty) and it gets a gradient. "auto" runs the exact path when a bias
+    is given; "blocked" (the flash core) and "fused"
+    (`keras.ops.dot_product_attention`'s `bias`, the mask folded into it)
+    take it when asked for.
+
     Projections are Keras `EinsumDense` sublayers with Keras' names and
     layouts: `query_dense` (`"query"`, kernel `(Dq, H, key_dim)`),
     `key_dense` and `value_dense` (`(D, K, head_dim)`), `gate_dense`
@@ -204,9 +239,12 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
     cache_update_index)` (or `call_cached(inputs, memory_cache=...)`)
     returns `(output, cache, scores)`. Keys and values are cached per
     key/value head, so grouped-query attention shrinks the cache by `H / K`.
-    The older `call_with_cache`, returning `(output, scores, cache)`, is
-    deprecated. `use_gate` and `sliding_window` apply in the cached calls as
-    in the full call (the window at positions `cache_update_index + i`).
+    `call_cached` takes an `attention_bias` too, `(B or 1, H or 1, t, L)`:
+    the bias rows of the new positions (`RelativePositionBias(...,
+    query_offset=cache_update_index)`). The older `call_with_cache`,
+    returning `(output, scores, cache)`, is deprecated. `use_gate` and
+    `sliding_window` apply in the cached calls as in the full call (the
+    window at positions `cache_update_index + i`).
 
     Example:
 
@@ -249,6 +287,7 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
         bias_constraint=None,
         attention_axes=None,
         flash_attention=None,
+        scale=None,
         **kwargs,
     ):
         _check_keras_only_arguments(attention_axes, flash_attention)
@@ -270,6 +309,7 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
                 f"num_heads={num_heads}"
             )
         self.use_bias = check_bool("use_bias", use_bias)
+        self.scale = _check_scale(scale)
         self.output_dim = check_positive_int(
             "output_dim", output_dim, allow_none=True
         )
@@ -301,6 +341,26 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
     @property
     def _value_head_dim(self):
         return self.value_dim or self.key_dim
+
+    @property
+    def _query_scale(self):
+        """The factor of the queries: `scale`, or `1 / sqrt(key_dim)`."""
+        return 1.0 / math.sqrt(self.key_dim) if self.scale is None else self.scale
+
+    @property
+    def _attention_bias_heads(self):
+        return self.num_heads
+
+    def _logits_bias(self, bias):
+        """A bias `(B or 1, H or 1, T or 1, S or 1)` as `(B or 1, K or 1,
+        G or 1, T or 1, S or 1)`, the logits' layout (head h = k * G + g)."""
+        bias = ops.cast(bias, "float32")
+        if bias.shape[1] == 1:
+            return bias[:, :, None]
+        shape = ops.shape(bias)
+        return ops.reshape(
+            bias, (shape[0], self._kv_heads, self._group_size, shape[2], shape[3])
+        )
 
     def _sublayer_kwargs(self):
         """What one projection sublayer gets, as in Keras' layer: the shared
@@ -426,8 +486,7 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
     def _head_logits(self, query_heads, key_heads):
         """float32 logits `(B, K, G, T, S)` from grouped query heads
         `(B, T, K, G, key_dim)` and key heads `(B, S, K, key_dim)`."""
-        scale = 1.0 / math.sqrt(self.key_dim)
-        query_heads = ops.cast(query_heads, "float32") * scale
+        query_heads = ops.cast(query_heads, "float32") * self._query_scale
         return grouped_dot_products(query_heads, ops.cast(key_heads, "float32"))
 
     def _compute_output(self, weights, value):
@@ -470,8 +529,7 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
         )
 
     def _flash_query(self, query_heads):
-        scale = 1.0 / math.sqrt(self.key_dim)
-        query_heads = ops.cast(query_heads, "float32") * scale
+        query_heads = ops.cast(query_heads, "float32") * self._query_scale
         return ops.transpose(query_heads, (0, 2, 3, 1, 4))
 
     def _flash_context(self, output):
@@ -484,7 +542,7 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
         query_heads = ops.reshape(
             grouped, (shape[0], shape[1], self.num_heads, self.key_dim)
         )
-        scale = ops.cast(1.0 / math.sqrt(self.key_dim), query_heads.dtype)
+        scale = ops.cast(self._query_scale, query_heads.dtype)
         return query_heads * scale, self._key_heads(key), self._value_heads(value)
 
     def _fused_output(self, context, gate=None):
@@ -590,6 +648,7 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
         *,
         memory_cache=None,
         attention_mask=None,
+        attention_bias=None,
         training=False,
     ):
         """`t` new positions over cached keys and values; returns `(output,
@@ -616,6 +675,11 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
                 K, value_dim))`, or None for self-attention.
             attention_mask: optional boolean `(B, t, L)` (or `(B, t, S)`)
                 mask, True = may attend; e.g. the memory's padding.
+            attention_bias: optional float tensor broadcastable to `(B, H,
+                t, L)` (or `(B, H, t, S)`), added to the logits: the rows
+                of the new positions `cache_update_index + i` (e.g.
+                `RelativePositionBias(query_length=t, key_length=L,
+                query_offset=cache_update_index)`).
             training: whether dropout is active.
 
         Returns:
@@ -637,15 +701,17 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
             )
         if memory_cache is not None:
             output, scores = self._cross_attend_cached(
-                inputs, memory_cache, cache_update_index, attention_mask, training
+                inputs, memory_cache, cache_update_index, attention_mask, training,
+                attention_bias,
             )
             return output, None, scores
         return self._self_attend_cached(
-            inputs, cache, cache_update_index, attention_mask, training
+            inputs, cache, cache_update_index, attention_mask, training,
+            attention_bias,
         )
 
     def _self_attend_cached(self, query, cache, cache_update_index, attention_mask,
-                            training):
+                            training, attention_bias=None):
         """`call_cached` of self-attention: `(output, cache, scores)`."""
         self._check_cache(cache, query.shape[0])
         query = ops.cast(query, self.compute_dtype)
@@ -670,20 +736,24 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
             masks.causal_mask(query_positions, key_positions, offset=index),
             self._local_window_mask(query_positions, key_positions, offset=index),
         )
+        bias = self._check_attention_bias(attention_bias, query, key_cache)
         output, scores = self._attend_heads(
-            query, cache_update_index, key_cache, value_cache, mask, training
+            query, cache_update_index, key_cache, value_cache, mask, training, bias
         )
         return output, (key_cache, value_cache), scores
 
     def _cross_attend_cached(self, query, memory_cache, query_start, attention_mask,
-                             training):
+                             training, attention_bias=None):
         """`call_cached` of cross-attention: `(output, scores)`."""
         self._check_cache(memory_cache, query.shape[0], "memory_cache")
         query = ops.cast(query, self.compute_dtype)
         key_heads, value_heads = memory_cache
         mask = self._call_mask(attention_mask, query, key_heads.shape[1])
         start = 0 if query_start is None else query_start
-        return self._attend_heads(query, start, key_heads, value_heads, mask, training)
+        bias = self._check_attention_bias(attention_bias, query, key_heads)
+        return self._attend_heads(
+            query, start, key_heads, value_heads, mask, training, bias
+        )
 
     @staticmethod
     def _call_mask(attention_mask, query, key_length):
@@ -697,10 +767,14 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
             key_length=key_length,
         )
 
-    def _attend_heads(self, query, query_start, key_heads, value_heads, mask, training):
+    def _attend_heads(self, query, query_start, key_heads, value_heads, mask, training,
+                      bias=None):
         """Exact attention of `query (B, t, Dq)` at positions `query_start +
-        i` over projected heads: `(output, scores (B, H, t, L))`."""
+        i` over projected heads (plus a checked `bias`): `(output, scores
+        (B, H, t, L))`."""
         logits = self._head_logits(self._query_heads(query, query_start), key_heads)
+        if bias is not None:
+            logits = logits + self._logits_bias(bias)
         weights = attention_core.masked_softmax(
             logits, None if mask is None else mask[:, None, None]
         )
@@ -773,6 +847,7 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
                 "value_dim": self.value_dim,
                 "num_key_value_heads": self.num_key_value_heads,
                 "use_bias": self.use_bias,
+                "scale": self.scale,
                 "output_dim": self.output_dim,
                 "kernel_initializer": keras.initializers.serialize(
                     self.kernel_initializer

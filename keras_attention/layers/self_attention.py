@@ -29,7 +29,7 @@ class SelfAttention(MultiHeadAttention):
     `key_dim = d`) with one of:
 
     ```
-    scaled_dot: e_ij = (q_i / sqrt(d)) . k_j
+    scaled_dot: e_ij = (q_i * scale) . k_j               scale: 1 / sqrt(d) unless given
     dot:        e_ij = q_i . k_j
     general:    e_ij = q_i . (W_h k_j)                   W_h: (d, d)
     additive:   e_ij = v_h . tanh(q_i + k_j)             v_h: (d,)
@@ -61,12 +61,15 @@ class SelfAttention(MultiHeadAttention):
         implementation: `"auto"`, `"exact"`, `"blocked"` or `"fused"` (see
             `BaseAttention`); `"fused"` needs `score="scaled_dot"`.
         **kwargs: `use_bias`, `kernel_initializer`, `bias_initializer`,
-            `seed` as in `MultiHeadAttention`, and `keras.layers.Layer`
+            `seed`, `scale` (`score="scaled_dot"` only) as in
+            `MultiHeadAttention`, and `keras.layers.Layer`
             arguments.
 
     Call arguments:
         x: tensor `(B, T, D)`.
         attention_mask: optional boolean `(B, T, T)` or `(T, T)` mask.
+        attention_bias: optional float tensor broadcastable to `(B, H, T,
+            T)`, added to the logits (see `MultiHeadAttention`).
         use_causal_mask: overrides the constructor's flag when not None.
         return_attention_scores: bool, also return the weights.
         training: bool, whether dropout is active.
@@ -111,6 +114,12 @@ class SelfAttention(MultiHeadAttention):
         self.score = check_choice("score", score, SCORES)
         self.use_causal_mask = check_bool("use_causal_mask", use_causal_mask)
         self.window = check_non_negative_int("window", window, allow_none=True)
+        if self.scale is not None and self.score != "scaled_dot":
+            raise ValueError(
+                "`scale` applies to `score='scaled_dot'` only (the other "
+                "scores have no 1 / sqrt(d) to replace). Received: "
+                f"scale={self.scale!r}, score={self.score!r}"
+            )
         if self.implementation == "fused" and self.score != "scaled_dot":
             raise ValueError(
                 "`implementation='fused'` needs `score='scaled_dot'` (the "
@@ -184,6 +193,7 @@ class SelfAttention(MultiHeadAttention):
         *,
         x_mask=None,
         attention_mask=None,
+        attention_bias=None,
         use_causal_mask=None,
         return_attention_scores=False,
         training=None,
@@ -217,6 +227,7 @@ class SelfAttention(MultiHeadAttention):
             query_mask=padding,
             value_mask=padding,
             attention_mask=explicit,
+            attention_bias=attention_bias,
             use_causal_mask=use_causal_mask,
             return_attention_scores=return_attention_scores,
             training=training,

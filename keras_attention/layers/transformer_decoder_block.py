@@ -78,6 +78,11 @@ class TransformerDecoderBlock(TransformerBlock):
             `encoder_attention_mask`.
         use_causal_mask: bool (default True), the causal self-attention
             mask; False makes self-attention bidirectional.
+        self_attention_bias: optional float tensor broadcastable to `(B, H,
+            T, T)`, added to the self-attention logits (T5's causal
+            `RelativePositionBias`); not a mask.
+        cross_attention_bias: optional float tensor broadcastable to `(B,
+            H, T, S)`, added to the cross-attention logits.
         return_attention_scores: bool; if True returns `(y, self_scores,
             cross_scores)` (`cross_scores` is None without memory).
         training: bool.
@@ -140,6 +145,8 @@ class TransformerDecoderBlock(TransformerBlock):
         attention_mask=None,
         memory_attention_mask=None,
         use_causal_mask=True,
+        self_attention_bias=None,
+        cross_attention_bias=None,
         return_attention_scores=False,
         training=None,
     ):
@@ -148,6 +155,7 @@ class TransformerDecoderBlock(TransformerBlock):
         h, self_scores = self._self_attention_residual(
             x, padding, training, return_attention_scores,
             attention_mask=attention_mask, use_causal_mask=bool(use_causal_mask),
+            attention_bias=self_attention_bias,
         )
         cross_scores = None
         if memory is not None:
@@ -161,6 +169,7 @@ class TransformerDecoderBlock(TransformerBlock):
                     query_mask=padding,
                     value_mask=memory_mask,
                     attention_mask=memory_attention_mask,
+                    attention_bias=cross_attention_bias,
                     training=training,
                 )
 
@@ -208,6 +217,8 @@ class TransformerDecoderBlock(TransformerBlock):
         cache_update_index,
         *,
         memory_cache=None,
+        self_attention_bias=None,
+        cross_attention_bias=None,
         training=False,
     ):
         """Runs `t` new positions starting at `cache_update_index`; returns
@@ -221,6 +232,12 @@ class TransformerDecoderBlock(TransformerBlock):
                 first new token (also the rotary position offset).
             memory_cache: from `compute_cache(memory, memory_mask)`;
                 required exactly when the block has cross-attention.
+            self_attention_bias: optional float tensor broadcastable to
+                `(B, H, t, L)`: the bias rows of the new positions over the
+                whole cache (`RelativePositionBias(query_length=t,
+                key_length=L, query_offset=cache_update_index)`).
+            cross_attention_bias: optional float tensor broadcastable to
+                `(B, H, t, S)`.
             training: bool.
 
         Returns:
@@ -235,7 +252,8 @@ class TransformerDecoderBlock(TransformerBlock):
 
         def self_attend(h):
             out, new_cache, _ = self.self_attention.call_cached(
-                h, cache, cache_update_index, training=training
+                h, cache, cache_update_index, attention_bias=self_attention_bias,
+                training=training,
             )
             return out, new_cache
 
@@ -252,7 +270,8 @@ class TransformerDecoderBlock(TransformerBlock):
             def cross_attend(z):
                 out, _, scores = self.cross_attention.call_cached(
                     z, memory_cache=memory_cache["cross_attention"],
-                    attention_mask=cross_mask, training=training,
+                    attention_mask=cross_mask, attention_bias=cross_attention_bias,
+                    training=training,
                 )
                 return out, scores
 

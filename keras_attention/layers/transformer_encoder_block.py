@@ -80,6 +80,10 @@ class TransformerEncoderBlock(TransformerBlock):
             the Keras mask of `x`; given, it wins over that mask).
             `padding_mask` (keras-hub's name) is an accepted alias.
         attention_mask: optional boolean `(B, T, T)`, True = may attend.
+        self_attention_bias: optional float tensor broadcastable to `(B, H,
+            T, T)` added to the self-attention logits (T5's
+            `RelativePositionBias`, computed once and passed to every
+            block); not a mask.
         return_attention_scores: bool, also return the self-attention
             weights.
         training: bool.
@@ -114,6 +118,7 @@ class TransformerEncoderBlock(TransformerBlock):
         *,
         x_mask=None,
         attention_mask=None,
+        self_attention_bias=None,
         return_attention_scores=False,
         training=None,
     ):
@@ -124,6 +129,7 @@ class TransformerEncoderBlock(TransformerBlock):
             training,
             return_attention_scores,
             attention_mask=attention_mask,
+            attention_bias=self_attention_bias,
         )
         y = self._feed_forward_residual(h, training)
         return (y, scores) if return_attention_scores else y

@@ -432,3 +432,156 @@ def test_empty_memory_and_empty_queries_on_every_implementation(implementation):
     no_keys = to_numpy(layer(ones(2, 3, DIM), ones(2, 0, DIM)))
     np.testing.assert_array_equal(no_keys, np.broadcast_to(empty_row_output(layer), no_keys.shape))
     assert tuple(layer(ones(2, 0, DIM), ones(2, 4, DIM)).shape) == (2, 0, DIM)
+
+
+# -------------------------------------------------- attention bias, scale
+BIASED = ["multi_head", "grouped_query", "multi_query", "rotary", "self_attention"]
+BIAS_CASES = ["none", "key_padding", "causal_padding", "decode_step",
+              "fully_masked_rows", "nan_in_padding"]
+
+
+def biased_twins(name, implementation):
+    """An exact layer and one of `implementation`, both with T5's scale
+    (1.0), the same weights."""
+    keras.utils.set_random_seed(0)
+    exact = FUSABLE[name](implementation="exact", scale=1.0)
+    other = FUSABLE[name](implementation=implementation, scale=1.0,
+                          query_block_size=2)
+    return exact, other
+
+
+def bias_of(case, heads, seed=2, shape=None):
+    query_length, key_length = CASES[case][:2]
+    rng = np.random.default_rng(seed)
+    shape = shape or (1, heads, query_length, key_length)
+    return rng.normal(size=shape).astype("float32")
+
+
+def biased_output_and_gradients(layer, query, value, bias, kwargs):
+    def loss_terms(q, v, b):
+        out = ops.cast(call(layer, q, v, dict(kwargs, attention_bias=b)), "float32")
+        return out * ops.sin(out)
+
+    q, v, b = to_tensor(query), to_tensor(value), to_tensor(bias)
+    out = to_numpy(ops.cast(call(layer, q, v, dict(kwargs, attention_bias=b)), "float32"))
+    return out, gradients(loss_terms, [q, v, b], layer.trainable_weights)
+
+
+BIAS_PAIRS = [
+    (name, case) for name in BIASED for case in BIAS_CASES
+    if not (name == "self_attention" and case in SELF_ONLY)
+]
+
+
+@pytest.mark.parametrize("implementation", ["blocked", "fused"])
+@pytest.mark.parametrize("name,case", BIAS_PAIRS)
+def test_bias_and_scale_on_blocked_and_fused_equal_the_exact_path(
+    name, case, implementation
+):
+    """Outputs and gradients (inputs, weights and the bias itself) of the
+    blocked (flash core, blocks of 2 queries) and fused paths equal the
+    exact path's, with a bias of shape (1, H, T, S) and scale 1.0."""
+    query, value, kwargs = case_inputs(case)
+    exact, other = biased_twins(name, implementation)
+    build_pair(exact, other, query, value, kwargs)
+    bias = 3 * bias_of(case, exact.num_heads)  # large enough to change weights
+    (out_a, grads_a), (out_b, grads_b) = [
+        biased_output_and_gradients(layer, query, value, bias, kwargs)
+        for layer in (exact, other)
+    ]
+    assert np.isfinite(out_b).all()
+    np.testing.assert_allclose(out_b, out_a, atol=IMPLEMENTATION_TOLERANCE)
+    assert grads_a[2] is not None and np.abs(to_numpy(grads_a[2])).max() > 0
+    for a, b in zip(grads_a, grads_b):
+        if a is None:
+            assert b is None
+            continue
+        a, b = to_numpy(a), to_numpy(b)
+        assert np.isfinite(b).all(), f"non-finite {implementation} gradient"
+        scale = max(1.0, float(np.abs(a).max()))
+        np.testing.assert_allclose(b, a, atol=1e-5 * scale)
+
+
+@pytest.mark.parametrize("implementation", ["exact", "blocked", "fused"])
+@pytest.mark.parametrize(
+    "shape", [(T, S), (2, T, S), (B, 1, T, S), (1, 2, 1, S), (B, 2, T, 1)],
+    ids=["ts", "hts", "b1ts", "1h1s", "bht1"],
+)
+def test_bias_broadcasts_and_its_gradient_has_its_shape(shape, implementation):
+    query, value, kwargs = case_inputs("causal_padding")
+    exact, other = biased_twins("multi_head", implementation)
+    build_pair(exact, other, query, value, kwargs)
+    bias = bias_of("causal_padding", 2, shape=shape)
+    full = np.broadcast_to(bias, (B, 2, T, S)).copy()
+    out_full, grads_full = biased_output_and_gradients(exact, query, value, full, kwargs)
+    out, grads = biased_output_and_gradients(other, query, value, bias, kwargs)
+    np.testing.assert_allclose(out, out_full, atol=IMPLEMENTATION_TOLERANCE)
+    d_bias = to_numpy(grads[2])
+    assert d_bias.shape == shape
+    # The gradient of a broadcast bias sums that of the full bias.
+    expected = to_numpy(grads_full[2])
+    axes = tuple(i for i, n in enumerate((1,) * (4 - len(shape)) + shape) if n == 1)
+    expected = expected.sum(axis=axes, keepdims=True).reshape(shape)
+    np.testing.assert_allclose(d_bias, expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("implementation", ["exact", "blocked", "fused"])
+def test_bias_keeps_the_mask_rule(implementation):
+    """A bias is not a mask: masked keys keep weight 0 whatever their bias
+    (+30 here), a fully masked row still outputs exactly the output bias,
+    and a bias of zeros changes nothing."""
+    query, value, kwargs = case_inputs("fully_masked_rows")
+    exact, other = biased_twins("multi_head", implementation)
+    build_pair(exact, other, query, value, kwargs)
+    mask = np.asarray(kwargs["attention_mask"])
+    bias = np.where(mask[:, None], 0.0, 30.0).astype("float32")  # (B, 1, T, S)
+    plain = to_numpy(call(other, query, value, kwargs))
+    biased = to_numpy(call(other, query, value, dict(kwargs, attention_bias=bias)))
+    np.testing.assert_allclose(biased, plain, atol=IMPLEMENTATION_TOLERANCE)
+    np.testing.assert_array_equal(
+        biased[0, 2], np.broadcast_to(empty_row_output(other), biased[0, 2].shape)
+    )
+    zeros = np.zeros((1, 1, T, S), "float32")
+    np.testing.assert_allclose(
+        to_numpy(call(other, query, value, dict(kwargs, attention_bias=zeros))),
+        plain, atol=IMPLEMENTATION_TOLERANCE,
+    )
+
+
+def test_chooser_picks_exact_for_a_bias_under_auto_only():
+    for backend, device in (("jax", "cpu"), ("jax", "gpu"), ("torch", "gpu"),
+                            ("tensorflow", "cpu")):
+        assert choose(backend=backend, device=device, biased=True) == "exact"
+        assert choose(backend=backend, device=device, biased=True,
+                      query_length=4096, key_length=4096) == "exact"
+    assert choose("blocked", biased=True) == "blocked"
+    assert choose("fused", biased=True) == "fused"
+    layer = layers.MultiHeadAttention(2, 4)
+    query, value, _ = case_inputs("none")
+    assert layer._implementation_of_call(query, value, False, False, biased=True) == "exact"
+
+
+@pytest.mark.parametrize("implementation", ["exact", "blocked", "fused"])
+@pytest.mark.parametrize("scale", [None, 1.0, 0.3])
+def test_scale_is_honoured_by_every_implementation(scale, implementation):
+    """`scale=s` is `query * s` before the dot products: the layer with
+    `scale=s` equals the default layer (1/sqrt(key_dim)) whose query kernel
+    and bias are multiplied by `s * sqrt(key_dim)`."""
+    query, value, kwargs = case_inputs("causal_padding")
+    keras.utils.set_random_seed(0)
+    reference = layers.MultiHeadAttention(
+        2, 4, bias_initializer="random_normal", implementation="exact"
+    )
+    scaled = layers.MultiHeadAttention(
+        2, 4, bias_initializer="random_normal", implementation=implementation,
+        scale=scale, query_block_size=2,
+    )
+    build_pair(reference, scaled, query, value, kwargs)
+    factor = 1.0 if scale is None else scale * np.sqrt(4)
+    reference.query_dense.kernel.assign(to_numpy(reference.query_kernel) * factor)
+    reference.query_dense.bias.assign(to_numpy(reference.query_bias) * factor)
+    np.testing.assert_allclose(
+        to_numpy(call(scaled, query, value, kwargs)),
+        to_numpy(call(reference, query, value, kwargs)),
+        atol=IMPLEMENTATION_TOLERANCE,
+    )

@@ -7,8 +7,9 @@ from tests.test_case import compile_function, run_layer_test
 from tests.test_case import numpy_softmax as softmax
 
 
-def reference(layer, q, v, k):
-    """NumPy multi-head attention with key/value heads repeated per group."""
+def reference(layer, q, v, k, bias=0.0):
+    """NumPy multi-head attention with key/value heads repeated per group
+    (queries times `layer.scale`, default 1/sqrt(key_dim); plus `bias`)."""
     heads, kv_heads = layer.num_heads, layer.num_key_value_heads or layer.num_heads
 
     def get(w):
@@ -23,7 +24,8 @@ def reference(layer, q, v, k):
     vh = np.einsum("bsd,dhk->bshk", v, wv) + (0 if bv is None else bv)
     group = heads // kv_heads
     kh, vh = np.repeat(kh, group, axis=2), np.repeat(vh, group, axis=2)
-    logits = np.einsum("bthk,bshk->bhts", qh, kh) / np.sqrt(layer.key_dim)
+    scale = 1 / np.sqrt(layer.key_dim) if layer.scale is None else layer.scale
+    logits = np.einsum("bthk,bshk->bhts", qh, kh) * scale + bias
     weights = softmax(logits)
     context = np.einsum("bhts,bshk->bthk", weights, vh)
     out = np.einsum("bthk,hko->bto", context, wo) + (0 if bo is None else bo)
@@ -35,6 +37,8 @@ CONFIGS = {
     "gqa": {"num_heads": 4, "key_dim": 3, "num_key_value_heads": 2, "dropout": 0.1, "seed": 0},
     "mqa": {"num_heads": 4, "key_dim": 2, "num_key_value_heads": 1, "value_dim": 5},
     "no_bias_out_dim": {"num_heads": 2, "key_dim": 3, "use_bias": False, "output_dim": 7},
+    "unscaled": {"num_heads": 2, "key_dim": 3, "scale": 1.0, "use_bias": False},
+    "given_scale": {"num_heads": 4, "key_dim": 3, "num_key_value_heads": 2, "scale": 0.25},
 }
 
 
@@ -121,6 +125,12 @@ def test_fully_masked_row_output_is_output_bias(rng):
          r"num_key_value_heads.*divide.*Received: num_key_value_heads=3"),
         ({"num_heads": 2, "key_dim": 2, "dropout": 1.5}, r"dropout.*Received: dropout=1.5"),
         ({"num_heads": 2, "key_dim": 2, "use_bias": 1}, r"use_bias.*Received: use_bias=1"),
+        ({"num_heads": 2, "key_dim": 2, "scale": 0}, r"scale.*Received: scale=0"),
+        ({"num_heads": 2, "key_dim": 2, "scale": -1.0}, r"scale.*Received: scale=-1.0"),
+        ({"num_heads": 2, "key_dim": 2, "scale": True}, r"scale.*Received: scale=True"),
+        ({"num_heads": 2, "key_dim": 2, "scale": "1"}, r"scale.*Received: scale='1'"),
+        ({"num_heads": 2, "key_dim": 2, "scale": float("inf")},
+         r"scale.*Received: scale=inf"),
     ],
 )
 def test_invalid_args(kwargs, pattern):
@@ -387,3 +397,60 @@ def test_keras_arguments_round_trip_through_config(rng):
     restored.set_weights(layer.get_weights())
     assert restored(x, x).shape == (2, 3, 3, 2)
     np.testing.assert_allclose(np.asarray(restored(x, x)), np.asarray(layer(x, x)), atol=1e-6)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["bidirectional", "causal"])
+def test_attention_bias_behaviors(causal, rng, tmp_path):
+    """A float bias as a call argument: config, `.keras`, functional, graph,
+    XLA, implicit masks and mixed precision, as every option."""
+    run_layer_test(
+        MultiHeadAttention,
+        {"num_heads": 2, "key_dim": 4, "scale": 1.0},
+        {
+            "query": rng.normal(size=(2, 5, 8)).astype("float32"),
+            "value": rng.normal(size=(2, 5, 8)).astype("float32"),
+        },
+        call_kwargs={
+            "use_causal_mask": causal,
+            "attention_bias": rng.normal(size=(1, 2, 5, 5)).astype("float32"),
+        },
+        expected_output_shape=(2, 5, 8),
+        expected_scores_shape=(2, 2, 5, 5),
+        tmp_dir=tmp_path,
+    )
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+@pytest.mark.parametrize(
+    "shape", [(3, 5), (1, 5), (4, 3, 5), (2, 1, 3, 5), (1, 4, 1, 5)],
+    ids=["ts", "1s", "hts", "b1ts", "1h1s"],
+)
+def test_attention_bias_against_numpy(name, shape, rng):
+    layer = MultiHeadAttention(**CONFIGS[name], bias_initializer="random_normal")
+    heads = layer.num_heads
+    shape = tuple(heads if n == 4 else n for n in shape)  # the head axis
+    q = rng.normal(size=(2, 3, 4)).astype("float32")
+    v = rng.normal(size=(2, 5, 6)).astype("float32")
+    bias = 2 * rng.normal(size=shape).astype("float32")
+    mask = np.ones((2, 3, 5), bool)
+    mask[1, :, 3:] = False
+    out, w = layer(q, v, attention_mask=mask, attention_bias=bias,
+                   return_attention_scores=True)
+    full_bias = np.where(mask[:, None], bias, -np.inf)
+    expected_out, expected_w = reference(layer, q, v, v, full_bias)
+    np.testing.assert_allclose(w, expected_w, atol=1e-6)
+    np.testing.assert_allclose(out, expected_out, atol=1e-5)
+
+
+def test_attention_bias_in_cross_attention_call_cached_equals_the_full_call(rng):
+    layer = MultiHeadAttention(4, 2, num_key_value_heads=2, scale=1.0)
+    x = rng.normal(size=(2, 3, 8)).astype("float32")
+    memory = rng.normal(size=(2, 6, 8)).astype("float32")
+    bias = rng.normal(size=(1, 4, 3, 6)).astype("float32")
+    full = np.asarray(layer(x, memory, attention_bias=bias))
+    for i in range(3):
+        out, _, _ = layer.call_cached(
+            x[:, i : i + 1], memory_cache=layer.compute_cache(memory),
+            attention_bias=bias[:, :, i : i + 1],
+        )
+        np.testing.assert_allclose(np.asarray(out)[:, 0], full[:, i], atol=1e-5)

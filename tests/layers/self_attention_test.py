@@ -122,3 +122,30 @@ def test_cached_decoding_keeps_the_window_at_a_later_start(rng):
     np.testing.assert_allclose(np.asarray(last_scores)[:, :, 0], np.asarray(full_scores)[:, :, 4],
                                atol=2e-5)
     assert not np.asarray(last_scores)[:, :, 0, :2].any()
+
+
+def test_scale_applies_to_scaled_dot_only():
+    assert SelfAttention(num_heads=2, scale=1.0).get_config()["scale"] == 1.0
+    with pytest.raises(ValueError, match=r"scale.*Received: scale=1.0, score='dot'"):
+        SelfAttention(num_heads=2, score="dot", scale=1.0)
+
+
+@pytest.mark.parametrize("score", ["scaled_dot", "dot", "general", "additive"])
+def test_attention_bias_on_the_blocked_path_equals_the_exact_path(score, rng):
+    """Scores other than scaled_dot take `keras.remat` blocks (no flash
+    core): the bias is added per block there too."""
+    import keras
+
+    x = rng.normal(size=(2, 6, 8)).astype("float32")
+    bias = 2 * rng.normal(size=(1, 2, 6, 6)).astype("float32")
+    padding = np.arange(6)[None] < np.array([6, 4])[:, None]
+    outputs = []
+    for implementation in ("exact", "blocked"):
+        keras.utils.set_random_seed(0)
+        layer = SelfAttention(num_heads=2, score=score, use_causal_mask=True,
+                              implementation=implementation, query_block_size=2)
+        outputs.append(np.asarray(layer(x, x_mask=padding, attention_bias=bias)))
+    np.testing.assert_allclose(outputs[1], outputs[0], atol=1e-5)
+    assert not np.allclose(
+        outputs[0], np.asarray(layer(x, x_mask=padding)), atol=1e-3
+    )

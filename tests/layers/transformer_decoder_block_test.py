@@ -177,3 +177,57 @@ def test_matches_transformers_decoder_layers(family, rng):
     np.testing.assert_allclose(y[x_mask], expected[x_mask], atol=1e-5)
     stepped, _ = cached_decode(block, x, memory, memory_mask, compiled=False)
     np.testing.assert_allclose(stepped[x_mask], expected[x_mask], atol=1e-5)
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "xla"])
+def test_cached_steps_with_bias_rows_equal_the_full_call_with_bias(compiled, rng):
+    """T5's decoder: a causal relative bias in self-attention, a bias in
+    cross-attention too; each cached step gets the rows of its position."""
+    from keras_attention.layers import RelativePositionBias
+
+    block = TransformerDecoderBlock(16, 2)
+    length, source = 6, 5
+    x = rng.normal(size=(2, length, 8)).astype("float32")
+    memory = rng.normal(size=(2, source, 4)).astype("float32")
+    memory_mask = np.array([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0]], bool)
+    relative = RelativePositionBias(2, num_buckets=4, max_distance=6, bidirectional=False,
+                                    embeddings_initializer="random_normal")
+    self_bias = 2 * np.asarray(relative(query_length=length, key_length=length))
+    cross_bias = rng.normal(size=(2, 2, length, source)).astype("float32")
+    full = np.asarray(block(x, memory, memory_mask=memory_mask,
+                            self_attention_bias=self_bias, cross_attention_bias=cross_bias))
+    assert not np.allclose(full, np.asarray(block(x, memory, memory_mask=memory_mask)),
+                           atol=1e-3)
+    cache = block.init_cache(2, length)
+    cross = block.compute_cache(memory, memory_mask)
+
+    def step(token, cache, index, cross, self_rows, cross_rows):
+        return block.call_cached(token, cache, index, memory_cache=cross,
+                                 self_attention_bias=self_rows,
+                                 cross_attention_bias=cross_rows)
+
+    if compiled:
+        step = compile_function(step, jit_compile=True) or step
+    outputs = []
+    for i in range(length):
+        y, cache, _ = step(x[:, i : i + 1], cache, np.int32(i), cross,
+                           self_bias[:, :, i : i + 1], cross_bias[:, :, i : i + 1])
+        outputs.append(np.asarray(y))
+    np.testing.assert_allclose(np.concatenate(outputs, 1), full, atol=1e-5)
+
+
+def test_bias_arguments_pass_every_layer_check(rng, tmp_path):
+    run_layer_test(
+        TransformerDecoderBlock,
+        {"num_heads": 2, "intermediate_dim": 16},
+        {"x": rng.normal(size=(2, 5, 8)).astype("float32"),
+         "memory": rng.normal(size=(2, 6, 4)).astype("float32")},
+        call_kwargs={
+            "self_attention_bias": rng.normal(size=(1, 2, 5, 5)).astype("float32"),
+            "cross_attention_bias": rng.normal(size=(2, 1, 5, 6)).astype("float32"),
+        },
+        expected_output_shape=(2, 5, 8),
+        expected_scores_shape=[(2, 2, 5, 5), (2, 2, 5, 6)],
+        tmp_dir=tmp_path,
+        position_wise=True,
+    )

@@ -127,3 +127,32 @@ def test_matches_transformers_encoder_layers(family, rng):
         np.repeat(padding[:, None, :], 5, axis=1)))
     y = to_numpy(block(x, x_mask=padding))
     np.testing.assert_allclose(y[padding], expected[padding], atol=1e-5)
+
+
+def test_self_attention_bias_reaches_the_attention(rng, tmp_path):
+    """`self_attention_bias` is the attention's `attention_bias`: the block
+    follows the pre-norm equation with the biased attention, a zero bias
+    changes nothing, and the option passes every layer check."""
+    block = TransformerEncoderBlock(16, 2)
+    x = rng.normal(size=(2, 5, 8)).astype("float32")
+    bias = 2 * rng.normal(size=(1, 2, 5, 5)).astype("float32")
+    y = np.asarray(block(x, self_attention_bias=bias))
+    normed = np.asarray(block.self_attention_norm(x))
+    h = x + np.asarray(block.self_attention(normed, normed, attention_bias=bias))
+    expected = h + np.asarray(block.feed_forward(np.asarray(block.feed_forward_norm(h))))
+    np.testing.assert_allclose(y, expected, atol=1e-5)
+    assert not np.allclose(y, np.asarray(block(x)), atol=1e-3)
+    np.testing.assert_allclose(
+        np.asarray(block(x, self_attention_bias=np.zeros((5, 5), "float32"))),
+        np.asarray(block(x)), atol=1e-6,
+    )
+    run_layer_test(
+        TransformerEncoderBlock,
+        {"num_heads": 2, "intermediate_dim": 16},
+        {"x": x},
+        call_kwargs={"self_attention_bias": bias},
+        expected_output_shape=(2, 5, 8),
+        expected_scores_shape=(2, 2, 5, 5),
+        tmp_dir=tmp_path,
+        position_wise=True,
+    )
