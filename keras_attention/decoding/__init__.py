@@ -5,10 +5,15 @@ Samplers (`GreedySampler`, `BeamSampler`, `TopKSampler`, `TopPSampler`,
 `get_sampler` makes one from a name or a config. Underneath, model-free
 loops work on a `step_fn(token_ids, index, state) -> (logits, state,
 attention)` (see `keras_attention.decoding.search`); `suppress_tokens`
-wraps one so that given token ids (`<unk>`, pad, start) are never generated.
+wraps one so that given token ids (`<unk>`, pad, start) are never generated;
+`GenerationRules` (min length, no repeated n-grams, forced first and last
+tokens, bad words) and `hf_beam_search` reproduce `transformers`' `generate`
+for pretrained checkpoints.
 """
 
 from keras_attention.decoding.beam_search import beam_search
+from keras_attention.decoding.generation_rules import GenerationRules
+from keras_attention.decoding.hf_beam_search import hf_beam_search
 from keras_attention.decoding.samplers import (
     BeamSampler,
     GreedySampler,
@@ -36,6 +41,7 @@ from keras_attention.decoding.token_suppression import (
 
 __all__ = [
     "BeamSampler",
+    "GenerationRules",
     "GreedySampler",
     "RandomSampler",
     "STRATEGIES",
@@ -49,6 +55,7 @@ __all__ = [
     "SearchOutput",
     "beam_search",
     "check_suppress_token_ids",
+    "hf_beam_search",
     "sampling_search",
     "select_tokens",
     "suppress_tokens",

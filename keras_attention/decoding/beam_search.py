@@ -45,25 +45,25 @@ def coverage_score(coverage, source_mask, beta):
     return beta * ops.sum(logs, axis=-1)
 
 
-def _flat_rows(beam_index, num_beams):
+def flat_rows(beam_index, num_beams):
     """Row indices into a `(B * K, ...)` tensor for beams `(B, M)`."""
     batch = ops.shape(beam_index)[0]
     offsets = ops.arange(batch, dtype="int32")[:, None] * num_beams
     return ops.reshape(offsets + beam_index, (-1,))
 
 
-def _gather_beams(x, beam_index, num_beams):
+def gather_beams(x, beam_index, num_beams):
     """`x (B, K, ...)` -> `(B, M, ...)` picking beams `beam_index (B, M)`."""
     shape = ops.shape(x)
     rest = tuple(shape[2:])
     flat = ops.reshape(x, (shape[0] * shape[1],) + rest)
-    picked = ops.take(flat, _flat_rows(beam_index, num_beams), axis=0)
+    picked = ops.take(flat, flat_rows(beam_index, num_beams), axis=0)
     return ops.reshape(picked, (shape[0], beam_index.shape[1]) + rest)
 
 
-def _gather_state(state, beam_index, num_beams):
+def gather_state(state, beam_index, num_beams):
     """Reorders every tensor of the model state `(B * K, ...)`."""
-    rows = _flat_rows(beam_index, num_beams)
+    rows = flat_rows(beam_index, num_beams)
     return _map(lambda x: ops.take(x, rows, axis=0), state)
 
 
@@ -93,6 +93,7 @@ def beam_search(
     num_return_sequences=1,
     prompt=None,
     collect_attention=False,
+    process_scores=None,
 ):
     """Beam search over `step_fn` (see `search.py`).
 
@@ -113,6 +114,9 @@ def beam_search(
         num_return_sequences: `n <= K` best hypotheses to return.
         prompt: optional int32 `(B, P)` forced prefix.
         collect_attention: also return the attention of each hypothesis.
+        process_scores: optional `process(log_probs (B * K, V), index,
+            tokens (B * K, L)) -> log_probs`, applied after the log-softmax
+            (e.g. `GenerationRules.processor`).
 
     Returns:
         `SearchOutput` with `token_ids (B, n, L)` sorted best first and their
@@ -151,9 +155,10 @@ def beam_search(
         logits, new_state, attention = step_fn(
             previous_tokens(flat_tokens, index, start_id), index, v["state"]
         )
-        log_probs = ops.reshape(
-            ops.log_softmax(ops.cast(logits, "float32"), axis=-1), (B, K, V)
-        )
+        log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
+        if process_scores is not None:
+            log_probs = process_scores(log_probs, index, flat_tokens)
+        log_probs = ops.reshape(log_probs, (B, K, V))
         if prompt is not None:
             forced = forced_tokens(ops.zeros((B,), "int32"), prompt, index)
             is_forced = ops.arange(V)[None, None, :] == forced[:, None, None]
@@ -166,7 +171,7 @@ def beam_search(
         top_logprob, top_index = ops.top_k(totals, min(2 * K, K * V))
         top_index = ops.cast(top_index, "int32")
         beam, token = top_index // V, top_index % V  # (B, 2K)
-        tokens = _gather_beams(v["live_tokens"], beam, K)
+        tokens = gather_beams(v["live_tokens"], beam, K)
         M = token.shape[1]
         tokens = ops.reshape(
             write_column(ops.reshape(tokens, (B * M, L)), index, ops.reshape(token, (B * M,))),
@@ -190,8 +195,8 @@ def beam_search(
             "beam": beam,
             "token": token,
             "tokens": tokens,
-            "coverage": _gather_beams(coverage, beam, K),
-            "history": _gather_beams(history, beam, K),
+            "coverage": gather_beams(coverage, beam, K),
+            "history": gather_beams(history, beam, K),
             "state": new_state,
         }
 
@@ -225,14 +230,14 @@ def beam_search(
         all_history = ops.concatenate([v["done_attention"], c["history"]], axis=1)
         return {
             "index": index + 1,
-            "live_tokens": _gather_beams(c["tokens"], keep, 2 * K),
+            "live_tokens": gather_beams(c["tokens"], keep, 2 * K),
             "live_logprob": live_logprob,
-            "live_coverage": _gather_beams(c["coverage"], keep, 2 * K),
-            "live_attention": _gather_beams(c["history"], keep, 2 * K),
-            "done_tokens": _gather_beams(all_tokens, done_keep, 3 * K),
+            "live_coverage": gather_beams(c["coverage"], keep, 2 * K),
+            "live_attention": gather_beams(c["history"], keep, 2 * K),
+            "done_tokens": gather_beams(all_tokens, done_keep, 3 * K),
             "done_scores": done_scores,
-            "done_attention": _gather_beams(all_history, done_keep, 3 * K),
-            "state": _gather_state(
+            "done_attention": gather_beams(all_history, done_keep, 3 * K),
+            "state": gather_state(
                 c["state"], ops.take_along_axis(c["beam"], keep, axis=1), K
             ),
         }
@@ -253,9 +258,9 @@ def beam_search(
     tokens = ops.concatenate([final["done_tokens"], final["live_tokens"]], axis=1)
     attention = None
     if collect_attention:
-        attention = _gather_beams(
+        attention = gather_beams(
             ops.concatenate([final["done_attention"], final["live_attention"]], axis=1),
             best,
             2 * K,
         )
-    return SearchOutput(_gather_beams(tokens, best, 2 * K), scores, None, attention)
+    return SearchOutput(gather_beams(tokens, best, 2 * K), scores, None, attention)

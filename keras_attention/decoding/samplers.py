@@ -30,6 +30,7 @@ import keras
 import numpy as np
 
 from keras_attention.decoding.beam_search import beam_search
+from keras_attention.decoding.hf_beam_search import hf_beam_search
 from keras_attention.decoding.sampling import select_tokens, validate_generation_args
 from keras_attention.decoding.search import sampling_search
 
@@ -84,6 +85,9 @@ class Sampler:
     num_return_sequences = 1
     #: Whether the search can return its step logits.
     returns_logits = True
+    #: Whether suppressed ids are banned on the log-probabilities (after the
+    #: log-softmax, as `transformers` does) rather than on the logits.
+    suppresses_log_probs = False
 
     def static_key(self):
         """A hashable description of what changes the compiled program."""
@@ -98,7 +102,7 @@ class Sampler:
 
     def search(self, step_fn, state, values, *, batch_size, max_length, start_id, end_id,
                pad_id, vocab_size, prompt=None, source_mask=None, source_length=None,
-               collect_logits=False, collect_attention=False):
+               collect_logits=False, collect_attention=False, process_scores=None):
         """Runs the search; returns a `SearchOutput` (see `decoding.search`).
 
         Args:
@@ -112,6 +116,10 @@ class Sampler:
             source_mask: bool `(N, S)`, real source positions.
             source_length: `S`.
             collect_logits, collect_attention: fill those outputs.
+            process_scores: optional `process(scores (N, V), index, tokens
+                (N, L)) -> scores` (see `decoding.GenerationRules`): on the
+                logits before a token is picked, or on the log-probabilities
+                in beam search.
         """
         raise NotImplementedError
 
@@ -157,7 +165,7 @@ class _TokenSampler(Sampler):
 
     def search(self, step_fn, state, values, *, batch_size, max_length, start_id, end_id,
                pad_id, vocab_size, prompt=None, source_mask=None, source_length=None,
-               collect_logits=False, collect_attention=False):
+               collect_logits=False, collect_attention=False, process_scores=None):
         def select(logits, index):
             return select_tokens(
                 logits, strategy=self.strategy, k=self._static_k(), p=values["p"],
@@ -169,6 +177,7 @@ class _TokenSampler(Sampler):
             start_id=start_id, end_id=end_id, pad_id=pad_id, select=select,
             prompt=prompt, vocab_size=vocab_size, source_length=source_length,
             collect_logits=collect_logits, collect_attention=collect_attention,
+            process_scores=process_scores,
         )
 
     def get_config(self):
@@ -268,24 +277,54 @@ class TopPSampler(_TokenSampler):
 
 @keras.saving.register_keras_serializable(package="keras_attention")
 class BeamSampler(Sampler):
-    """Beam search with frozen finished hypotheses and the GNMT penalties
-    (see `keras_attention.decoding.beam_search`).
+    """Beam search, scored the GNMT way (our default) or the Hugging Face way.
+
+    `length_penalty_form="gnmt"` (see `keras_attention.decoding.beam_search`):
+    `log P / ((5 + |Y|) / 6) ** length_penalty + coverage`, live and finished
+    hypotheses kept apart; what the recipes use.
+    `length_penalty_form="hf"` (see `keras_attention.decoding.hf_beam_search`):
+    `log P / |Y| ** length_penalty`, stopped as `early_stopping` says, step
+    for step as `transformers`' `generate(num_beams=...)`, for pretrained
+    checkpoints.
 
     Args:
         num_beams: int >= 1, the beam width `K` (1 equals greedy).
-        length_penalty: GNMT `alpha`, a finite float >= 0.
-        coverage_penalty: GNMT `beta`, a finite float >= 0.
+        length_penalty: a finite float: GNMT `alpha` >= 0 (default 0), or
+            the Hugging Face exponent, any sign (`transformers`' default is
+            1.0; pass it).
+        coverage_penalty: GNMT `beta`, a finite float >= 0 (only with
+            `length_penalty_form="gnmt"`).
         num_return_sequences: int in [1, num_beams]: the n best hypotheses;
             with n > 1 results have shape `(B, n, L)`.
+        length_penalty_form: `"gnmt"` (default) or `"hf"`.
+        early_stopping: `True`, `False` (default) or `"never"`, as in
+            `transformers` (only with `length_penalty_form="hf"`).
+
+    Example:
+
+    >>> BeamSampler(num_beams=4, length_penalty=1.0, length_penalty_form="hf",
+    ...             early_stopping=True)
+    BeamSampler(num_beams=4, length_penalty=1.0, coverage_penalty=0.0, \
+num_return_sequences=1, length_penalty_form='hf', early_stopping=True)
     """
 
     name = "beam"
     returns_logits = False
+    FORMS = ("gnmt", "hf")
 
     def __init__(self, num_beams=4, length_penalty=0.0, coverage_penalty=0.0,
-                 num_return_sequences=1):
+                 num_return_sequences=1, length_penalty_form="gnmt", early_stopping=False):
+        if length_penalty_form not in self.FORMS:
+            raise ValueError(
+                f"Argument `length_penalty_form` must be one of {self.FORMS}. "
+                f"Received: length_penalty_form={length_penalty_form!r}"
+            )
+        self.length_penalty_form = length_penalty_form
+        hf = length_penalty_form == "hf"
         self.num_beams = _check_int("num_beams", num_beams, 1)
-        self.length_penalty = _check_number("length_penalty", length_penalty, low=0.0)
+        self.length_penalty = _check_number(
+            "length_penalty", length_penalty, low=-math.inf if hf else 0.0
+        )
         self.coverage_penalty = _check_number("coverage_penalty", coverage_penalty, low=0.0)
         self.num_return_sequences = _check_int("num_return_sequences", num_return_sequences, 1)
         if self.num_return_sequences > self.num_beams:
@@ -293,9 +332,28 @@ class BeamSampler(Sampler):
                 "Argument `num_return_sequences` must be in [1, num_beams="
                 f"{self.num_beams}]. Received: num_return_sequences={num_return_sequences!r}"
             )
+        if not (early_stopping is True or early_stopping is False or early_stopping == "never"):
+            raise ValueError(
+                "Argument `early_stopping` must be True, False or 'never'. "
+                f"Received: early_stopping={early_stopping!r}"
+            )
+        if hf and self.coverage_penalty != 0.0:
+            raise ValueError(
+                "Argument `coverage_penalty` is a GNMT setting: it must be 0 with "
+                f"length_penalty_form='hf'. Received: coverage_penalty={coverage_penalty!r}"
+            )
+        if not hf and early_stopping is not False:
+            raise ValueError(
+                "Argument `early_stopping` is a Hugging Face setting: pass "
+                "length_penalty_form='hf' with it (the GNMT search always stops when no "
+                f"live hypothesis can win). Received: early_stopping={early_stopping!r}"
+            )
+        self.early_stopping = early_stopping
+        self.suppresses_log_probs = hf
 
     def static_key(self):
-        return (type(self).__name__, self.num_beams, self.num_return_sequences)
+        return (type(self).__name__, self.num_beams, self.num_return_sequences,
+                self.length_penalty_form, self.early_stopping)
 
     def dynamic_values(self):
         return {
@@ -305,11 +363,25 @@ class BeamSampler(Sampler):
 
     def search(self, step_fn, state, values, *, batch_size, max_length, start_id, end_id,
                pad_id, vocab_size, prompt=None, source_mask=None, source_length=None,
-               collect_logits=False, collect_attention=False):
+               collect_logits=False, collect_attention=False, process_scores=None):
         if collect_logits:
             raise ValueError(
                 "`return_logits` is not available with beam search. "
                 "Received: return_logits=True, sampler=BeamSampler"
+            )
+        if self.length_penalty_form == "hf":
+            if collect_attention:
+                raise ValueError(
+                    "`return_attention` is not available with length_penalty_form='hf'. "
+                    "Received: return_attention=True"
+                )
+            return hf_beam_search(
+                step_fn, state, batch_size=batch_size, num_beams=self.num_beams,
+                max_length=max_length, start_id=start_id, end_id=end_id, pad_id=pad_id,
+                vocab_size=vocab_size, length_penalty=values["length_penalty"],
+                early_stopping=self.early_stopping,
+                num_return_sequences=self.num_return_sequences, prompt=prompt,
+                process_scores=process_scores,
             )
         return beam_search(
             step_fn, state, batch_size=batch_size, num_beams=self.num_beams,
@@ -317,7 +389,7 @@ class BeamSampler(Sampler):
             vocab_size=vocab_size, length_penalty=values["length_penalty"],
             coverage_penalty=values["coverage_penalty"], source_mask=source_mask,
             source_length=source_length, num_return_sequences=self.num_return_sequences,
-            prompt=prompt, collect_attention=collect_attention,
+            prompt=prompt, collect_attention=collect_attention, process_scores=process_scores,
         )
 
     def get_config(self):
@@ -326,6 +398,8 @@ class BeamSampler(Sampler):
             "length_penalty": self.length_penalty,
             "coverage_penalty": self.coverage_penalty,
             "num_return_sequences": self.num_return_sequences,
+            "length_penalty_form": self.length_penalty_form,
+            "early_stopping": self.early_stopping,
         }
 
 

@@ -73,6 +73,7 @@ def sampling_search(
     source_length=None,
     collect_logits=False,
     collect_attention=False,
+    process_scores=None,
 ):
     """Greedy or sampled decoding, one token per step.
 
@@ -87,6 +88,10 @@ def sampling_search(
             positions.
         vocab_size, source_length: sizes of the optional buffers.
         collect_logits, collect_attention: fill `logits` / `attention`.
+        process_scores: optional `process(logits (B, V), index, tokens (B,
+            L)) -> logits`, applied before `select` (e.g.
+            `GenerationRules.processor`); the collected logits and the scores
+            are those it returns.
 
     Returns:
         A `SearchOutput` with `token_ids (B, L)` and `scores (B,)`, the sum
@@ -116,6 +121,8 @@ def sampling_search(
             previous_tokens(tokens, index, start_id), index, state
         )
         logits = ops.cast(logits, "float32")
+        if process_scores is not None:
+            logits = process_scores(logits, index, tokens)
         chosen = forced_tokens(select(logits, index), prompt, index)
         chosen = ops.where(finished, pad_id, chosen)
         log_probs = ops.log_softmax(logits, axis=-1)

@@ -7,6 +7,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_attention.decoding.generation_rules import GenerationRules
 from keras_attention.decoding.samplers import get_sampler, sampler_from_strategy
 from keras_attention.decoding.token_suppression import check_suppress_token_ids, suppress_tokens
 from keras_attention.validation import (
@@ -167,6 +168,13 @@ class Seq2SeqModel(keras.Model):
         jit_compile=True,
         verbose=0,
         suppress_token_ids=None,
+        min_length=0,
+        no_repeat_ngram_size=0,
+        forced_bos_token_id=None,
+        forced_eos_token_id=None,
+        bad_words_ids=None,
+        begin_suppress_token_ids=None,
+        decoder_start_token_id=None,
         strategy=None,
         **strategy_arguments,
     ):
@@ -199,7 +207,19 @@ class Seq2SeqModel(keras.Model):
                 token, not every id; duplicates are ignored. Their logits
                 are `decoding.SUPPRESSED_LOGIT` (also in `return_logits`).
                 Each set of suppressed ids compiles its own function (see
-                `decoding.suppress_tokens`).
+                `decoding.suppress_tokens`). With
+                `BeamSampler(length_penalty_form="hf")` they are banned on
+                the log-probabilities instead, as `transformers` does.
+            min_length, no_repeat_ngram_size, forced_bos_token_id,
+                forced_eos_token_id, bad_words_ids, begin_suppress_token_ids:
+                the generation rules of pretrained checkpoints, as
+                `transformers` applies them (see `decoding.GenerationRules`;
+                `min_length` here is `transformers`' minus one: the end token
+                cannot come before `min_length` other tokens). Each set of
+                rules compiles its own function.
+            decoder_start_token_id: the first input token of the decoder;
+                None: the model's `start_token_id`. Any target id (Marian
+                starts with its pad id, BART with its end id).
             strategy, **strategy_arguments: the older keyword form, e.g.
                 `generate(x, 32, strategy="beam", num_beams=4,
                 length_penalty=0.6)` or `generate(x, 32, "top_k", k=10,
@@ -220,13 +240,18 @@ class Seq2SeqModel(keras.Model):
         sampler = self._resolve_sampler(
             sampler, strategy, strategy_arguments, max_length, prompt_length
         )
+        rules = GenerationRules(
+            min_length=min_length, no_repeat_ngram_size=no_repeat_ngram_size,
+            forced_bos_token_id=forced_bos_token_id, forced_eos_token_id=forced_eos_token_id,
+            bad_words_ids=bad_words_ids, begin_suppress_token_ids=begin_suppress_token_ids,
+        )
         suppressed = self._check_search_arguments(
             source, prompt, prompt_length, sampler, max_length, return_logits,
-            suppress_token_ids,
+            suppress_token_ids, rules, decoder_start_token_id,
         )
         function = self._generate_function(
             sampler, int(max_length), bool(return_logits), bool(return_attention),
-            bool(jit_compile), suppressed,
+            bool(jit_compile), suppressed, rules, decoder_start_token_id,
         )
         values = sampler.dynamic_values()
         empty_prompt = np.zeros((source.shape[0], 0), "int32")
@@ -270,7 +295,8 @@ class Seq2SeqModel(keras.Model):
         return get_sampler(sampler)
 
     def _check_search_arguments(self, source, prompt, prompt_length, sampler, max_length,
-                                return_logits, suppress_token_ids):
+                                return_logits, suppress_token_ids, rules=None,
+                                decoder_start_token_id=None):
         """Raises a ValueError naming the first argument `search` cannot use;
         returns the suppressed ids as a sorted tuple.
 
@@ -297,12 +323,27 @@ class Seq2SeqModel(keras.Model):
                 f"`return_logits` is not available with {type(sampler).__name__}. "
                 f"Received: return_logits=True, sampler={sampler!r}"
             )
-        return check_suppress_token_ids(
+        suppressed = check_suppress_token_ids(
             suppress_token_ids, self.target_vocabulary_size, end_id=self.end_token_id
         )
+        if decoder_start_token_id is not None and (
+            isinstance(decoder_start_token_id, bool)
+            or not isinstance(decoder_start_token_id, (int, np.integer))
+            or not 0 <= decoder_start_token_id < self.target_vocabulary_size
+        ):
+            raise ValueError(
+                "Argument `decoder_start_token_id` must be None or a token id in [0, "
+                f"{self.target_vocabulary_size}) (the target vocabulary). "
+                f"Received: decoder_start_token_id={decoder_start_token_id!r}"
+            )
+        if rules is not None:
+            rules.check(self.target_vocabulary_size, end_id=self.end_token_id,
+                        max_length=max_length)
+        return suppressed
 
     def search(self, encoder_token_ids, sampler, max_length, decoder_prompt=None,
-               return_attention=False, return_logits=False, suppress_token_ids=None):
+               return_attention=False, return_logits=False, suppress_token_ids=None,
+               rules=None, decoder_start_token_id=None):
         """The decoding loop of `generate` as tensors, traceable.
 
         Usable inside a `tf.function` (symbolic `B` and `S` included, as
@@ -318,6 +359,9 @@ class Seq2SeqModel(keras.Model):
             return_attention, return_logits: fill those fields.
             suppress_token_ids: optional list of target ids never generated
                 (checked as in `generate`).
+            rules: optional `decoding.GenerationRules` (`generate`'s
+                `min_length`, ..., `begin_suppress_token_ids`).
+            decoder_start_token_id: as in `generate`.
 
         Returns:
             A `GenerationResult` of tensors (`token_ids (B, L)`, or `(B, n,
@@ -327,13 +371,14 @@ class Seq2SeqModel(keras.Model):
         source_values = concrete_values(encoder_token_ids)
         prompt_values = None if decoder_prompt is None else concrete_values(decoder_prompt)
         prompt_length = 0 if decoder_prompt is None else decoder_prompt.shape[1]
+        rules = rules if rules is not None else GenerationRules()
         suppressed = self._check_search_arguments(
             source_values, prompt_values, prompt_length, sampler, max_length, return_logits,
-            suppress_token_ids,
+            suppress_token_ids, rules, decoder_start_token_id,
         )
         result = self._search_with_values(
             encoder_token_ids, decoder_prompt, sampler, max_length, sampler.dynamic_values(),
-            return_logits, return_attention, suppressed,
+            return_logits, return_attention, suppressed, rules, decoder_start_token_id,
         )
         return self._best_only(result, sampler)
 
@@ -350,11 +395,13 @@ class Seq2SeqModel(keras.Model):
         return result
 
     def _search_with_values(self, source, prompt, sampler, max_length, values,
-                            return_logits, return_attention, suppressed=()):
+                            return_logits, return_attention, suppressed=(), rules=None,
+                            decoder_start_token_id=None):
         """Encodes once, then runs the sampler's loop; a `GenerationResult`.
 
         `values` are the sampler's dynamic values (NumPy scalars or scalar
-        tensors); `suppressed`, the checked ids never generated. `B` and `S`
+        tensors); `suppressed`, the checked ids never generated; `rules`, the
+        checked `GenerationRules` (or None). `B` and `S`
         come from the static shape of `source`, or at run time where it has
         none (a serving graph over a `(None,)` batch of strings).
         """
@@ -377,13 +424,23 @@ class Seq2SeqModel(keras.Model):
                 memory = keras.tree.map_structure(tile, memory)
                 memory_mask = tile(memory_mask)
             state = self.init_decoder_state(memory, memory_mask, max_length)
+            rules = rules if rules is not None else GenerationRules()
+            if suppressed and sampler.suppresses_log_probs:
+                rules, suppressed = rules.with_suppressed(suppressed), ()
+            start_id = (self.start_token_id if decoder_start_token_id is None
+                        else int(decoder_start_token_id))
+            process_scores = rules.processor(
+                start_id=start_id, end_id=self.end_token_id, max_length=max_length,
+                vocab_size=self.target_vocabulary_size,
+            )
             step_fn = suppress_tokens(self.decode_step, suppressed, self.target_vocabulary_size)
+            extra = {} if process_scores is None else {"process_scores": process_scores}
             output = sampler.search(
                 step_fn, state, values, batch_size=batch_size, max_length=max_length,
-                start_id=self.start_token_id, end_id=self.end_token_id,
+                start_id=start_id, end_id=self.end_token_id,
                 pad_id=self.pad_token_id, vocab_size=self.target_vocabulary_size,
                 prompt=prompt, source_mask=memory_mask, source_length=source_length,
-                collect_logits=return_logits, collect_attention=return_attention,
+                collect_logits=return_logits, collect_attention=return_attention, **extra,
             )
         return GenerationResult(*output)
 
@@ -433,17 +490,18 @@ class Seq2SeqModel(keras.Model):
         )
 
     def _generate_function(self, sampler, max_length, return_logits, return_attention,
-                           jit_compile, suppressed=()):
+                           jit_compile, suppressed=(), rules=None, decoder_start_token_id=None):
         """`function(source, prompt, values) -> GenerationResult`, one per
         static configuration (compiled functions trace once per shape); the
-        suppressed ids (a tuple) are part of it."""
+        suppressed ids (a tuple), the rules and the start id are part of it."""
+        rules = rules if rules is not None else GenerationRules()
         key = (sampler.static_key(), max_length, return_logits, return_attention, jit_compile,
-               tuple(suppressed))
+               tuple(suppressed), rules.key(), decoder_start_token_id)
         if key not in self._generate_functions:
             def run(source, prompt, values):
                 result = self._search_with_values(
                     source, prompt, sampler, max_length, values, return_logits,
-                    return_attention, suppressed,
+                    return_attention, suppressed, rules, decoder_start_token_id,
                 )
                 return self._best_only(result, sampler)
 

@@ -221,8 +221,15 @@ samplers = {{
     "beam": decoding.BeamSampler(num_beams=3, length_penalty=0.6, num_return_sequences=2),
     "top_k": decoding.TopKSampler(k=5, seed=11),
     "top_p": decoding.TopPSampler(p=0.8, temperature=1.2, seed=4),
+    "hf_beam": decoding.BeamSampler(num_beams=3, length_penalty=1.0, length_penalty_form="hf",
+                                    early_stopping=True),
 }}
-print(json.dumps({{name: model.generate(source, 10, s).tolist() for name, s in samplers.items()}}))
+tokens = {{name: model.generate(source, 10, s).tolist() for name, s in samplers.items()}}
+tokens["hf_rules"] = model.generate(
+    source, 10, decoding.BeamSampler(num_beams=3, length_penalty=2.0, length_penalty_form="hf"),
+    min_length=3, no_repeat_ngram_size=2, bad_words_ids=[[5], [6, 7]], forced_eos_token_id=2,
+    suppress_token_ids=[8]).tolist()
+print(json.dumps(tokens))
 """
 
 
@@ -255,7 +262,7 @@ def test_a_saved_model_generates_the_same_tokens_on_every_backend(saved_model_to
     assert len(np.unique(expected["greedy"])) > 3  # not one repeated token
     assert expected["top_k"] != expected["greedy"]  # really sampled
     tokens = json.loads(_python(code, backend))
-    for name in ("greedy", "beam", "top_k", "top_p"):
+    for name in ("greedy", "beam", "top_k", "top_p", "hf_beam", "hf_rules"):
         assert tokens[name] == expected[name], name
 
 
@@ -347,3 +354,127 @@ def test_each_suppression_compiles_once_and_is_reused():
     model.generate(SOURCE, 5)
     model.generate(SOURCE, 5, suppress_token_ids=[])  # nothing suppressed: the same function
     assert model.generate_trace_count() == 3 * one
+
+
+# Generation rules, Hugging Face beams, the decoder start token -----------------
+
+RULE_SAMPLERS = {
+    "greedy": decoding.GreedySampler(),
+    "beam": decoding.BeamSampler(num_beams=3, length_penalty=0.6),
+    "hf_beam": decoding.BeamSampler(num_beams=3, length_penalty=1.0, length_penalty_form="hf",
+                                    early_stopping="never"),
+    "top_k": decoding.TopKSampler(k=4, seed=3),
+}
+
+
+@pytest.fixture(scope="module")
+def ending_model():
+    """The small model with its end token made likely (bias +20)."""
+    keras.utils.set_random_seed(0)
+    model = transformer_seq2seq(20, target_vocabulary_size=24, **SMALL)
+    bias = model.output_projection.bias
+    bias.assign(bias + 20.0 * keras.ops.one_hot(model.end_token_id, 24))
+    return model
+
+
+@pytest.mark.parametrize("name", sorted(RULE_SAMPLERS))
+def test_generation_rules_reach_every_sampler(unending_model, ending_model, name):
+    """(Uncompiled, to save time: the compiled rules are checked against
+    `transformers` in tests/decoding and on every backend above.)"""
+    sampler, end = RULE_SAMPLERS[name], unending_model.end_token_id
+
+    def run(model, **rules):
+        return model.generate(SOURCE, 6, sampler, jit_compile=False, **rules)
+
+    assert (run(ending_model)[:, 0] == end).all()
+    tokens = run(ending_model, min_length=3)
+    assert (tokens[:, :3] != end).all() and (tokens[:, 3] == end).all()
+    tokens = run(unending_model, forced_bos_token_id=7, forced_eos_token_id=end)
+    assert (tokens[:, 0] == 7).all() and (tokens[:, -1] == end).all()
+    tokens = run(unending_model, no_repeat_ngram_size=1)
+    for row in tokens:  # unigrams: no id twice, nor the start token
+        assert len(set(row.tolist()) | {unending_model.start_token_id}) == len(row) + 1
+    picked = sorted(set(run(unending_model).ravel().tolist()))
+    tokens = run(unending_model, bad_words_ids=[[i] for i in picked])
+    assert not np.isin(tokens, picked).any()
+    tokens = run(unending_model, begin_suppress_token_ids=picked)
+    assert not np.isin(tokens[:, 0], picked).any()
+
+
+def test_a_hf_beam_sampler_suppresses_on_log_probabilities(unending_model):
+    sampler = RULE_SAMPLERS["hf_beam"]
+    plain = unending_model.generate(SOURCE, 6, sampler)
+    picked = sorted(set(plain.ravel().tolist()))
+    result = unending_model.generate(SOURCE, 6, sampler, suppress_token_ids=picked,
+                                     return_scores=True)
+    assert not np.isin(result.token_ids, picked).any()
+    # The kept tokens' log-probabilities are not renormalised: the same
+    # tokens score lower than when the suppressed mass is removed first.
+    renormalised = unending_model.generate(
+        SOURCE, 6, decoding.BeamSampler(num_beams=3), suppress_token_ids=picked,
+        return_scores=True)
+    np.testing.assert_array_equal(renormalised.token_ids, result.token_ids)
+    lengths = (result.token_ids != unending_model.pad_token_id).sum(axis=1)
+    assert (result.scores * lengths < renormalised.scores - 1e-3).all()
+
+
+def test_the_decoder_start_token_is_the_first_input(unending_model):
+    model = unending_model
+    plain = model.generate(SOURCE, 6, jit_compile=False)
+    start, tokens = next(
+        (start, tokens) for start in range(3, 24)
+        for tokens in [model.generate(SOURCE, 6, decoder_start_token_id=start, jit_compile=False)]
+        if not np.array_equal(tokens, plain)
+    )
+    decoder_in = np.concatenate([np.full((2, 1), start), tokens[:, :-1]], axis=1)
+    logits = np.asarray(model({"encoder_token_ids": SOURCE, "decoder_token_ids": decoder_in}))
+    for row in range(2):
+        ends = np.flatnonzero(tokens[row] == model.end_token_id)
+        upto = ends[0] + 1 if len(ends) else 6
+        np.testing.assert_array_equal(tokens[row, :upto], logits[row, :upto].argmax(-1))
+
+
+def test_search_takes_the_rules_of_generate(unending_model):
+    model, sampler = unending_model, RULE_SAMPLERS["hf_beam"]
+    rules = decoding.GenerationRules(min_length=2, no_repeat_ngram_size=2,
+                                     bad_words_ids=[[3, 4]], forced_bos_token_id=9)
+    generated = model.generate(SOURCE, 6, sampler, decoder_start_token_id=4,
+                               **rules.get_config())
+    searched = model.search(np.pad(SOURCE, ((0, 0), (0, 3))), sampler, 6, rules=rules,
+                            decoder_start_token_id=4).token_ids
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(searched), generated)
+
+
+@pytest.mark.parametrize(
+    "kwargs, pattern",
+    [
+        ({"min_length": 4}, r"`min_length` must be smaller than `max_length` \(4\).*"
+                            r"Received: min_length=4"),
+        ({"min_length": -1}, r"Received: min_length=-1"),
+        ({"forced_bos_token_id": 24}, r"\[0, 24\).*Received: forced_bos_token_id=24"),
+        ({"bad_words_ids": [[3, 30]]}, r"Received: bad_words_ids=\(\(3, 30\),\)"),
+        ({"no_repeat_ngram_size": 1.0}, r"Received: no_repeat_ngram_size=1.0"),
+        ({"decoder_start_token_id": 24}, r"Received: decoder_start_token_id=24"),
+        ({"decoder_start_token_id": True}, r"Received: decoder_start_token_id=True"),
+    ],
+)
+def test_bad_generation_rules_are_refused_before_any_work(model, kwargs, pattern, monkeypatch):
+    traces = model.generate_trace_count()
+    monkeypatch.setattr(model, "encode", _no_work)
+    for sampler in ("greedy", RULE_SAMPLERS["hf_beam"]):
+        with pytest.raises(ValueError, match=pattern):
+            model.generate(SOURCE, 4, sampler, **kwargs)
+    assert model.generate_trace_count() == traces
+
+
+def test_each_set_of_rules_compiles_once():
+    keras.utils.set_random_seed(0)
+    model = transformer_seq2seq(20, target_vocabulary_size=24, **SMALL)
+    one = 0 if BACKEND == "torch" else 1
+    first = model.generate(SOURCE, 5, bad_words_ids=[[3], [4, 5]], min_length=1)
+    model.generate(SOURCE, 5, bad_words_ids=((3,), (4, 5)), min_length=1)
+    assert model.generate_trace_count() == one
+    model.generate(SOURCE, 5, bad_words_ids=[[3]], min_length=1)
+    model.generate(SOURCE, 5, decoder_start_token_id=3)
+    assert model.generate_trace_count() == 3 * one
+    assert first.shape == (2, 5)
