@@ -281,6 +281,8 @@ class TokenAndPositionEmbedding(QuantizableSublayers, keras.layers.Layer):
         self.token_embedding = keras.layers.ReversibleEmbedding(
             vocab_size, dim, dtype=self.dtype_policy, name="token_embedding"
         )
+        # `logits(h)` runs it on masked states: the mask passes through.
+        self.token_embedding.supports_masking = True
         self.position_encoding = None
         if self.position in ("sinusoidal", "sinusoidal_halves"):
             layout = "halves" if self.position == "sinusoidal_halves" else "interleaved"

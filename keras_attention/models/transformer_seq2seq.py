@@ -10,10 +10,11 @@ from keras_attention.layers import (
     TransformerDecoderBlock,
     TransformerEncoderBlock,
 )
+from keras_attention.layers.transformer_block import check_scale, make_norm
 from keras_attention.models.seq2seq_model import Seq2SeqModel, token_inputs
 from keras_attention.validation import check_bool, check_choice, check_positive_int
 
-POSITIONS = ("sinusoidal", "learned", "rotary")
+POSITIONS = ("sinusoidal", "sinusoidal_halves", "learned", "rotary")
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -76,6 +77,20 @@ class TransformerSeq2Seq(Seq2SeqModel):
         end_token_id=2,
         dtype=None,
         packed=False,
+        activation="relu",
+        gated_feed_forward=False,
+        use_bias=True,
+        normalization="layer_norm",
+        layer_norm_epsilon=None,
+        attention_scale=None,
+        final_norm=None,
+        embedding_norm=False,
+        scale_embeddings=True,
+        position_offset=0,
+        share_embeddings=False,
+        tie_embeddings=False,
+        output_bias=True,
+        output_scale=None,
         **kwargs,
     ):
         vocabulary_size = check_positive_int("vocabulary_size", vocabulary_size)
@@ -100,6 +115,32 @@ class TransformerSeq2Seq(Seq2SeqModel):
                 f"examples. Received: packed={packed}, "
                 f"pointer_generator={pointer_generator}"
             )
+        share_embeddings = check_bool("share_embeddings", share_embeddings)
+        tie_embeddings = check_bool("tie_embeddings", tie_embeddings)
+        output_bias = check_bool("output_bias", output_bias)
+        output_scale = check_scale("output_scale", output_scale)
+        embedding_norm = check_bool("embedding_norm", embedding_norm)
+        final_norm = check_bool("final_norm", norm_first if final_norm is None else final_norm)
+        if share_embeddings and target_vocabulary_size != vocabulary_size:
+            raise ValueError(
+                "`share_embeddings=True` uses one token table for the source "
+                "and the target, so the vocabularies must be the same. Received: "
+                f"vocabulary_size={vocabulary_size}, "
+                f"target_vocabulary_size={target_vocabulary_size}"
+            )
+        if pointer_generator and (tie_embeddings or output_scale is not None):
+            raise ValueError(
+                "`tie_embeddings` and `output_scale` describe the output "
+                "projection, which `pointer_generator=True` replaces. Received: "
+                f"pointer_generator={pointer_generator}, "
+                f"tie_embeddings={tie_embeddings}, output_scale={output_scale}"
+            )
+        if layer_norm_epsilon is not None:
+            layer_norm_epsilon = check_scale("layer_norm_epsilon", layer_norm_epsilon)
+        # Historical epsilons when not given: the blocks' 1e-5, Keras' 1e-3
+        # in the final norms.
+        block_epsilon = 1e-5 if layer_norm_epsilon is None else layer_norm_epsilon
+        outer_epsilon = 1e-3 if layer_norm_epsilon is None else layer_norm_epsilon
         rotary = position == "rotary"
         embedding_position = "none" if rotary else position
         block_args = dict(
@@ -109,17 +150,39 @@ class TransformerSeq2Seq(Seq2SeqModel):
             norm_first=norm_first,
             num_key_value_heads=num_key_value_heads,
             rotary=rotary,
+            activation=activation,
+            gated_feed_forward=gated_feed_forward,
+            use_bias=use_bias,
+            normalization=normalization,
+            layer_norm_epsilon=block_epsilon,
+            attention_scale=attention_scale,
             dtype=dtype,
         )
         # Layers (kept as attributes for generation).
+        embedding_args = dict(
+            scale_embeddings=scale_embeddings, position_offset=position_offset,
+            dtype=dtype,
+        )
         source_embedding = TokenAndPositionEmbedding(
             vocabulary_size, hidden_dim, embedding_position, max_length,
-            pad_token_id, dtype=dtype, name="source_embedding",
+            pad_token_id, name="source_embedding", **embedding_args,
         )
         target_embedding = TokenAndPositionEmbedding(
             target_vocabulary_size, hidden_dim, embedding_position, max_length,
-            pad_token_id, dtype=dtype, name="target_embedding",
+            pad_token_id, name="target_embedding", **embedding_args,
         )
+        if share_embeddings:
+            # One token table (`source_embedding.token_embedding`); each side
+            # keeps its own positions. Saved once, under the source.
+            target_embedding.token_embedding = source_embedding.token_embedding
+        source_embedding_norm = target_embedding_norm = None
+        if embedding_norm:
+            source_embedding_norm = make_norm(
+                normalization, outer_epsilon, dtype, "source_embedding_norm"
+            )
+            target_embedding_norm = make_norm(
+                normalization, outer_epsilon, dtype, "target_embedding_norm"
+            )
         embedding_dropout = keras.layers.Dropout(dropout, dtype=dtype)
         encoder_blocks = [
             TransformerEncoderBlock(**block_args, name=f"encoder_block_{i}")
@@ -130,20 +193,28 @@ class TransformerSeq2Seq(Seq2SeqModel):
             for i in range(num_layers)
         ]
         encoder_norm = decoder_norm = None
-        if norm_first:
-            encoder_norm = keras.layers.LayerNormalization(dtype=dtype, name="encoder_norm")
-            decoder_norm = keras.layers.LayerNormalization(dtype=dtype, name="decoder_norm")
+        if final_norm:
+            encoder_norm = make_norm(normalization, outer_epsilon, dtype, "encoder_norm")
+            decoder_norm = make_norm(normalization, outer_epsilon, dtype, "decoder_norm")
         # The output layer: a projection, or the copy-or-generate head.
-        output_projection = copy_head = None
+        output_projection = copy_head = output_rescaling = None
         if pointer_generator:
             copy_head = PointerGenerator(
                 target_vocabulary_size, hidden_dim,
                 coverage_loss_weight=coverage_loss_weight, dtype=dtype,
                 name="pointer_generator",
             )
+        elif tie_embeddings:
+            output_projection = TiedOutputProjection(
+                target_embedding, use_bias=output_bias, dtype=dtype, name="logits"
+            )
         else:
             output_projection = keras.layers.Dense(
-                target_vocabulary_size, dtype=dtype, name="logits"
+                target_vocabulary_size, use_bias=output_bias, dtype=dtype, name="logits"
+            )
+        if output_scale is not None:
+            output_rescaling = keras.layers.Rescaling(
+                output_scale, dtype=dtype, name="output_scale"
             )
 
         # Functional graph.
@@ -153,16 +224,22 @@ class TransformerSeq2Seq(Seq2SeqModel):
         encoder_token_ids = inputs["encoder_token_ids"]
         decoder_token_ids = inputs["decoder_token_ids"]
         packing = packed_masks(inputs) if packed else {}
-        memory = embedding_dropout(
-            source_embedding(encoder_token_ids, positions=packing.get("encoder_positions"))
+        memory = source_embedding(
+            encoder_token_ids, positions=packing.get("encoder_positions")
         )
+        if source_embedding_norm is not None:
+            memory = source_embedding_norm(memory)
+        memory = embedding_dropout(memory)
         for block in encoder_blocks:
             memory = block(memory, attention_mask=packing.get("encoder_mask"))
         if encoder_norm is not None:
             memory = encoder_norm(memory)
-        hidden = embedding_dropout(
-            target_embedding(decoder_token_ids, positions=packing.get("decoder_positions"))
+        hidden = target_embedding(
+            decoder_token_ids, positions=packing.get("decoder_positions")
         )
+        if target_embedding_norm is not None:
+            hidden = target_embedding_norm(hidden)
+        hidden = embedding_dropout(hidden)
         for block in decoder_blocks:
             hidden = block(
                 hidden, memory, attention_mask=packing.get("decoder_mask"),
@@ -170,6 +247,8 @@ class TransformerSeq2Seq(Seq2SeqModel):
             )
         if decoder_norm is not None:
             hidden = decoder_norm(hidden)
+        if output_rescaling is not None:
+            hidden = output_rescaling(hidden)
         if copy_head is not None:
             logits = copy_head(
                 hidden, memory, encoder_token_ids,
@@ -194,6 +273,9 @@ class TransformerSeq2Seq(Seq2SeqModel):
         self.encoder_norm = encoder_norm
         self.decoder_norm = decoder_norm
         self.output_projection = output_projection
+        self.output_rescaling = output_rescaling
+        self.source_embedding_norm = source_embedding_norm
+        self.target_embedding_norm = target_embedding_norm
         self.copy_head = copy_head
         self._arguments = dict(
             vocabulary_size=vocabulary_size,
@@ -211,6 +293,20 @@ class TransformerSeq2Seq(Seq2SeqModel):
             coverage_loss_weight=coverage_loss_weight,
             dtype=dtype,
             packed=packed,
+            activation=block_args["activation"],
+            gated_feed_forward=gated_feed_forward,
+            use_bias=use_bias,
+            normalization=normalization,
+            layer_norm_epsilon=layer_norm_epsilon,
+            attention_scale=attention_scale,
+            final_norm=final_norm,
+            embedding_norm=embedding_norm,
+            scale_embeddings=scale_embeddings,
+            position_offset=position_offset,
+            share_embeddings=share_embeddings,
+            tie_embeddings=tie_embeddings,
+            output_bias=output_bias,
+            output_scale=output_scale,
         )
 
     @property
@@ -225,6 +321,8 @@ class TransformerSeq2Seq(Seq2SeqModel):
     def encode(self, encoder_token_ids):
         memory_mask = ops.not_equal(encoder_token_ids, self.pad_token_id)
         memory = self.source_embedding(encoder_token_ids)
+        if self.source_embedding_norm is not None:
+            memory = self.source_embedding_norm(memory)
         for block in self.encoder_blocks:
             memory = block(memory, x_mask=memory_mask)
         if self.encoder_norm is not None:
@@ -250,6 +348,8 @@ class TransformerSeq2Seq(Seq2SeqModel):
 
     def decode_step(self, token_ids, index, state):
         hidden = self.target_embedding(token_ids[:, None], start_index=index)
+        if self.target_embedding_norm is not None:
+            hidden = self.target_embedding_norm(hidden)
         self_caches = []
         for block, self_cache, cross_cache in zip(
             self.decoder_blocks, state["self_caches"], state["cross_caches"]
@@ -260,6 +360,8 @@ class TransformerSeq2Seq(Seq2SeqModel):
             self_caches.append(self_cache)
         if self.decoder_norm is not None:
             hidden = self.decoder_norm(hidden)
+        if self.output_rescaling is not None:
+            hidden = self.output_rescaling(hidden)
         state = dict(state, self_caches=self_caches)
         if self.copy_head is not None:
             log_probs, coverage, attention = self.copy_head.call_cached(
@@ -272,6 +374,39 @@ class TransformerSeq2Seq(Seq2SeqModel):
 
     def get_config(self):
         return {**super().get_config(), **self._arguments}
+
+
+class TiedOutputProjection(keras.layers.Layer):
+    """The output logits of tied embeddings: `h @ E^T + b` `(B, T, D) ->
+    (B, T, V)`, with `E` the token table of `embedding` (a
+    `TokenAndPositionEmbedding`, through its `logits`) and `b` an optional
+    `(V,)` weight `final_logits_bias` (Marian's and BART's). Made by
+    `TransformerSeq2Seq`, which rebuilds it from its own arguments: the
+    embedding is a layer of the same model, not part of a config."""
+
+    def __init__(self, embedding, use_bias=True, **kwargs):
+        super().__init__(**kwargs)
+        self.embedding = embedding
+        self.use_bias = use_bias
+        self.supports_masking = True
+        self.bias = None
+
+    def build(self, hidden_shape):
+        if self.use_bias:
+            self.bias = self.add_weight(
+                name="final_logits_bias", shape=(self.embedding.vocab_size,),
+                initializer="zeros",
+            )
+        self.built = True
+
+    def call(self, hidden):
+        logits = self.embedding.logits(hidden)
+        if self.bias is not None:
+            logits = logits + ops.cast(self.bias, logits.dtype)
+        return logits
+
+    def compute_output_shape(self, hidden_shape):
+        return tuple(hidden_shape[:-1]) + (self.embedding.vocab_size,)
 
 
 def segment_inputs():
@@ -318,6 +453,20 @@ def transformer_seq2seq(
     end_token_id=2,
     dtype=None,
     packed=False,
+    activation="relu",
+    gated_feed_forward=False,
+    use_bias=True,
+    normalization="layer_norm",
+    layer_norm_epsilon=None,
+    attention_scale=None,
+    final_norm=None,
+    embedding_norm=False,
+    scale_embeddings=True,
+    position_offset=0,
+    share_embeddings=False,
+    tie_embeddings=False,
+    output_bias=True,
+    output_scale=None,
     name=None,
 ):
     """Builds a `TransformerSeq2Seq` (a `Seq2SeqModel`).
@@ -333,7 +482,9 @@ def transformer_seq2seq(
         intermediate_dim: int, the feed-forward hidden size.
         dropout: float in [0, 1), the dropout rate everywhere.
         max_length: int, the longest sequence (rows of learned positions).
-        position: `"sinusoidal"`, `"learned"` or `"rotary"`.
+        position: `"sinusoidal"`, `"sinusoidal_halves"` (Marian's layout:
+            sines in the first half of the features, cosines in the
+            second), `"learned"` or `"rotary"`.
         norm_first: bool, pre-norm (default) or post-norm blocks.
         num_key_value_heads: int or `None`; grouped-query attention in every
             block (`None`: one key/value head per query head).
@@ -350,6 +501,43 @@ def transformer_seq2seq(
             inputs `encoder_segment_ids (B, S)` and `decoder_segment_ids
             (B, T)` (see `TransformerSeq2Seq`; not with
             `pointer_generator`). Generation is unchanged.
+        activation: the feed-forward activation of every block (default
+            `"relu"`; `"gelu"` (exact), `"gelu_approximate"` (tanh form),
+            `"swish"` / `"silu"`, any Keras activation).
+        gated_feed_forward: bool (default False), gated feed-forwards
+            `W_2 (act(W_1 x) * (V x))` (GEGLU / SwiGLU, T5 v1.1).
+        use_bias: bool (default True), biases in every attention and
+            feed-forward projection (T5: False).
+        normalization: `"layer_norm"` (default) or `"rms_norm"` (T5), every
+            normalization of the model.
+        layer_norm_epsilon: float or `None`, the epsilon of every
+            normalization; `None` keeps the historical values (`1e-5` in
+            the blocks, `1e-3` in the final and embedding norms).
+        attention_scale: `None` (`1 / sqrt(head_size)`) or a positive float,
+            the factor of every attention's logits (T5: `1.0`).
+        final_norm: bool or `None`; a normalization after the last encoder
+            block and after the last decoder block (T5, mBART). `None`
+            (default): as `norm_first`.
+        embedding_norm: bool (default False), a normalization of the
+            embeddings (tokens plus positions) of each side before the first
+            block (BART's `layernorm_embedding`).
+        scale_embeddings: bool (default True), multiply the token
+            embeddings by `sqrt(hidden_dim)` (Marian; BART's
+            `scale_embedding`).
+        position_offset: int >= 0 (default 0), added to every position
+            before it is encoded (BART's learned positions: 2; the table has
+            `max_length + position_offset` rows).
+        share_embeddings: bool (default False), one token table for the
+            source and the target (needs one vocabulary).
+        tie_embeddings: bool (default False), the output logits are
+            `h @ E^T` with `E` the target token table, in place of a separate
+            projection (not with `pointer_generator`).
+        output_bias: bool (default True), a bias on the output logits (the
+            projection's, or with `tie_embeddings` a `(V,)` weight
+            `final_logits_bias`, Marian's and BART's).
+        output_scale: `None` or a positive float multiplying the final
+            decoder states before the output projection (T5 with tied
+            embeddings: `hidden_dim ** -0.5`).
         name: str or `None`, the model's name.
 
     Returns:
@@ -389,5 +577,19 @@ def transformer_seq2seq(
         end_token_id=end_token_id,
         dtype=dtype,
         packed=packed,
+        activation=activation,
+        gated_feed_forward=gated_feed_forward,
+        use_bias=use_bias,
+        normalization=normalization,
+        layer_norm_epsilon=layer_norm_epsilon,
+        attention_scale=attention_scale,
+        final_norm=final_norm,
+        embedding_norm=embedding_norm,
+        scale_embeddings=scale_embeddings,
+        position_offset=position_offset,
+        share_embeddings=share_embeddings,
+        tie_embeddings=tie_embeddings,
+        output_bias=output_bias,
+        output_scale=output_scale,
         name=name,
     )

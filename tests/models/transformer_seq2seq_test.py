@@ -225,3 +225,103 @@ def test_pointer_generator_needs_one_vocabulary():
         transformer_seq2seq(10, target_vocabulary_size=12, pointer_generator=True)
     with pytest.raises(TypeError, match=r"pointer_generator.*Received: pointer_generator=1"):
         transformer_seq2seq(10, pointer_generator=1)
+
+
+# The options of issue 23 in the combinations of the three families (the
+# relative position bias of T5 aside: its stand-in here is learned positions).
+FAMILY_OPTIONS = {
+    "bart": dict(norm_first=False, activation="gelu", position="learned",
+                 position_offset=2, scale_embeddings=False, embedding_norm=True,
+                 share_embeddings=True, tie_embeddings=True, layer_norm_epsilon=1e-5),
+    "mbart": dict(norm_first=True, activation="gelu", position="learned",
+                  position_offset=2, embedding_norm=True, final_norm=True,
+                  share_embeddings=True, tie_embeddings=True, layer_norm_epsilon=1e-5),
+    "marian": dict(norm_first=False, activation="swish", position="sinusoidal_halves",
+                   share_embeddings=True, tie_embeddings=True),
+    "t5": dict(norm_first=True, activation="relu", normalization="rms_norm",
+               use_bias=False, output_bias=False, scale_embeddings=False,
+               position="learned", share_embeddings=True, tie_embeddings=True,
+               output_scale=16 ** -0.5, layer_norm_epsilon=1e-6),
+    "t5_v1_1": dict(norm_first=True, activation="gelu_approximate",
+                    gated_feed_forward=True, normalization="rms_norm", use_bias=False,
+                    output_bias=False, scale_embeddings=False, position="learned",
+                    share_embeddings=True, layer_norm_epsilon=1e-6),
+}
+
+
+def family_model(family, **kwargs):
+    model = small_model(**FAMILY_OPTIONS[family], **kwargs)
+    if model.output_projection.bias is not None:  # a non-zero final logits bias
+        model.output_projection.bias.assign(
+            np.random.default_rng(0).normal(size=model.output_projection.bias.shape))
+    return model
+
+
+@pytest.mark.parametrize("jit_compile", [False, True], ids=["eager", "xla"])
+@pytest.mark.parametrize("family", sorted(FAMILY_OPTIONS))
+def test_family_options_cached_generation_equals_full_recomputation(family, jit_compile):
+    assert_cached_generation_equals_recomputation(family_model(family), jit_compile)
+
+
+@pytest.mark.parametrize("family", sorted(FAMILY_OPTIONS))
+def test_family_options_save_and_reload_identically(family, tmp_path):
+    model = family_model(family)
+    inputs = {"encoder_token_ids": SOURCE, "decoder_token_ids": SOURCE[:, :4]}
+    model.save(tmp_path / "model.keras")
+    reloaded = keras.saving.load_model(tmp_path / "model.keras")
+    assert reloaded.get_config() == model.get_config()
+    np.testing.assert_array_equal(np.asarray(reloaded(inputs)), np.asarray(model(inputs)))
+    np.testing.assert_array_equal(reloaded.generate(SOURCE, 6), model.generate(SOURCE, 6))
+    for option, value in FAMILY_OPTIONS[family].items():
+        assert model.get_config()[option] == value
+
+
+@pytest.mark.parametrize("family", ["bart", "t5_v1_1"])
+def test_family_options_under_mixed_bfloat16_are_finite(family):
+    model = family_model(family, dtype="mixed_bfloat16")
+    logits = np.asarray(model({"encoder_token_ids": SOURCE, "decoder_token_ids": SOURCE}))
+    assert logits.dtype == np.float32 and np.isfinite(logits).all()
+    assert np.isfinite(model.generate(SOURCE, 6, "beam", num_beams=2, return_scores=True)
+                       .scores).all()
+
+
+def test_shared_and_tied_embeddings_are_one_table():
+    model = family_model("marian")
+    table = model.source_embedding.token_embedding
+    assert model.target_embedding.token_embedding is table
+    paths = [w.path for w in model.weights]
+    assert len(paths) == len(set(paths))
+    assert [p for p in paths if "token_embedding" in p] == [
+        "source_embedding/token_embedding/embeddings"]
+    inputs = {"encoder_token_ids": SOURCE, "decoder_token_ids": SOURCE[:, :3]}
+    hidden_model = keras.Model(model.inputs, model.get_layer("logits").input)
+    hidden = np.asarray(hidden_model(inputs))
+    expected = hidden @ np.asarray(table.embeddings).T + np.asarray(model.output_projection.bias)
+    np.testing.assert_allclose(np.asarray(model(inputs)), expected, atol=1e-4)
+
+
+def test_defaults_build_the_historical_model():
+    """No new layer or weight by default: files of earlier versions load."""
+    paths = sorted(w.path for w in small_model().weights)
+    assert not [p for p in paths if "embedding_norm" in p or "final_logits_bias" in p]
+    assert "logits/bias" in paths and "encoder_norm/gamma" in paths
+    assert small_model().encoder_norm.epsilon == 1e-3
+    assert small_model(norm_first=False).encoder_norm is None
+
+
+def test_invalid_family_options():
+    with pytest.raises(ValueError, match=r"share_embeddings.*Received: vocabulary_size=20, "
+                                         r"target_vocabulary_size=30"):
+        small_model(target_vocabulary_size=30, share_embeddings=True)
+    with pytest.raises(ValueError, match=r"Received: pointer_generator=True, tie_embeddings=True"):
+        small_model(pointer_generator=True, tie_embeddings=True)
+    with pytest.raises(ValueError, match=r"Received: output_scale=0"):
+        small_model(output_scale=0)
+    with pytest.raises(ValueError, match=r"Received: normalization='batch'"):
+        small_model(normalization="batch")
+    with pytest.raises(ValueError, match=r"Received: position='sinusoidal_split'"):
+        small_model(position="sinusoidal_split")
+    with pytest.raises(TypeError, match=r"Received: final_norm='yes'"):
+        small_model(final_norm="yes")
+    with pytest.raises(ValueError, match=r"Received: layer_norm_epsilon=-1"):
+        small_model(layer_norm_epsilon=-1)
