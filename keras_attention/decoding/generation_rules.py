@@ -100,6 +100,10 @@ class GenerationRules:
             `transformers`' `suppress_tokens`: `-inf` on the scores).
         begin_suppress_token_ids: None or ids banned at the first free step
             (step 0, or step 1 when `forced_bos_token_id` is set).
+        renormalize_logits: bool; a log-softmax after the other rules, so
+            that beam search scores with the banned tokens' mass removed
+            (`transformers`' `renormalize_logits`, which Marian checkpoints
+            set).
 
     Example:
 
@@ -115,7 +119,7 @@ class GenerationRules:
 
     def __init__(self, min_length=0, no_repeat_ngram_size=0, forced_bos_token_id=None,
                  forced_eos_token_id=None, bad_words_ids=None, suppress_token_ids=None,
-                 begin_suppress_token_ids=None):
+                 begin_suppress_token_ids=None, renormalize_logits=False):
         for name, value in (("min_length", min_length),
                             ("no_repeat_ngram_size", no_repeat_ngram_size)):
             if not _is_int(value) or value < 0:
@@ -131,6 +135,12 @@ class GenerationRules:
         self.begin_suppress_token_ids = _check_ids(
             "begin_suppress_token_ids", begin_suppress_token_ids
         )
+        if not isinstance(renormalize_logits, (bool, np.bool_)):
+            raise ValueError(
+                "Argument `renormalize_logits` must be True or False. "
+                f"Received: renormalize_logits={renormalize_logits!r}"
+            )
+        self.renormalize_logits = bool(renormalize_logits)
 
     def get_config(self):
         return {
@@ -141,6 +151,7 @@ class GenerationRules:
             "bad_words_ids": [list(word) for word in self.bad_words_ids] or None,
             "suppress_token_ids": list(self.suppress_token_ids) or None,
             "begin_suppress_token_ids": list(self.begin_suppress_token_ids) or None,
+            "renormalize_logits": self.renormalize_logits,
         }
 
     @classmethod
@@ -151,7 +162,7 @@ class GenerationRules:
         """A hashable form (the rules are part of a compiled program)."""
         return (self.min_length, self.no_repeat_ngram_size, self.forced_bos_token_id,
                 self.forced_eos_token_id, self.bad_words_ids, self.suppress_token_ids,
-                self.begin_suppress_token_ids)
+                self.begin_suppress_token_ids, self.renormalize_logits)
 
     def __eq__(self, other):
         return isinstance(other, GenerationRules) and self.key() == other.key()
@@ -236,6 +247,8 @@ class GenerationRules:
             begin = 0 if self.forced_bos_token_id is None else 1
             steps.append(lambda s, i, full: _ban_where(
                 s, i == begin, self.begin_suppress_token_ids, vocab_size))
+        if self.renormalize_logits:
+            steps.append(lambda s, i, full: ops.log_softmax(s, axis=-1))
 
         def process(scores, index, tokens):
             scores = ops.cast(scores, "float32")

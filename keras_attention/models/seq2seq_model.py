@@ -174,6 +174,7 @@ class Seq2SeqModel(keras.Model):
         forced_eos_token_id=None,
         bad_words_ids=None,
         begin_suppress_token_ids=None,
+        renormalize_logits=False,
         decoder_start_token_id=None,
         strategy=None,
         **strategy_arguments,
@@ -211,12 +212,15 @@ class Seq2SeqModel(keras.Model):
                 `BeamSampler(length_penalty_form="hf")` they are banned on
                 the log-probabilities instead, as `transformers` does.
             min_length, no_repeat_ngram_size, forced_bos_token_id,
-                forced_eos_token_id, bad_words_ids, begin_suppress_token_ids:
+                forced_eos_token_id, bad_words_ids, begin_suppress_token_ids,
+                renormalize_logits:
                 the generation rules of pretrained checkpoints, as
                 `transformers` applies them (see `decoding.GenerationRules`;
                 `min_length` here is `transformers`' minus one: the end token
                 cannot come before `min_length` other tokens). Each set of
                 rules compiles its own function.
+                `pretrained.generation_settings` reads them (and the sampler,
+                `max_length`, `decoder_start_token_id`) from a checkpoint.
             decoder_start_token_id: the first input token of the decoder;
                 None: the model's `start_token_id`. Any target id (Marian
                 starts with its pad id, BART with its end id).
@@ -244,6 +248,7 @@ class Seq2SeqModel(keras.Model):
             min_length=min_length, no_repeat_ngram_size=no_repeat_ngram_size,
             forced_bos_token_id=forced_bos_token_id, forced_eos_token_id=forced_eos_token_id,
             bad_words_ids=bad_words_ids, begin_suppress_token_ids=begin_suppress_token_ids,
+            renormalize_logits=renormalize_logits,
         )
         suppressed = self._check_search_arguments(
             source, prompt, prompt_length, sampler, max_length, return_logits,

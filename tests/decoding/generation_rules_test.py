@@ -28,6 +28,7 @@ CASES = {
                  hf.SuppressTokensLogitsProcessor([0, 4, 11])),
     "begin_suppress": (GenerationRules(begin_suppress_token_ids=[END, 6]),
                        hf.SuppressTokensAtBeginLogitsProcessor([END, 6], 1)),
+    "renormalize": (GenerationRules(renormalize_logits=True), hf.LogitNormalization()),
 }
 
 
@@ -52,24 +53,29 @@ def test_each_rule_equals_the_transformers_processor(name):
         ours = ops.convert_to_numpy(process(scores, ops.convert_to_tensor(index, "int32"),
                                             tokens))
         theirs = processor(input_ids, torch.tensor(scores)).numpy()
-        np.testing.assert_array_equal(ours, theirs, err_msg=f"step {index}")
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-6,
+                                   err_msg=f"step {index}")
+        np.testing.assert_array_equal(np.isneginf(ours), np.isneginf(theirs))
 
 
 def test_rules_in_transformers_order():
     """Forced tokens come after the bans, suppression after forcing."""
     rules = GenerationRules(min_length=3, forced_bos_token_id=END, suppress_token_ids=[5],
-                            forced_eos_token_id=5, no_repeat_ngram_size=2)
+                            forced_eos_token_id=5, no_repeat_ngram_size=2,
+                            renormalize_logits=True)
     processors = hf.LogitsProcessorList([
         hf.NoRepeatNGramLogitsProcessor(2), hf.MinLengthLogitsProcessor(4, END),
         hf.ForcedBOSTokenLogitsProcessor(END), hf.ForcedEOSTokenLogitsProcessor(L + 1, 5),
-        hf.SuppressTokensLogitsProcessor([5]),
+        hf.SuppressTokensLogitsProcessor([5]), hf.LogitNormalization(),
     ])
     process = rules.processor(start_id=START, end_id=END, max_length=L, vocab_size=V)
     for index in (0, 1, L - 1):
         tokens, input_ids = histories(index, seed=index)
         scores = np.random.default_rng(index).normal(size=(N, V)).astype("float32")
         ours = ops.convert_to_numpy(process(scores, ops.convert_to_tensor(index), tokens))
-        np.testing.assert_array_equal(ours, processors(input_ids, torch.tensor(scores)).numpy())
+        theirs = processors(input_ids, torch.tensor(scores)).numpy()
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-6)
+        np.testing.assert_array_equal(np.isneginf(ours), np.isneginf(theirs))
 
 
 def test_begin_suppression_moves_after_a_forced_first_token():
@@ -92,7 +98,8 @@ def test_empty_rules_make_no_processor():
 def test_config_round_trip_and_equality():
     rules = GenerationRules(min_length=2, no_repeat_ngram_size=3, forced_bos_token_id=0,
                             forced_eos_token_id=2, bad_words_ids=[[1], [3, 4]],
-                            suppress_token_ids=[5, 5, 6], begin_suppress_token_ids=[7])
+                            suppress_token_ids=[5, 5, 6], begin_suppress_token_ids=[7],
+                            renormalize_logits=True)
     again = GenerationRules.from_config(rules.get_config())
     assert again == rules and hash(again) == hash(rules)
     assert again.suppress_token_ids == (5, 6)
@@ -110,6 +117,7 @@ def test_config_round_trip_and_equality():
     ({"bad_words_ids": [[]]}, "bad_words_ids"),
     ({"suppress_token_ids": [1, -1]}, "suppress_token_ids"),
     ({"begin_suppress_token_ids": 3}, "begin_suppress_token_ids"),
+    ({"renormalize_logits": 1}, "renormalize_logits"),
 ])
 def test_bad_settings_are_named(kwargs, name):
     with pytest.raises(ValueError, match=rf"`{name}`.*Received: {name}="):

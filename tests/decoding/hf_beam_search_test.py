@@ -46,6 +46,11 @@ RULES = [
      GenerationRules(suppress_token_ids=[3, 4], begin_suppress_token_ids=[5, END])),
     ({"begin_suppress_tokens": [5], "forced_bos_token_id": 5, "min_length": 3},
      GenerationRules(begin_suppress_token_ids=[5], forced_bos_token_id=5, min_length=2)),
+    # Marian's settings: a banned pad id, a forced end, renormalised scores.
+    ({"bad_words_ids": [[PAD]], "forced_eos_token_id": END, "renormalize_logits": True,
+      "no_repeat_ngram_size": 3},
+     GenerationRules(bad_words_ids=[[PAD]], forced_eos_token_id=END, renormalize_logits=True,
+                     no_repeat_ngram_size=3)),
 ]
 RULE_CASES = [
     {"num_beams": num_beams, "length_penalty": 1.0, **hf_args}

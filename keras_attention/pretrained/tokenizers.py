@@ -1,0 +1,283 @@
+"""The tokenizers of Marian, BART and T5 checkpoints, giving their ids.
+
+Each reads the files a Hugging Face checkpoint folder ships and reuses
+keras-hub's tokenizers (SentencePiece through TensorFlow Text, byte-level
+BPE), so `transformers` is not needed:
+
+- `MarianTokenizer`: `source.spm` / `target.spm` (SentencePiece) split the
+  text into pieces, the joint `vocab.json` maps pieces to ids (a piece it
+  lacks is `<unk>`), a leading language code `>>xx<<` is one token, `</s>`
+  is appended;
+- `BartTokenizer`: byte-level BPE over `vocab.json` + `merges.txt`, wrapped
+  as `<s> ... </s>`;
+- `T5Tokenizer`: `spiece.model` ids, `</s>` appended, and the 100 sentinel
+  tokens `<extra_id_0>` ... `<extra_id_99>` after the SentencePiece
+  vocabulary, `<extra_id_0>` last (32099 for a 32000-piece model).
+
+All three: `encode(texts) -> list of id lists` (`target=True` for Marian's
+target side), `decode(ids) -> list of str` (special tokens and padding
+dropped, as `transformers`' `batch_decode(..., skip_special_tokens=True)`),
+and `pad_token_id`, `end_token_id`, `vocabulary_size`.
+
+Not reproduced: Moses punctuation normalization (`transformers` applies it
+to Marian sources only when `sacremoses` is installed), and special-token
+text inside a string (e.g. a literal `"</s>"`) other than T5's sentinels and
+Marian's language code, which are tokenized as text.
+"""
+
+import json
+import os
+import re
+
+import keras_hub
+import numpy as np
+
+SPIECE_UNDERLINE = "\u2581"
+
+
+def _require(folder, name):
+    path = os.path.join(os.fspath(folder), name)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(
+            f"The checkpoint folder has no {name} (needed by its tokenizer). "
+            f"Received: folder={os.fspath(folder)!r}"
+        )
+    return path
+
+
+def _texts(texts):
+    if isinstance(texts, str):
+        raise ValueError(f"`texts` must be a list of strings, not one string. Received: "
+                         f"texts={texts!r}")
+    texts = list(texts)
+    if not all(isinstance(t, str) for t in texts):
+        raise ValueError(f"`texts` must be a list of strings. Received: texts={texts!r}")
+    return texts
+
+
+def _rows(token_ids):
+    """Rows of ids from a list of lists or a 1-D / 2-D integer array."""
+    if isinstance(token_ids, np.ndarray) and token_ids.ndim == 1:
+        token_ids = token_ids[None]
+    return [[int(i) for i in row] for row in token_ids]
+
+
+def _pieces(spm, texts):
+    """SentencePiece pieces of each text (keras-hub, string output)."""
+    if not texts:
+        return []
+    out = spm.tokenize(texts)
+    out = out.to_list() if hasattr(out, "to_list") else out
+    return [[p.decode("utf-8") if isinstance(p, bytes) else str(p) for p in row] for row in out]
+
+
+def _join_pieces(pieces):
+    """SentencePiece's decoding of plain pieces: `▁` is a space, the first
+    one dropped."""
+    return "".join(pieces).replace(SPIECE_UNDERLINE, " ").strip()
+
+
+class MarianTokenizer:
+    """A Marian (OPUS-MT) checkpoint's tokenizer.
+
+    Args:
+        source_spm, target_spm: paths of the SentencePiece models.
+        vocabulary: the joint `vocab.json` mapping, `{piece: id}`.
+
+    Example:
+
+    ```python
+    tokenizer = MarianTokenizer.from_folder("opus-mt-en-de")
+    ids = tokenizer.encode(["I am a small frog."])        # [[..., 0]] (</s> = 0)
+    tokenizer.decode(model.generate(ids_padded, ...))
+    ```
+    """
+
+    def __init__(self, source_spm, target_spm, vocabulary, *, unk_token="<unk>",
+                 eos_token="</s>", pad_token="<pad>"):
+        if not isinstance(vocabulary, dict) or not vocabulary:
+            raise ValueError("Argument `vocabulary` must be a non-empty dict {piece: id}. "
+                             f"Received: vocabulary={type(vocabulary).__name__}")
+        for name, token in (("unk_token", unk_token), ("eos_token", eos_token),
+                            ("pad_token", pad_token)):
+            if token not in vocabulary:
+                raise ValueError(f"Argument `{name}` must be in the vocabulary. "
+                                 f"Received: {name}={token!r}")
+        self.vocabulary = {str(k): int(v) for k, v in vocabulary.items()}
+        self.pieces = {v: k for k, v in self.vocabulary.items()}
+        self.source = keras_hub.tokenizers.SentencePieceTokenizer(proto=source_spm,
+                                                                  dtype="string")
+        self.target = keras_hub.tokenizers.SentencePieceTokenizer(proto=target_spm,
+                                                                  dtype="string")
+        self.unk_token_id = self.vocabulary[unk_token]
+        self.end_token_id = self.vocabulary[eos_token]
+        self.pad_token_id = self.vocabulary[pad_token]
+        self.special_ids = {self.unk_token_id, self.end_token_id, self.pad_token_id}
+
+    @classmethod
+    def from_folder(cls, folder):
+        """From a checkpoint folder holding source.spm, target.spm and vocab.json."""
+        with open(_require(folder, "vocab.json"), encoding="utf-8") as file:
+            vocabulary = json.load(file)
+        return cls(_require(folder, "source.spm"), _require(folder, "target.spm"), vocabulary)
+
+    @property
+    def vocabulary_size(self):
+        return len(self.vocabulary)
+
+    def encode(self, texts, target=False):
+        """Ids of each text, `</s>` appended; `target=True` uses `target.spm`."""
+        texts = _texts(texts)
+        codes, rest = [], []
+        for text in texts:
+            code = []
+            end = text.find("<<")
+            if text.startswith(">>") and end != -1:
+                code, text = [text[:end + 2]], text[end + 2:]
+            codes.append(code)
+            rest.append(text)
+        pieces = _pieces(self.target if target else self.source, rest)
+        return [
+            [self.vocabulary.get(p, self.unk_token_id) for p in code + row] + [self.end_token_id]
+            for code, row in zip(codes, pieces)
+        ]
+
+    def decode(self, token_ids):
+        """Text of each row of ids (special tokens dropped)."""
+        return [
+            _join_pieces([self.pieces[i] for i in row
+                          if i not in self.special_ids and i in self.pieces])
+            for row in _rows(token_ids)
+        ]
+
+
+class BartTokenizer:
+    """A BART (or RoBERTa-style) checkpoint's byte-level BPE tokenizer.
+
+    Args:
+        vocabulary: `vocab.json`'s `{token: id}` or its path.
+        merges: `merges.txt`'s path or its list of merge rules.
+    """
+
+    def __init__(self, vocabulary, merges, *, bos_token="<s>", eos_token="</s>",
+                 pad_token="<pad>", unk_token="<unk>"):
+        if isinstance(vocabulary, (str, os.PathLike)):
+            with open(vocabulary, encoding="utf-8") as file:
+                vocabulary = json.load(file)
+        if isinstance(merges, (str, os.PathLike)):
+            with open(merges, encoding="utf-8") as file:
+                merges = [line.rstrip("\n") for line in file]
+            merges = [m for m in merges if m and not m.startswith("#version")]
+        for name, token in (("bos_token", bos_token), ("eos_token", eos_token),
+                            ("pad_token", pad_token), ("unk_token", unk_token)):
+            if token not in vocabulary:
+                raise ValueError(f"Argument `{name}` must be in the vocabulary. "
+                                 f"Received: {name}={token!r}")
+        self.vocabulary = dict(vocabulary)
+        self.bpe = keras_hub.tokenizers.BytePairTokenizer(vocabulary=self.vocabulary,
+                                                          merges=list(merges))
+        self.start_token_id = self.vocabulary[bos_token]
+        self.end_token_id = self.vocabulary[eos_token]
+        self.pad_token_id = self.vocabulary[pad_token]
+        self.unk_token_id = self.vocabulary[unk_token]
+        self.special_ids = {self.start_token_id, self.end_token_id, self.pad_token_id,
+                            self.unk_token_id}
+        if "<mask>" in self.vocabulary:
+            self.special_ids.add(self.vocabulary["<mask>"])
+
+    @classmethod
+    def from_folder(cls, folder):
+        """From a checkpoint folder holding vocab.json and merges.txt."""
+        return cls(_require(folder, "vocab.json"), _require(folder, "merges.txt"))
+
+    @property
+    def vocabulary_size(self):
+        return len(self.vocabulary)
+
+    def encode(self, texts):
+        """`<s>` + the BPE ids of each text + `</s>`."""
+        texts = _texts(texts)
+        ids = self.bpe.tokenize(texts) if texts else []
+        ids = ids.to_list() if hasattr(ids, "to_list") else ids
+        return [[self.start_token_id] + [int(i) for i in row] + [self.end_token_id]
+                for row in ids]
+
+    def decode(self, token_ids):
+        """Text of each row of ids (special tokens dropped)."""
+        rows = [[i for i in row if i not in self.special_ids] for row in _rows(token_ids)]
+        texts = [self.bpe.detokenize([row]) if row else None for row in rows]
+        return ["" if t is None else _string(t) for t in texts]
+
+
+class T5Tokenizer:
+    """A T5 checkpoint's SentencePiece tokenizer with its sentinel tokens.
+
+    Args:
+        spiece_model: path of `spiece.model`.
+        extra_ids: the number of sentinels `<extra_id_N>` (100).
+    """
+
+    SENTINEL = re.compile(r"<extra_id_(\d+)>")
+
+    def __init__(self, spiece_model, extra_ids=100):
+        if isinstance(extra_ids, bool) or not isinstance(extra_ids, int) or extra_ids < 0:
+            raise ValueError("Argument `extra_ids` must be an integer >= 0. "
+                             f"Received: extra_ids={extra_ids!r}")
+        self.spm = keras_hub.tokenizers.SentencePieceTokenizer(proto=spiece_model)
+        self.extra_ids = extra_ids
+        self.piece_count = self.spm.vocabulary_size()
+        self.pad_token_id = self.spm.token_to_id("<pad>")
+        self.end_token_id = self.spm.token_to_id("</s>")
+        self.unk_token_id = self.spm.token_to_id("<unk>")
+        self.special_ids = {self.pad_token_id, self.end_token_id, self.unk_token_id}
+
+    @classmethod
+    def from_folder(cls, folder, extra_ids=100):
+        """From a checkpoint folder holding spiece.model."""
+        return cls(_require(folder, "spiece.model"), extra_ids)
+
+    @property
+    def vocabulary_size(self):
+        return self.piece_count + self.extra_ids
+
+    def sentinel_id(self, n):
+        """The id of `<extra_id_n>`."""
+        return self.piece_count + self.extra_ids - 1 - n
+
+    def encode(self, texts):
+        """Ids of each text (sentinels as their ids), `</s>` appended."""
+        rows = []
+        for text in _texts(texts):
+            parts = self.SENTINEL.split(text)  # text, n, text, n, ..., text
+            ids = []
+            for k, part in enumerate(parts):
+                if k % 2:
+                    n = int(part)
+                    if n >= self.extra_ids:
+                        ids.extend(self._spm_ids([f"<extra_id_{part}>"]))
+                    else:
+                        ids.append(self.sentinel_id(n))
+                elif part.strip():
+                    ids.extend(self._spm_ids([part]))
+            rows.append(ids + [self.end_token_id])
+        return rows
+
+    def _spm_ids(self, texts):
+        out = self.spm.tokenize(texts)
+        out = out.to_list() if hasattr(out, "to_list") else out
+        return [int(i) for i in out[0]]
+
+    def decode(self, token_ids):
+        """Text of each row (special tokens and sentinels dropped)."""
+        texts = []
+        for row in _rows(token_ids):
+            kept = [i for i in row if i not in self.special_ids and i < self.piece_count]
+            texts.append(_string(self.spm.detokenize([kept])) if kept else "")
+        return texts
+
+
+def _string(value):
+    """The one string of a keras-hub detokenize output."""
+    value = value.numpy() if hasattr(value, "numpy") else value
+    value = np.asarray(value).reshape(-1)[0]
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)

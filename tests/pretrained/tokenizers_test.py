@@ -1,0 +1,138 @@
+"""The checkpoints' tokenizers against `transformers`' own on tiny tokenizer
+files made in the test (SentencePiece models, a byte-level BPE)."""
+
+import json
+
+import numpy as np
+import pytest
+import sentencepiece
+import transformers
+from tokenizers import ByteLevelBPETokenizer
+
+from keras_attention.pretrained import tokenizers
+
+ENGLISH = ["The quick brown fox jumps over the lazy dog.", "Hello, world! How are you?",
+           "I am a small frog.", "Tom asked his teacher for advice.",
+           "Numbers: 1, 2, 3.5 and 100%.", "It's a test -- with punctuation; really?",
+           "Grüße 日本語"] * 20
+GERMAN = ["Der schnelle braune Fuchs springt über den faulen Hund.",
+          "Hallo, Welt! Wie geht es dir?", "Ich bin ein kleiner Frosch.",
+          "Tom bat seinen Lehrer um Rat.", "Größe, Straße, Äpfel und Öl."] * 20
+# Punctuation, unicode (outside the training text too), empty, very long.
+TEXTS = ["I am a small frog.", "", "Hello, world!!  How   are you?",
+         "Grüße — “quotes” … ünïcödé 日本語 🙂", " leading and trailing ", "x" * 3000,
+         "The quick brown fox " * 200, "tab\tand\nnewline", "it's 100%", "?!.,;:",
+         "Fill <extra_id_0> the <extra_id_1>."]
+
+
+def train_spm(texts, prefix, **options):
+    sentencepiece.SentencePieceTrainer.train(
+        sentence_iterator=iter(texts), model_prefix=str(prefix), vocab_size=60,
+        character_coverage=1.0, minloglevel=2, **options)
+    return f"{prefix}.model"
+
+
+@pytest.fixture(scope="module")
+def marian_folder(tmp_path_factory):
+    """source.spm, target.spm and a joint vocab.json laid out as OPUS-MT's
+    (`</s>` 0, `<unk>` 1, pieces, a language code, `<pad>` last)."""
+    folder = tmp_path_factory.mktemp("marian")
+    for name, texts in (("source", ENGLISH), ("target", GERMAN)):
+        (folder / f"{name}.spm").write_bytes(
+            open(train_spm(texts, folder / name), "rb").read())
+    vocabulary = {"</s>": 0, "<unk>": 1}
+    for name in ("source", "target"):
+        for line in (folder / f"{name}.vocab").read_text(encoding="utf-8").splitlines():
+            piece = line.split("\t")[0]
+            if piece not in vocabulary and piece not in ("<s>", "</s>", "<unk>"):
+                vocabulary[piece] = len(vocabulary)
+    vocabulary[">>de<<"] = len(vocabulary)
+    vocabulary["<pad>"] = len(vocabulary)
+    (folder / "vocab.json").write_text(json.dumps(vocabulary, ensure_ascii=False))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def bart_folder(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("bart")
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(ENGLISH, vocab_size=400, min_frequency=1, show_progress=False,
+                            special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    bpe.save_model(str(folder))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def t5_folder(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("t5")
+    train_spm(ENGLISH, folder / "spiece", pad_id=0, eos_id=1, unk_id=2, bos_id=-1)
+    return folder
+
+
+def assert_same_as_transformers(ours, theirs, texts, **encode_options):
+    target = encode_options.pop("target", False)
+    expected = (theirs(text_target=texts) if target else theirs(texts))["input_ids"]
+    ids = ours.encode(texts, target=True) if target else ours.encode(texts)
+    for text, mine, reference in zip(texts, ids, expected):
+        assert mine == reference, text[:50]
+    decoded = theirs.batch_decode(expected, skip_special_tokens=True)
+    assert ours.decode(expected) == decoded
+    assert len(set(map(tuple, ids))) > len(texts) // 2  # not all the same ids
+
+
+def test_marian(marian_folder):
+    theirs = transformers.MarianTokenizer(
+        str(marian_folder / "source.spm"), str(marian_folder / "target.spm"),
+        str(marian_folder / "vocab.json"))
+    ours = tokenizers.MarianTokenizer.from_folder(marian_folder)
+    texts = TEXTS + [">>de<< Hello there.", ">>xx<< unknown code"]
+    assert_same_as_transformers(ours, theirs, texts)
+    assert_same_as_transformers(ours, theirs, texts + GERMAN[:5], target=True)
+    assert ours.encode([""]) == [[0]] and ours.end_token_id == 0
+    assert (ours.pad_token_id, ours.vocabulary_size) == (len(theirs) - 1, len(theirs))
+    unknown = ours.encode(["ж"])[0]  # a piece the joint vocabulary lacks is <unk>
+    assert unknown == theirs(["ж"])["input_ids"][0] and ours.unk_token_id in unknown
+
+
+def test_bart(bart_folder):
+    theirs = transformers.BartTokenizer.from_pretrained(str(bart_folder))
+    ours = tokenizers.BartTokenizer.from_folder(bart_folder)
+    assert_same_as_transformers(ours, theirs, TEXTS)
+    assert ours.encode([""]) == [[0, 2]]
+    assert ours.vocabulary_size == len(theirs)
+
+
+def test_t5_with_sentinels(t5_folder):
+    theirs = transformers.T5Tokenizer.from_pretrained(str(t5_folder))
+    ours = tokenizers.T5Tokenizer.from_folder(t5_folder)
+    assert_same_as_transformers(ours, theirs, TEXTS)
+    assert ours.vocabulary_size == len(theirs) == 160
+    assert ours.sentinel_id(0) == 159 == theirs.convert_tokens_to_ids("<extra_id_0>")
+    assert ours.sentinel_id(99) == 60
+    assert ours.encode(["<extra_id_0>"]) == [[159, 1]]
+
+
+def test_decode_takes_arrays_and_drops_padding(t5_folder):
+    ours = tokenizers.T5Tokenizer.from_folder(t5_folder)
+    ids = ours.encode(["I am a small frog.", "Hello"])
+    padded = np.zeros((2, 30), "int32")
+    for row, values in enumerate(ids):
+        padded[row, :len(values)] = values
+    assert ours.decode(padded) == ["I am a small frog.", "Hello"]
+    assert ours.decode(padded[0]) == ["I am a small frog."]
+
+
+def test_missing_files_and_bad_input_are_named(tmp_path, t5_folder):
+    with pytest.raises(FileNotFoundError, match=r"no vocab.json.*Received: folder="):
+        tokenizers.MarianTokenizer.from_folder(tmp_path)
+    with pytest.raises(FileNotFoundError, match=r"no merges.txt|no vocab.json"):
+        tokenizers.BartTokenizer.from_folder(tmp_path)
+    with pytest.raises(FileNotFoundError, match=r"no spiece.model"):
+        tokenizers.T5Tokenizer.from_folder(tmp_path)
+    ours = tokenizers.T5Tokenizer.from_folder(t5_folder)
+    with pytest.raises(ValueError, match=r"list of strings, not one string"):
+        ours.encode("one string")
+    with pytest.raises(ValueError, match=r"Received: texts=\[1\]"):
+        ours.encode([1])
+    with pytest.raises(ValueError, match=r"Received: extra_ids=-1"):
+        tokenizers.T5Tokenizer.from_folder(t5_folder, extra_ids=-1)
