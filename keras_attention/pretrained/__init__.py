@@ -1,4 +1,4 @@
-"""Pretrained Hugging Face checkpoints (Marian, BART, mBART) on our blocks.
+"""Pretrained Hugging Face checkpoints (Marian, BART, mBART, T5) on our blocks.
 
 `load_pretrained(folder)` reads a local checkpoint folder (`config.json`,
 `model.safetensors`, `generation_config.json`) and returns a

@@ -26,6 +26,7 @@ from keras_attention.pretrained.checkpoint import (
     check_config_value,
     check_equal,
     dense_pairs,
+    distinct_start_token_id,
     norm_pairs,
     weight,
 )
@@ -76,22 +77,9 @@ def bart_options(config):
         tie_embeddings=bool(tie),
         output_bias=True,
         pad_token_id=config["pad_token_id"],
-        start_token_id=start_token_id(config),
+        start_token_id=distinct_start_token_id(config),
         end_token_id=config["eos_token_id"],
     )
-
-
-def start_token_id(config):
-    """The model's `start_token_id`: the checkpoint's decoder start id when
-    it differs from its pad and end ids, else its `bos_token_id`, else the
-    smallest other id. Our models need three different ids, while Marian
-    starts with its pad id and BART with its end id: generation then passes
-    the checkpoint's own `decoder_start_token_id` (see `load_pretrained`)."""
-    taken = {config.get("pad_token_id"), config.get("eos_token_id")}
-    for key in ("decoder_start_token_id", "bos_token_id"):
-        if config.get(key) is not None and config[key] not in taken:
-            return config[key]
-    return min(set(range(len(taken) + 1)) - taken)
 
 
 def bart_model(config, weights):

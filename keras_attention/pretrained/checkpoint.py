@@ -140,6 +140,19 @@ def check_equal(config, first, second):
     return config[first]
 
 
+def distinct_start_token_id(config):
+    """The model's `start_token_id`: the checkpoint's decoder start id when
+    it differs from its pad and end ids, else its `bos_token_id`, else the
+    smallest other id. Our models need three different ids, while Marian
+    and T5 start with their pad id, BART with its end id: generation then passes
+    the checkpoint's own `decoder_start_token_id` (see `load_pretrained`)."""
+    taken = {config.get("pad_token_id"), config.get("eos_token_id")}
+    for key in ("decoder_start_token_id", "bos_token_id"):
+        if config.get(key) is not None and config[key] not in taken:
+            return config[key]
+    return min(set(range(len(taken) + 1)) - taken)
+
+
 # Weights of our layers from `transformers`' torch layouts ---------------------
 def dense_pairs(dense, weights, prefix, bias=True):
     """A Keras `Dense` from an `nn.Linear` saved as `prefix.weight` (and

@@ -6,7 +6,8 @@ token_ids = model.generate(source_ids, **info["generation"])
 ```
 
 Supported: `MarianMTModel` (OPUS-MT), `BartForConditionalGeneration`,
-`MBartForConditionalGeneration`. Another architecture, a config value our
+`MBartForConditionalGeneration`, `T5ForConditionalGeneration` (v1.0, v1.1,
+flan-T5). Another architecture, a config value our
 blocks cannot express, a missing weight or one of another shape is an error
 naming it, raised before any weight is copied. Nothing is downloaded.
 """
@@ -17,12 +18,14 @@ from keras_attention.pretrained.bart import MODEL_TYPES as BART_MODEL_TYPES
 from keras_attention.pretrained.bart import bart_model
 from keras_attention.pretrained.checkpoint import read_config, read_weights
 from keras_attention.pretrained.generation_config import generation_settings
+from keras_attention.pretrained.t5 import t5_model
 
 #: `config.json` `architectures` entries we convert, by `model_type`.
 ARCHITECTURES = {
     "marian": "MarianMTModel",
     "bart": "BartForConditionalGeneration",
     "mbart": "MBartForConditionalGeneration",
+    "t5": "T5ForConditionalGeneration",
 }
 
 
@@ -37,7 +40,7 @@ def load_pretrained(folder):
 
     Returns:
         `(model, info)`: the model (float32, dropout 0) and a dict with
-        `family` (`"marian"`, `"bart"` or `"mbart"`), `config` (the
+        `family` (`"marian"`, `"bart"`, `"mbart"` or `"t5"`), `config` (the
         `config.json` dict) and `generation` (the `generate` keyword
         arguments of the checkpoint's generation config, always with its
         `decoder_start_token_id`: Marian starts the decoder with its pad id,
@@ -71,6 +74,8 @@ def load_pretrained(folder):
     weights = read_weights(folder)
     if model_type in BART_MODEL_TYPES:
         model = bart_model(config, weights)
+    else:
+        model = t5_model(config, weights)
     generation = {}
     if os.path.isfile(os.path.join(os.fspath(folder), "generation_config.json")):
         generation = generation_settings(folder, end_token_id=model.end_token_id,

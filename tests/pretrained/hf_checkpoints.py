@@ -12,6 +12,7 @@ FAMILIES = {
     "marian": (transformers.MarianConfig, transformers.MarianMTModel),
     "bart": (transformers.BartConfig, transformers.BartForConditionalGeneration),
     "mbart": (transformers.MBartConfig, transformers.MBartForConditionalGeneration),
+    "t5": (transformers.T5Config, transformers.T5ForConditionalGeneration),
 }
 VOCAB = 40
 
@@ -21,6 +22,8 @@ def ids(family):
     the last id and starts the decoder; BART's decoder starts with its end."""
     if family == "marian":
         return VOCAB - 1, 0, VOCAB - 1
+    if family == "t5":
+        return 0, 1, 0
     return 1, 2, 2
 
 
@@ -36,19 +39,29 @@ def save_checkpoint(folder, family, generation=None, seed=0, **options):
         bos_token_id=0, decoder_start_token_id=start, forced_eos_token_id=None,
         dropout=0.0, attention_dropout=0.0, activation_dropout=0.0,
     )
+    if family == "t5":
+        arguments = dict(
+            vocab_size=VOCAB, d_model=16, d_kv=8, num_heads=2, d_ff=32, num_layers=2,
+            num_decoder_layers=2, relative_attention_num_buckets=8,
+            relative_attention_max_distance=16, dropout_rate=0.0, pad_token_id=pad,
+            eos_token_id=end, decoder_start_token_id=start,
+        )
     arguments.update(options)
     config = FAMILIES[family][0](**arguments)
     torch.manual_seed(seed)
     model = FAMILIES[family][1](config).eval()
     generator = torch.Generator().manual_seed(seed)
+    # T5's attention is unscaled: smaller weights keep its softmax unsaturated.
+    scale = 0.3 if family == "t5" else 1.0
     with torch.no_grad():
         for name, parameter in model.named_parameters():
             if family == "marian" and "embed_positions" in name:
                 continue  # Marian's fixed sinusoidal table
-            parameter.copy_(torch.randn(parameter.shape, generator=generator))
+            parameter.copy_(scale * torch.randn(parameter.shape, generator=generator))
     model.generation_config = transformers.GenerationConfig(**{
         "decoder_start_token_id": start, "eos_token_id": end, "pad_token_id": pad,
-        "bos_token_id": 0, "max_length": 12, "num_beams": 1, "do_sample": False,
+        "bos_token_id": None if family == "t5" else 0, "max_length": 12, "num_beams": 1,
+        "do_sample": False,
         **(generation or {}),
     })
     model.save_pretrained(folder)
