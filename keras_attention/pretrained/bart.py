@@ -14,6 +14,16 @@ The three share one layer layout (`transformers`' `BartEncoderLayer`,
 `bart_model(config, weights)` builds the model of a `config.json` (a dict)
 and copies `weights` (a dict of arrays) into it, after checking every value
 and shape.
+
+>>> options = bart_options({
+...     "model_type": "marian", "encoder_layers": 6, "decoder_layers": 6,
+...     "encoder_attention_heads": 8, "decoder_attention_heads": 8,
+...     "encoder_ffn_dim": 2048, "decoder_ffn_dim": 2048, "activation_function": "swish",
+...     "vocab_size": 58101, "d_model": 512, "max_position_embeddings": 512,
+...     "scale_embedding": True, "pad_token_id": 58100, "eos_token_id": 0,
+...     "decoder_start_token_id": 58100})
+>>> options["position"], options["norm_first"], options["start_token_id"]
+('sinusoidal_halves', False, 1)
 """
 
 import keras

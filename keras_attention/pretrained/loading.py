@@ -52,10 +52,12 @@ def load_pretrained(folder):
             is not supported, missing or of another shape (before any
             weight is copied).
 
-    Example:
+    Example (docs/guides/pretrained.md converts a checkpoint end to end):
 
-    >>> model, info = load_pretrained(folder)  # doctest: +SKIP
-    >>> model.generate(source_ids, **info["generation"])  # doctest: +SKIP
+    >>> load_pretrained("no-such-folder")
+    Traceback (most recent call last):
+    ...
+    ValueError: Argument `folder` must be a local ... Received: folder='no-such-folder'
     """
     config = read_config(folder)
     model_type = config.get("model_type")

@@ -12,6 +12,14 @@ The blocks are pre-norm, RMS-normalized, bias-free, with unscaled attention
 feed-forward. One relative position bias per stack is computed once and
 added to every self-attention layer, as in `transformers`' `T5Attention`.
 `transformer_seq2seq` has no relative bias, so the model is assembled here.
+
+>>> options = t5_options({
+...     "model_type": "t5", "feed_forward_proj": "gated-gelu", "vocab_size": 32128,
+...     "num_layers": 8, "num_decoder_layers": 8, "d_model": 512, "d_kv": 64,
+...     "num_heads": 8, "d_ff": 1024, "tie_word_embeddings": False,
+...     "pad_token_id": 0, "eos_token_id": 1, "decoder_start_token_id": 0})
+>>> options["activation"], options["gated_feed_forward"], options["scale_outputs"]
+('gelu_approximate', True, False)
 """
 
 import keras
