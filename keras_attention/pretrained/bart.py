@@ -104,7 +104,7 @@ def bart_model(config, weights):
     `tie_word_embeddings=False` unties the encoder's and decoder's tables
     too)."""
     options = bart_options(config)
-    tables = embedding_tables(weights)
+    tables = embedding_tables(weights, options["share_embeddings"])
     options["share_embeddings"] = (
         tables["source"].shape == tables["target"].shape
         and np.array_equal(tables["source"], tables["target"])
@@ -122,13 +122,19 @@ def bart_model(config, weights):
     return model
 
 
-def embedding_tables(weights):
+def embedding_tables(weights, shared=True):
     """The source and target token tables and the output projection
-    (None when not saved, i.e. tied) of a BART-style checkpoint."""
-    shared = ("model.shared.weight",)
+    (None when not saved, i.e. tied) of a BART-style checkpoint. A tied
+    table is saved under one of its names, which one depends on the
+    version that wrote the file: with `shared` (one vocabulary) any of them
+    serves."""
+    encoder, decoder = "model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight"
+    others = ("lm_head.weight",) if shared else ()
     return {
-        "source": weight(weights, "model.encoder.embed_tokens.weight", *shared),
-        "target": weight(weights, "model.decoder.embed_tokens.weight", *shared),
+        "source": weight(weights, encoder, "model.shared.weight",
+                         *((decoder,) + others if shared else ())),
+        "target": weight(weights, decoder, "model.shared.weight",
+                         *((encoder,) + others if shared else ())),
         "output": weights.get("lm_head.weight"),
     }
 

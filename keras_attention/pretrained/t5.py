@@ -247,7 +247,8 @@ def t5_model(config, weights):
 
 def t5_weight_pairs(model, weights, options):
     """The `(variable, array, name)` pairs of a built `T5Seq2Seq`."""
-    shared = weight(weights, "shared.weight", "encoder.embed_tokens.weight")
+    shared = weight(weights, "shared.weight", "encoder.embed_tokens.weight",
+                    "decoder.embed_tokens.weight")
     pairs = [(model.embedding.token_embedding.embeddings, shared, "shared.weight")]
     for side, bias, blocks, norm in (
         ("encoder", model.encoder_bias, model.encoder_blocks, model.encoder_norm),

@@ -40,6 +40,24 @@ def test_converts_the_unchanged_copy(bart_folder, tmp_path):
     assert info["family"] == "bart" and model.end_token_id == 2
 
 
+def test_a_tied_table_saved_under_another_name(bart_folder, tmp_path):
+    """Files keep one name of a tied table, which one depends on the
+    writer: the decoder's name alone converts to the same model."""
+    arrays = load_file(str(bart_folder / "model.safetensors"))
+    table = arrays["model.shared.weight"]
+    renamed = {"model.shared.weight": None, "model.decoder.embed_tokens.weight": table}
+    renamed.update({name: None for name in ("model.encoder.embed_tokens.weight",
+                                            "lm_head.weight") if name in arrays})
+    model, _ = load_pretrained(_copy(bart_folder, tmp_path, weights=renamed))
+    original, _ = load_pretrained(bart_folder)
+    source = hf_checkpoints.source_ids("bart")
+    target = np.array([[3, 4, 5]], "int32").repeat(2, axis=0)
+    inputs = {"encoder_token_ids": source, "decoder_token_ids": target}
+    assert model.output_projection.embedding is model.target_embedding
+    np.testing.assert_allclose(np.asarray(model(inputs)), np.asarray(original(inputs)),
+                               atol=1e-6)
+
+
 @pytest.mark.parametrize("config, message", [
     ({"model_type": "gpt2"}, "Received: model_type='gpt2'"),
     ({"architectures": ["BartForSequenceClassification"]},
