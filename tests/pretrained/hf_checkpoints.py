@@ -50,14 +50,21 @@ def save_checkpoint(folder, family, generation=None, seed=0, **options):
     config = FAMILIES[family][0](**arguments)
     torch.manual_seed(seed)
     model = FAMILIES[family][1](config).eval()
+    # Random values everywhere (norms and biases too, which would hide a
+    # swapped weight at their ones and zeros), but small enough inside the
+    # blocks that the tokens depend on the source rather than repeating one id.
     generator = torch.Generator().manual_seed(seed)
-    # T5's attention is unscaled: smaller weights keep its softmax unsaturated.
-    scale = 0.3 if family == "t5" else 1.0
     with torch.no_grad():
         for name, parameter in model.named_parameters():
             if family == "marian" and "embed_positions" in name:
                 continue  # Marian's fixed sinusoidal table
-            parameter.copy_(scale * torch.randn(parameter.shape, generator=generator))
+            noise = torch.randn(parameter.shape, generator=generator)
+            if "norm" in name and name.endswith("weight"):
+                parameter.copy_(1.0 + 0.2 * noise)
+            elif "embed" in name or "shared" in name or "lm_head" in name:
+                parameter.copy_(noise)
+            else:
+                parameter.copy_(0.3 * noise)
     model.generation_config = transformers.GenerationConfig(**{
         "decoder_start_token_id": start, "eos_token_id": end, "pad_token_id": pad,
         "bos_token_id": None if family == "t5" else 0, "max_length": 12, "num_beams": 1,
