@@ -1,10 +1,14 @@
-"""Pretrained Hugging Face checkpoints (Marian, BART, T5) on our blocks.
+"""Pretrained Hugging Face checkpoints (Marian, BART, mBART, T5) on our blocks.
 
+`load_pretrained(folder)` reads a local checkpoint folder (`config.json`,
+`model.safetensors`, `generation_config.json`) and returns a
+`TransformerSeq2Seq` with its weights and the settings to generate with;
 `generation_settings` reads a checkpoint's `generation_config.json` as
 `Seq2SeqModel.generate` arguments; `tokenizers` holds the checkpoints'
 tokenizers.
 """
 
 from keras_attention.pretrained.generation_config import generation_settings
+from keras_attention.pretrained.loading import load_pretrained
 
-__all__ = ["generation_settings"]
+__all__ = ["generation_settings", "load_pretrained"]

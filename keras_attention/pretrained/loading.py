@@ -1,0 +1,90 @@
+"""`load_pretrained`: a local Hugging Face checkpoint folder as a model.
+
+```python
+model, info = load_pretrained("opus-mt-en-de")   # a folder you have
+token_ids = model.generate(source_ids, **info["generation"])
+```
+
+Supported: `MarianMTModel` (OPUS-MT), `BartForConditionalGeneration`,
+`MBartForConditionalGeneration`, `T5ForConditionalGeneration` (v1.0, v1.1,
+flan-T5). Another architecture, a config value our
+blocks cannot express, a missing weight or one of another shape is an error
+naming it, raised before any weight is copied. Nothing is downloaded.
+"""
+
+import os
+
+from keras_attention.pretrained.bart import MODEL_TYPES as BART_MODEL_TYPES
+from keras_attention.pretrained.bart import bart_model
+from keras_attention.pretrained.checkpoint import read_config, read_weights
+from keras_attention.pretrained.generation_config import generation_settings
+from keras_attention.pretrained.t5 import t5_model
+
+#: `config.json` `architectures` entries we convert, by `model_type`.
+ARCHITECTURES = {
+    "marian": "MarianMTModel",
+    "bart": "BartForConditionalGeneration",
+    "mbart": "MBartForConditionalGeneration",
+    "t5": "T5ForConditionalGeneration",
+}
+
+
+def load_pretrained(folder):
+    """Builds the `TransformerSeq2Seq` of a local Hugging Face checkpoint.
+
+    Args:
+        folder: a folder written by `transformers`' `save_pretrained` (or
+            downloaded by you): `config.json`, `model.safetensors` (or
+            its shards; `pytorch_model.bin` only with torch installed) and
+            optionally `generation_config.json`.
+
+    Returns:
+        `(model, info)`: the model (float32, dropout 0) and a dict with
+        `family` (`"marian"`, `"bart"`, `"mbart"` or `"t5"`), `config` (the
+        `config.json` dict) and `generation` (the `generate` keyword
+        arguments of the checkpoint's generation config, always with its
+        `decoder_start_token_id`: Marian starts the decoder with its pad id,
+        BART with its end id, neither of which can be the model's own
+        `start_token_id`).
+
+    Raises:
+        ValueError: naming the architecture, config value or weight that
+            is not supported, missing or of another shape (before any
+            weight is copied).
+
+    Example (docs/guides/pretrained.md converts a checkpoint end to end):
+
+    >>> load_pretrained("no-such-folder")
+    Traceback (most recent call last):
+    ...
+    ValueError: Argument `folder` must be a local ... Received: folder='no-such-folder'
+    """
+    config = read_config(folder)
+    model_type = config.get("model_type")
+    if model_type not in ARCHITECTURES:
+        raise ValueError(
+            "The checkpoint's `model_type` is not one we convert (supported: "
+            f"{', '.join(map(repr, ARCHITECTURES))}). Received: model_type={model_type!r}"
+        )
+    for architecture in config.get("architectures") or [ARCHITECTURES[model_type]]:
+        if architecture != ARCHITECTURES[model_type]:
+            raise ValueError(
+                f"The checkpoint's architecture is not one we convert (for "
+                f"`model_type={model_type!r}`: {ARCHITECTURES[model_type]!r}). "
+                f"Received: architectures={config.get('architectures')!r}"
+            )
+    weights = read_weights(folder)
+    if model_type in BART_MODEL_TYPES:
+        model = bart_model(config, weights)
+    else:
+        model = t5_model(config, weights)
+    generation = {}
+    if os.path.isfile(os.path.join(os.fspath(folder), "generation_config.json")):
+        generation = generation_settings(folder, end_token_id=model.end_token_id,
+                                         pad_token_id=model.pad_token_id)
+    if "decoder_start_token_id" not in generation:
+        start = config.get("decoder_start_token_id")
+        generation["decoder_start_token_id"] = (
+            config.get("bos_token_id") if start is None else start
+        )
+    return model, {"family": model_type, "config": config, "generation": generation}

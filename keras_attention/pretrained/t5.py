@@ -1,0 +1,288 @@
+"""T5 checkpoints (v1.0, v1.1, flan-T5) as a `Seq2SeqModel` of our blocks.
+
+```
+x      = E[token]                                     (no scale, no positions)
+memory = RMSNorm(EncoderBlock^N(x, bias=RelativePositionBias(bidirectional)))
+h      = RMSNorm(DecoderBlock^N(E[target], memory, bias=RelativePositionBias(causal)))
+logits = (h * D^-0.5) E^T   (v1.0)   or   h W_lm   (v1.1 / flan: not scaled, own lm_head)
+```
+
+The blocks are pre-norm, RMS-normalized, bias-free, with unscaled attention
+(T5 folds the scale into its weights) and a ReLU (v1.0) or gated-GELU (v1.1)
+feed-forward. One relative position bias per stack is computed once and
+added to every self-attention layer, as in `transformers`' `T5Attention`.
+`transformer_seq2seq` has no relative bias, so the model is assembled here.
+
+>>> options = t5_options({
+...     "model_type": "t5", "feed_forward_proj": "gated-gelu", "vocab_size": 32128,
+...     "num_layers": 8, "num_decoder_layers": 8, "d_model": 512, "d_kv": 64,
+...     "num_heads": 8, "d_ff": 1024, "tie_word_embeddings": False,
+...     "pad_token_id": 0, "eos_token_id": 1, "decoder_start_token_id": 0})
+>>> options["activation"], options["gated_feed_forward"], options["scale_outputs"]
+('gelu_approximate', True, False)
+"""
+
+import keras
+import numpy as np
+from keras import ops
+
+from keras_attention.layers import (
+    RelativePositionBias,
+    TokenAndPositionEmbedding,
+    TransformerDecoderBlock,
+    TransformerEncoderBlock,
+)
+from keras_attention.models.seq2seq_model import Seq2SeqModel, token_inputs
+from keras_attention.pretrained.checkpoint import (
+    assign_weights,
+    attention_pairs,
+    check_config_value,
+    dense_pairs,
+    distinct_start_token_id,
+    norm_pairs,
+    weight,
+)
+
+#: `feed_forward_proj` values -> (activation, gated).
+FEED_FORWARDS = {
+    "relu": ("relu", False), "gated-gelu": ("gelu_approximate", True),
+    "gated-relu": ("relu", True), "gated-silu": ("swish", True),
+    "gelu": ("gelu", False), "gated-gelu_new": ("gelu_approximate", True),
+}
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class T5Seq2Seq(Seq2SeqModel):
+    """T5's encoder-decoder on our blocks (see the module docstring).
+
+    Args:
+        vocabulary_size: int `V`.
+        num_layers, num_decoder_layers: blocks of the encoder and decoder.
+        hidden_dim: `d_model`; key_dim: `d_kv`; num_heads; intermediate_dim:
+            `d_ff`.
+        activation, gated_feed_forward: the feed-forward.
+        num_buckets, max_distance: the relative position buckets.
+        layer_norm_epsilon: of the RMS norms.
+        tie_embeddings: the output projection is the token table (else a
+            bias-free `lm_head`).
+        scale_outputs: the decoder output is scaled by `hidden_dim ** -0.5`
+            before the projection (T5 v1.0; not v1.1 / flan).
+        pad_token_id, start_token_id, end_token_id: as `Seq2SeqModel`.
+    """
+
+    def __init__(self, vocabulary_size, num_layers, num_decoder_layers, hidden_dim, key_dim,
+                 num_heads, intermediate_dim, activation="relu", gated_feed_forward=False,
+                 num_buckets=32, max_distance=128, layer_norm_epsilon=1e-6,
+                 tie_embeddings=True, scale_outputs=True, pad_token_id=0, start_token_id=2,
+                 end_token_id=1, **kwargs):
+        if key_dim * num_heads != hidden_dim:
+            raise ValueError(
+                "Our attention needs `d_kv * num_heads == d_model`. Received: "
+                f"key_dim={key_dim}, num_heads={num_heads}, hidden_dim={hidden_dim}"
+            )
+        block_args = dict(
+            num_heads=num_heads, intermediate_dim=intermediate_dim, dropout=0.0,
+            norm_first=True, activation=activation, gated_feed_forward=gated_feed_forward,
+            use_bias=False, normalization="rms_norm", layer_norm_epsilon=layer_norm_epsilon,
+            attention_scale=1.0,
+        )
+        embedding = TokenAndPositionEmbedding(
+            vocabulary_size, hidden_dim, "none", pad_token_id=pad_token_id,
+            scale_embeddings=False, name="shared_embedding",
+        )
+        encoder_bias = RelativePositionBias(num_heads, num_buckets, max_distance, True,
+                                            name="encoder_position_bias")
+        decoder_bias = RelativePositionBias(num_heads, num_buckets, max_distance, False,
+                                            name="decoder_position_bias")
+        encoder_blocks = [TransformerEncoderBlock(**block_args, name=f"encoder_block_{i}")
+                          for i in range(num_layers)]
+        decoder_blocks = [TransformerDecoderBlock(**block_args, name=f"decoder_block_{i}")
+                          for i in range(num_decoder_layers)]
+        norm = dict(epsilon=layer_norm_epsilon)
+        encoder_norm = keras.layers.RMSNormalization(**norm, name="encoder_norm")
+        decoder_norm = keras.layers.RMSNormalization(**norm, name="decoder_norm")
+        lm_head = None
+        if not tie_embeddings:
+            lm_head = keras.layers.Dense(vocabulary_size, use_bias=False, name="lm_head")
+
+        inputs = token_inputs()
+        source, target = inputs["encoder_token_ids"], inputs["decoder_token_ids"]
+        # The masks are passed, not propagated: the RMS norms drop Keras masks.
+        source_mask = ops.not_equal(source, pad_token_id)
+        target_mask = ops.not_equal(target, pad_token_id)
+        memory = embedding(source)
+        bias = encoder_bias(query_length=memory, key_length=memory)
+        for block in encoder_blocks:
+            memory = block(memory, x_mask=source_mask, self_attention_bias=bias)
+        memory = encoder_norm(memory)
+        hidden = embedding(target)
+        bias = decoder_bias(query_length=hidden, key_length=hidden)
+        for block in decoder_blocks:
+            hidden = block(hidden, memory, x_mask=target_mask, memory_mask=source_mask,
+                           self_attention_bias=bias)
+        hidden = decoder_norm(hidden)
+        output = _Logits(embedding, lm_head, hidden_dim ** -0.5 if scale_outputs else None,
+                         name="logits")
+        super().__init__(inputs=inputs, outputs=output(hidden),
+                         pad_token_id=pad_token_id, start_token_id=start_token_id,
+                         end_token_id=end_token_id, **kwargs)
+        self.embedding = embedding
+        self.encoder_bias, self.decoder_bias = encoder_bias, decoder_bias
+        self.encoder_blocks, self.decoder_blocks = encoder_blocks, decoder_blocks
+        self.encoder_norm, self.decoder_norm = encoder_norm, decoder_norm
+        self.lm_head = lm_head
+        self.hidden_dim = hidden_dim
+        self._arguments = dict(
+            vocabulary_size=vocabulary_size, num_layers=num_layers,
+            num_decoder_layers=num_decoder_layers, hidden_dim=hidden_dim, key_dim=key_dim,
+            num_heads=num_heads, intermediate_dim=intermediate_dim, activation=activation,
+            gated_feed_forward=gated_feed_forward, num_buckets=num_buckets,
+            max_distance=max_distance, layer_norm_epsilon=layer_norm_epsilon,
+            tie_embeddings=tie_embeddings, scale_outputs=scale_outputs,
+        )
+
+    @property
+    def source_vocabulary_size(self):
+        return self._arguments["vocabulary_size"]
+
+    @property
+    def target_vocabulary_size(self):
+        return self._arguments["vocabulary_size"]
+
+    def encode(self, encoder_token_ids):
+        memory_mask = ops.not_equal(encoder_token_ids, self.pad_token_id)
+        memory = self.embedding(encoder_token_ids)
+        bias = self.encoder_bias(query_length=memory, key_length=memory)
+        for block in self.encoder_blocks:
+            memory = block(memory, x_mask=memory_mask, self_attention_bias=bias)
+        return self.encoder_norm(memory), memory_mask
+
+    def init_decoder_state(self, memory, memory_mask, max_length):
+        batch_size = ops.shape(memory)[0]
+        return {
+            "self_caches": [b.init_cache(batch_size, max_length) for b in self.decoder_blocks],
+            "cross_caches": [b.compute_cache(memory, memory_mask) for b in self.decoder_blocks],
+        }
+
+    def decode_step(self, token_ids, index, state):
+        hidden = self.embedding(token_ids[:, None])
+        cache_length = keras.tree.flatten(state["self_caches"][0])[0].shape[1]
+        bias = self.decoder_bias(query_length=1, key_length=cache_length, query_offset=index)
+        self_caches = []
+        for block, self_cache, cross_cache in zip(
+            self.decoder_blocks, state["self_caches"], state["cross_caches"]
+        ):
+            hidden, self_cache, cross_scores = block.call_cached(
+                hidden, self_cache, index, memory_cache=cross_cache, self_attention_bias=bias
+            )
+            self_caches.append(self_cache)
+        hidden = self.decoder_norm(hidden)
+        logits = ops.cast(self.get_layer("logits")(hidden)[:, 0], "float32")
+        attention = ops.mean(cross_scores[:, :, 0, :], axis=1)
+        return logits, dict(state, self_caches=self_caches), attention
+
+    def get_config(self):
+        return {**super().get_config(), **self._arguments}
+
+
+class _Logits(keras.layers.Layer):
+    """T5's output: `(h * scale) E^T` (tied) or `lm_head(h * scale)`."""
+
+    def __init__(self, embedding, lm_head, scale, **kwargs):
+        super().__init__(**kwargs)
+        self.embedding, self.lm_head, self.scale = embedding, lm_head, scale
+
+    def call(self, hidden):
+        if self.scale is not None:
+            hidden = hidden * ops.cast(self.scale, hidden.dtype)
+        if self.lm_head is not None:
+            return self.lm_head(hidden)
+        return self.embedding.logits(hidden)
+
+    def compute_output_shape(self, hidden_shape):
+        return tuple(hidden_shape[:-1]) + (self.embedding.vocab_size,)
+
+
+def t5_options(config):
+    """The `T5Seq2Seq` arguments of a T5 `config` (a dict); an error naming
+    any value we do not support."""
+    check_config_value(config, "model_type", ("t5",))
+    projection = check_config_value(config, "feed_forward_proj", tuple(FEED_FORWARDS), "relu")
+    check_config_value(config, "is_encoder_decoder", (True,), True)
+    activation, gated = FEED_FORWARDS[projection]
+    num_decoder_layers = config.get("num_decoder_layers")
+    if num_decoder_layers is None:
+        num_decoder_layers = config["num_layers"]
+    return dict(
+        vocabulary_size=config["vocab_size"], num_layers=config["num_layers"],
+        num_decoder_layers=num_decoder_layers, hidden_dim=config["d_model"],
+        key_dim=config["d_kv"], num_heads=config["num_heads"], intermediate_dim=config["d_ff"],
+        activation=activation, gated_feed_forward=gated,
+        num_buckets=config.get("relative_attention_num_buckets", 32),
+        max_distance=config.get("relative_attention_max_distance", 128),
+        layer_norm_epsilon=config.get("layer_norm_epsilon", 1e-6),
+        tie_embeddings=True,
+        scale_outputs=bool(config.get("scale_decoder_outputs",
+                                      config.get("tie_word_embeddings", True) is not False)),
+        pad_token_id=config["pad_token_id"], end_token_id=config["eos_token_id"],
+        start_token_id=distinct_start_token_id(config),
+    )
+
+
+def t5_model(config, weights):
+    """A `T5Seq2Seq` with the weights of a T5 checkpoint; every weight is
+    found and its shape checked before any is copied."""
+    options = t5_options(config)
+    # A saved `lm_head.weight` that is not the token table is its own
+    # projection (T5 v1.1 and flan-T5 files; transformers 5 ties it).
+    output = weights.get("lm_head.weight")
+    if output is not None:
+        shared = weight(weights, "shared.weight", "encoder.embed_tokens.weight")
+        options["tie_embeddings"] = (output.shape == shared.shape
+                                     and np.array_equal(output, shared))
+    model = T5Seq2Seq(**options)
+    assign_weights(t5_weight_pairs(model, weights, options))
+    return model
+
+
+def t5_weight_pairs(model, weights, options):
+    """The `(variable, array, name)` pairs of a built `T5Seq2Seq`."""
+    shared = weight(weights, "shared.weight", "encoder.embed_tokens.weight",
+                    "decoder.embed_tokens.weight")
+    pairs = [(model.embedding.token_embedding.embeddings, shared, "shared.weight")]
+    for side, bias, blocks, norm in (
+        ("encoder", model.encoder_bias, model.encoder_blocks, model.encoder_norm),
+        ("decoder", model.decoder_bias, model.decoder_blocks, model.decoder_norm),
+    ):
+        name = f"{side}.block.0.layer.0.SelfAttention.relative_attention_bias.weight"
+        pairs.append((bias.embeddings, weight(weights, name), name))
+        for i, block in enumerate(blocks):
+            prefix = f"{side}.block.{i}.layer"
+            pairs += attention_pairs(block.self_attention, weights, _projections(
+                f"{prefix}.0.SelfAttention"))
+            pairs += norm_pairs(block.self_attention_norm, weights, f"{prefix}.0.layer_norm")
+            feed_forward = 1
+            if side == "decoder":
+                feed_forward = 2
+                pairs += attention_pairs(block.cross_attention, weights, _projections(
+                    f"{prefix}.1.EncDecAttention"))
+                pairs += norm_pairs(block.cross_attention_norm, weights,
+                                    f"{prefix}.1.layer_norm")
+            ff = f"{prefix}.{feed_forward}.DenseReluDense"
+            if options["gated_feed_forward"]:
+                pairs += dense_pairs(block.feed_forward.hidden, weights, f"{ff}.wi_0")
+                pairs += dense_pairs(block.feed_forward.hidden_linear, weights, f"{ff}.wi_1")
+            else:
+                pairs += dense_pairs(block.feed_forward.hidden, weights, f"{ff}.wi")
+            pairs += dense_pairs(block.feed_forward.projection, weights, f"{ff}.wo")
+            pairs += norm_pairs(block.feed_forward_norm, weights,
+                                f"{prefix}.{feed_forward}.layer_norm")
+        pairs += norm_pairs(norm, weights, f"{side}.final_layer_norm")
+    if not options["tie_embeddings"]:
+        pairs.append((model.lm_head.kernel, weight(weights, "lm_head.weight").T,
+                      "lm_head.weight"))
+    return pairs
+
+
+def _projections(prefix):
+    return tuple(f"{prefix}.{name}" for name in ("q", "k", "v", "o"))

@@ -1,0 +1,94 @@
+"""Marian, BART and mBART checkpoints converted from tiny random
+`transformers` models: encoder outputs and logits within 1e-4 with padding,
+greedy and beam tokens equal to `transformers`' `generate`."""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_attention.pretrained import load_pretrained
+from keras_attention.pretrained.bart import bart_options
+from tests.pretrained import hf_checkpoints
+
+CONFIGURATIONS = {
+    "marian": ("marian", {}),
+    "marian_unshared_untied": ("marian", dict(share_encoder_decoder_embeddings=False,
+                                              decoder_vocab_size=44,
+                                              tie_word_embeddings=False)),
+    "bart": ("bart", {}),
+    "bart_scaled_relu_untied": ("bart", dict(scale_embedding=True, activation_function="relu",
+                                             tie_word_embeddings=False)),
+    "mbart": ("mbart", {}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGURATIONS))
+def test_outputs_match_transformers_with_padding(tmp_path, name):
+    family, options = CONFIGURATIONS[name]
+    reference = hf_checkpoints.save_checkpoint(tmp_path, family, **options)
+    model, info = load_pretrained(tmp_path)
+    pad, _, _ = hf_checkpoints.ids(family)
+    source = hf_checkpoints.source_ids(family)
+    target = np.array([[3, 4, 5, 6, 7], [8, 9, 10, pad, pad]], "int32")
+    memory, logits = hf_checkpoints.reference_outputs(reference, source, target, pad)
+
+    ours_memory, _ = model.encode(source)
+    ours_logits = model({"encoder_token_ids": source, "decoder_token_ids": target})
+    source_valid, target_valid = source != pad, target != pad
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(ours_memory)[source_valid],
+                               memory[source_valid], atol=1e-4)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(ours_logits)[target_valid],
+                               logits[target_valid], atol=1e-4)
+    assert info["family"] == family
+
+
+def _assert_same_tokens(ours, theirs, pad):
+    """`transformers` stops when every row has ended; ours runs to
+    `max_length` with pad after the end."""
+    np.testing.assert_array_equal(ours[:, : theirs.shape[1]], theirs)
+    assert (ours[:, theirs.shape[1]:] == pad).all()
+
+
+@pytest.mark.parametrize("name", ["marian", "bart", "mbart"])
+def test_greedy_tokens_match_transformers(tmp_path, name):
+    family, options = CONFIGURATIONS[name]
+    generation = {"forced_eos_token_id": hf_checkpoints.ids(family)[1]}
+    reference = hf_checkpoints.save_checkpoint(tmp_path, family, generation, seed=1, **options)
+    model, info = load_pretrained(tmp_path)
+    pad = model.pad_token_id
+    source = hf_checkpoints.source_ids(family)
+    theirs = hf_checkpoints.reference_generate(reference, source, pad)
+    ours = np.asarray(model.generate(source, **info["generation"]))
+    _assert_same_tokens(ours, theirs, pad)
+    assert info["generation"]["decoder_start_token_id"] == hf_checkpoints.ids(family)[2]
+
+
+@pytest.mark.parametrize("name", ["marian", "bart"])
+def test_beam_tokens_match_transformers(tmp_path, name):
+    family, options = CONFIGURATIONS[name]
+    generation = {"num_beams": 4, "length_penalty": 0.6, "early_stopping": True,
+                  "max_length": 10, "min_length": 3, "no_repeat_ngram_size": 3}
+    reference = hf_checkpoints.save_checkpoint(tmp_path, family, generation, seed=2, **options)
+    model, info = load_pretrained(tmp_path)
+    source = hf_checkpoints.source_ids(family)
+    theirs = hf_checkpoints.reference_generate(reference, source, model.pad_token_id)
+    ours = np.asarray(model.generate(source, **info["generation"]))
+    _assert_same_tokens(ours, theirs, model.pad_token_id)
+
+
+def test_options_follow_the_family():
+    marian = bart_options(dict(
+        model_type="marian", encoder_layers=6, decoder_layers=6, encoder_attention_heads=8,
+        decoder_attention_heads=8, encoder_ffn_dim=2048, decoder_ffn_dim=2048,
+        activation_function="swish", vocab_size=58101, d_model=512,
+        max_position_embeddings=512, scale_embedding=True, pad_token_id=58100,
+        eos_token_id=0, decoder_start_token_id=58100))
+    assert marian["position"] == "sinusoidal_halves" and not marian["norm_first"]
+    assert marian["scale_embeddings"] and marian["start_token_id"] not in (0, 58100)
+    mbart = bart_options(dict(
+        model_type="mbart", encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+        decoder_attention_heads=2, encoder_ffn_dim=8, decoder_ffn_dim=8,
+        activation_function="gelu", vocab_size=10, d_model=4, max_position_embeddings=8,
+        pad_token_id=1, eos_token_id=2, decoder_start_token_id=2, bos_token_id=0))
+    assert mbart["norm_first"] and mbart["final_norm"] and mbart["position_offset"] == 2
+    assert mbart["start_token_id"] == 0

@@ -1,0 +1,101 @@
+"""Tiny random `transformers` checkpoints saved with `save_pretrained`, and
+their reference outputs, for the converter tests.
+
+`transformers` and torch are test-only dependencies (the `test` extra).
+"""
+
+import numpy as np
+import torch
+import transformers
+
+FAMILIES = {
+    "marian": (transformers.MarianConfig, transformers.MarianMTModel),
+    "bart": (transformers.BartConfig, transformers.BartForConditionalGeneration),
+    "mbart": (transformers.MBartConfig, transformers.MBartForConditionalGeneration),
+    "t5": (transformers.T5Config, transformers.T5ForConditionalGeneration),
+}
+VOCAB = 40
+
+
+def ids(family):
+    """`(pad, end, decoder start)` of a tiny checkpoint: Marian's pad id is
+    the last id and starts the decoder; BART's decoder starts with its end."""
+    if family == "marian":
+        return VOCAB - 1, 0, VOCAB - 1
+    if family == "t5":
+        return 0, 1, 0
+    return 1, 2, 2
+
+
+def save_checkpoint(folder, family, generation=None, seed=0, **options):
+    """A random tiny `family` model (2 + 2 layers, d=16, 2 heads, FFN 32)
+    saved in `folder` with a generation config (`generation` overrides);
+    returns the torch model (eval mode)."""
+    pad, end, start = ids(family)
+    arguments = dict(
+        vocab_size=VOCAB, d_model=16, encoder_layers=2, decoder_layers=2,
+        encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=32,
+        decoder_ffn_dim=32, max_position_embeddings=64, pad_token_id=pad, eos_token_id=end,
+        bos_token_id=0, decoder_start_token_id=start, forced_eos_token_id=None,
+        dropout=0.0, attention_dropout=0.0, activation_dropout=0.0,
+    )
+    if family == "t5":
+        arguments = dict(
+            vocab_size=VOCAB, d_model=16, d_kv=8, num_heads=2, d_ff=32, num_layers=2,
+            num_decoder_layers=2, relative_attention_num_buckets=8,
+            relative_attention_max_distance=16, dropout_rate=0.0, pad_token_id=pad,
+            eos_token_id=end, decoder_start_token_id=start,
+        )
+    arguments.update(options)
+    config = FAMILIES[family][0](**arguments)
+    torch.manual_seed(seed)
+    model = FAMILIES[family][1](config).eval()
+    # Random values everywhere (norms and biases too, which would hide a
+    # swapped weight at their ones and zeros), but small enough inside the
+    # blocks that the tokens depend on the source rather than repeating one id.
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if family == "marian" and "embed_positions" in name:
+                continue  # Marian's fixed sinusoidal table
+            noise = torch.randn(parameter.shape, generator=generator)
+            if "norm" in name and name.endswith("weight"):
+                parameter.copy_(1.0 + 0.2 * noise)
+            elif "embed" in name or "shared" in name or "lm_head" in name:
+                parameter.copy_(noise)
+            else:
+                parameter.copy_(0.3 * noise)
+    model.generation_config = transformers.GenerationConfig(**{
+        "decoder_start_token_id": start, "eos_token_id": end, "pad_token_id": pad,
+        "bos_token_id": None if family == "t5" else 0, "max_length": 12, "num_beams": 1,
+        "do_sample": False,
+        **(generation or {}),
+    })
+    model.save_pretrained(folder)
+    return model
+
+
+def source_ids(family):
+    """Two source rows, the second padded."""
+    pad, end, _ = ids(family)
+    return np.array([[5, 6, 7, 8, 9, 10, end], [11, 12, 13, end, pad, pad, pad]], "int32")
+
+
+def reference_outputs(model, source, target, pad):
+    """`transformers`' encoder outputs `(B, S, D)` and logits `(B, T, V)`
+    with padding masks on both sides."""
+    with torch.no_grad():
+        out = model(input_ids=torch.as_tensor(source),
+                    attention_mask=torch.as_tensor(source != pad),
+                    decoder_input_ids=torch.as_tensor(target),
+                    decoder_attention_mask=torch.as_tensor(target != pad))
+    return out.encoder_last_hidden_state.numpy(), out.logits.numpy()
+
+
+def reference_generate(model, source, pad):
+    """`transformers`' `generate` with the saved generation config, without
+    the decoder start token (our `generate` leaves it out)."""
+    with torch.no_grad():
+        tokens = model.generate(input_ids=torch.as_tensor(source),
+                                attention_mask=torch.as_tensor(source != pad))
+    return tokens.numpy()[:, 1:]

@@ -1,0 +1,94 @@
+"""`load_pretrained`'s refusals: another architecture, an unsupported
+config value, a missing weight, a weight of another shape (nothing copied),
+no weights, a folder that is not a checkpoint."""
+
+import json
+
+import numpy as np
+import pytest
+from safetensors.numpy import load_file, save_file
+
+from keras_attention.pretrained import load_pretrained
+from tests.pretrained import hf_checkpoints
+
+
+@pytest.fixture(scope="module")
+def bart_folder(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("bart")
+    hf_checkpoints.save_checkpoint(folder, "bart")
+    return folder
+
+
+def _copy(folder, tmp_path, config=None, weights=None):
+    """A copy of checkpoint `folder` with `config` values and weights
+    changed (a weight set to None is removed)."""
+    saved = json.loads((folder / "config.json").read_text())
+    saved.update(config or {})
+    (tmp_path / "config.json").write_text(json.dumps(saved))
+    arrays = load_file(str(folder / "model.safetensors"))
+    for name, value in (weights or {}).items():
+        if value is None:
+            del arrays[name]
+        else:
+            arrays[name] = value
+    save_file(arrays, str(tmp_path / "model.safetensors"))
+    return tmp_path
+
+
+def test_converts_the_unchanged_copy(bart_folder, tmp_path):
+    model, info = load_pretrained(_copy(bart_folder, tmp_path))
+    assert info["family"] == "bart" and model.end_token_id == 2
+
+
+def test_a_tied_table_saved_under_another_name(bart_folder, tmp_path):
+    """Files keep one name of a tied table, which one depends on the
+    writer: the decoder's name alone converts to the same model."""
+    arrays = load_file(str(bart_folder / "model.safetensors"))
+    table = arrays["model.shared.weight"]
+    renamed = {"model.shared.weight": None, "model.decoder.embed_tokens.weight": table}
+    renamed.update({name: None for name in ("model.encoder.embed_tokens.weight",
+                                            "lm_head.weight") if name in arrays})
+    model, _ = load_pretrained(_copy(bart_folder, tmp_path, weights=renamed))
+    original, _ = load_pretrained(bart_folder)
+    source = hf_checkpoints.source_ids("bart")
+    target = np.array([[3, 4, 5]], "int32").repeat(2, axis=0)
+    inputs = {"encoder_token_ids": source, "decoder_token_ids": target}
+    assert model.output_projection.embedding is model.target_embedding
+    np.testing.assert_allclose(np.asarray(model(inputs)), np.asarray(original(inputs)),
+                               atol=1e-6)
+
+
+@pytest.mark.parametrize("config, message", [
+    ({"model_type": "gpt2"}, "Received: model_type='gpt2'"),
+    ({"architectures": ["BartForSequenceClassification"]},
+     "Received: architectures=['BartForSequenceClassification']"),
+    ({"activation_function": "gelu_fast"}, "Received: activation_function='gelu_fast'"),
+    ({"decoder_layers": 3}, "Received: encoder_layers=2, decoder_layers=3"),
+    ({"decoder_ffn_dim": 64}, "decoder_ffn_dim=64"),
+])
+def test_unsupported_config_is_an_error_naming_it(bart_folder, tmp_path, config, message):
+    with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        load_pretrained(_copy(bart_folder, tmp_path, config=config))
+
+
+def test_missing_weight_is_an_error_naming_it(bart_folder, tmp_path):
+    name = "model.decoder.layers.1.fc2.bias"
+    with pytest.raises(ValueError, match=f"lacks the weight '{name}'"):
+        load_pretrained(_copy(bart_folder, tmp_path, weights={name: None}))
+
+
+def test_mismatched_weight_is_an_error_naming_it(bart_folder, tmp_path):
+    name = "model.encoder.layers.0.fc1.weight"
+    with pytest.raises(ValueError, match=rf"'{name}' has shape \(16, 16\)"):
+        load_pretrained(_copy(bart_folder, tmp_path,
+                              weights={name: np.zeros((16, 16), "float32")}))
+
+
+def test_not_a_checkpoint_folder(tmp_path):
+    with pytest.raises(ValueError, match="Received: folder="):
+        load_pretrained(tmp_path / "missing")
+    with pytest.raises(ValueError, match="no `config.json`"):
+        load_pretrained(tmp_path)
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "bart"}))
+    with pytest.raises(ValueError, match="has no weights"):
+        load_pretrained(tmp_path)
