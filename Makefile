@@ -36,11 +36,12 @@ test: install-extras
 # imports the package under JAX and torch in fresh interpreters whatever the
 # backend of the run, so `make test` covers it.
 BACKEND_TESTS := tests/layers tests/models tests/decoding
-# keras-hub's and Keras' own layer tests on the compat classes: TensorFlow and JAX.
-COMPAT_TESTS := tests/compat
+# keras-hub's and Keras' own layer tests on the compat classes, and the converted
+# checkpoints against transformers: TensorFlow and JAX.
+REFERENCE_TESTS := tests/compat tests/pretrained
 
 test-jax: install
-	KERAS_BACKEND=jax $(PYTEST) $(BACKEND_TESTS) $(COMPAT_TESTS)
+	KERAS_BACKEND=jax $(PYTEST) $(BACKEND_TESTS) $(REFERENCE_TESTS)
 
 # On torch the tests run eagerly: the harness has no torch compiler
 # (`torch.compile` would build C++ kernels at test time), `fit` runs with
