@@ -440,9 +440,10 @@ def test_recipes_build_and_compile_under_the_strategy_of_their_config(
     assert recipe.recipe_config.get_config()["distribution"] == "default"
     # A run folder of its own: `runs/<recipe>` may hold a user's earlier run (`make demo`).
     config = recipe.parse_settings(["--preset=quick", "--distribution=mirrored",
-                                    f"--backup_dir={tmp_path}",
+                                    f"--backup_dir={tmp_path / 'backup'}",
                                     f"--output_dir={tmp_path / 'run'}"])
-    assert config["distribution"] == "mirrored" and config["backup_dir"] == str(tmp_path)
+    assert config["distribution"] == "mirrored"
+    assert config["backup_dir"] == str(tmp_path / "backup")
 
     class Stop(Exception):
         pass

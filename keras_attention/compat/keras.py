@@ -211,6 +211,7 @@ class MultiHeadAttention(AttentionLayer):
         training=None,
         use_causal_mask=False,
     ):
+        use_causal_mask = _keras_flag(use_causal_mask)
         if self.flash_attention and return_attention_scores:
             raise ValueError(
                 "Returning attention scores is not supported when flash "
@@ -258,3 +259,13 @@ class MultiHeadAttention(AttentionLayer):
         if self.flash_attention is not None:
             del config["implementation"]  # implied by `flash_attention`
         return config
+
+
+def _keras_flag(value):
+    """Keras' `MultiHeadAttention` reads `use_causal_mask` by truth value, and
+    its own tests pass `0`: the integers 0 and 1 are taken as False and True
+    here. Anything else (a string such as "no") goes on to our check, which
+    refuses it naming the argument."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value in (0, 1):
+        return bool(value)
+    return value

@@ -116,3 +116,16 @@ def test_keras_arguments_and_config_round_trip():
     with pytest.raises(ValueError, match=r"Received: flash_attention=True, "
                                          r"implementation='exact'"):
         MultiHeadAttention(2, 4, flash_attention=True, implementation="exact")
+
+
+def test_use_causal_mask_takes_keras_integers_and_refuses_strings(rng):
+    """Keras' own tests pass `use_causal_mask=0`: 0 and 1 read as False and
+    True; a string is refused naming the argument, never read as True."""
+    layer = MultiHeadAttention(num_heads=2, key_dim=4)
+    x = rng.normal(size=(1, 3, 8)).astype("float32")
+    np.testing.assert_allclose(to_numpy(layer(x, x, use_causal_mask=0)),
+                               to_numpy(layer(x, x, use_causal_mask=False)))
+    np.testing.assert_allclose(to_numpy(layer(x, x, use_causal_mask=1)),
+                               to_numpy(layer(x, x, use_causal_mask=True)))
+    with pytest.raises(TypeError, match=r"use_causal_mask.*Received: use_causal_mask='no'"):
+        layer(x, x, use_causal_mask="no")
