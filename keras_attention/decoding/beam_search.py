@@ -75,6 +75,61 @@ def _map(fn, structure):
     return fn(structure)
 
 
+def extend_beams(step_fn, live_tokens, live_scores, index, state, *, start_id, vocab_size,
+                 prompt=None, process_scores=None, ruled_out=NEG_INF):
+    """One step of a beam search: every live beam extended by every token,
+    the best `C = min(2K, K * V)` continuations kept.
+
+    Args:
+        step_fn: the model's step function over `B * K` rows.
+        live_tokens: int32 `(B, K, L)`, the live hypotheses.
+        live_scores: float32 `(B, K)`, their summed log-probabilities.
+        index: the position being written.
+        state: the model state, `B * K` rows.
+        start_id, vocab_size: ints (`V`).
+        prompt: optional int32 `(B, P)` forced prefix: inside it, the
+            forced token adds 0 to the score and every other one
+            `ruled_out`.
+        process_scores: optional `process(log_probs (B * K, V), index,
+            tokens (B * K, L)) -> log_probs` after the log-softmax.
+        ruled_out: the score of a token the prompt rules out.
+
+    Returns:
+        A dict: `scores (B, C)` (summed log-probabilities, best first),
+        `beam` and `token` int32 `(B, C)` (the beam each extends and the
+        token added), `tokens (B, C, L)` (the extended hypotheses), and
+        the step's `state` and `attention` (rows of the live beams).
+    """
+    B, K, L = live_tokens.shape[0], live_tokens.shape[1], live_tokens.shape[2]
+    V = vocab_size
+    flat_tokens = ops.reshape(live_tokens, (B * K, L))
+    logits, new_state, attention = step_fn(
+        previous_tokens(flat_tokens, index, start_id), index, state
+    )
+    log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
+    if process_scores is not None:
+        log_probs = process_scores(log_probs, index, flat_tokens)
+    log_probs = ops.reshape(log_probs, (B, K, V))
+    if prompt is not None:
+        forced = forced_tokens(ops.zeros((B,), "int32"), prompt, index)
+        is_forced = ops.arange(V)[None, None, :] == forced[:, None, None]
+        # Prompt tokens are given, not scored: they add 0 to log P.
+        in_prompt = index < prompt.shape[1]
+        log_probs = ops.where(in_prompt, ops.where(is_forced, 0.0, ruled_out), log_probs)
+    totals = ops.reshape(live_scores[:, :, None] + log_probs, (B, K * V))
+    top_scores, top_index = ops.top_k(totals, min(2 * K, K * V))
+    top_index = ops.cast(top_index, "int32")
+    beam, token = top_index // V, top_index % V
+    tokens = gather_beams(live_tokens, beam, K)
+    C = token.shape[1]
+    tokens = ops.reshape(
+        write_column(ops.reshape(tokens, (B * C, L)), index, ops.reshape(token, (B * C,))),
+        (B, C, L),
+    )
+    return {"scores": top_scores, "beam": beam, "token": token, "tokens": tokens,
+            "state": new_state, "attention": attention}
+
+
 def beam_search(
     step_fn,
     state,
@@ -151,34 +206,12 @@ def beam_search(
     def candidates(v):
         """Extends every live beam by every token; keeps the best 2K."""
         index = v["index"]
-        flat_tokens = ops.reshape(v["live_tokens"], (B * K, L))
-        logits, new_state, attention = step_fn(
-            previous_tokens(flat_tokens, index, start_id), index, v["state"]
-        )
-        log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
-        if process_scores is not None:
-            log_probs = process_scores(log_probs, index, flat_tokens)
-        log_probs = ops.reshape(log_probs, (B, K, V))
-        if prompt is not None:
-            forced = forced_tokens(ops.zeros((B,), "int32"), prompt, index)
-            is_forced = ops.arange(V)[None, None, :] == forced[:, None, None]
-            # Prompt tokens are given, not scored: they add 0 to log P.
-            in_prompt = index < prompt_length
-            log_probs = ops.where(
-                in_prompt, ops.where(is_forced, 0.0, NEG_INF), log_probs
-            )
-        totals = ops.reshape(v["live_logprob"][:, :, None] + log_probs, (B, K * V))
-        top_logprob, top_index = ops.top_k(totals, min(2 * K, K * V))
-        top_index = ops.cast(top_index, "int32")
-        beam, token = top_index // V, top_index % V  # (B, 2K)
-        tokens = gather_beams(v["live_tokens"], beam, K)
-        M = token.shape[1]
-        tokens = ops.reshape(
-            write_column(ops.reshape(tokens, (B * M, L)), index, ops.reshape(token, (B * M,))),
-            (B, M, L),
-        )
+        step = extend_beams(step_fn, v["live_tokens"], v["live_logprob"], index, v["state"],
+                            start_id=start_id, vocab_size=V, prompt=prompt,
+                            process_scores=process_scores)
+        beam = step["beam"]
         attention = ops.reshape(
-            ops.cast(attention, "float32"), (B, K, ops.shape(attention)[-1])
+            ops.cast(step["attention"], "float32"), (B, K, ops.shape(step["attention"])[-1])
         )
         coverage = v["live_coverage"]
         if track_coverage:
@@ -191,13 +224,13 @@ def beam_search(
                 (B, K, L, S),
             )
         return {
-            "logprob": top_logprob,
+            "logprob": step["scores"],
             "beam": beam,
-            "token": token,
-            "tokens": tokens,
+            "token": step["token"],
+            "tokens": step["tokens"],
             "coverage": gather_beams(coverage, beam, K),
             "history": gather_beams(history, beam, K),
-            "state": new_state,
+            "state": step["state"],
         }
 
     def penalised(logprob, coverage, length):

@@ -25,13 +25,8 @@ recipes; `BeamSampler(length_penalty_form="hf")` runs this one.
 
 from keras import ops
 
-from keras_attention.decoding.beam_search import gather_beams, gather_state
-from keras_attention.decoding.search import (
-    SearchOutput,
-    forced_tokens,
-    previous_tokens,
-    write_column,
-)
+from keras_attention.decoding.beam_search import extend_beams, gather_beams, gather_state
+from keras_attention.decoding.search import SearchOutput
 
 #: What `transformers` adds to a score to rule a hypothesis out.
 RULED_OUT = -1.0e9
@@ -108,28 +103,11 @@ def hf_beam_search(
 
     def body(v):
         index = v["index"]
-        flat_tokens = ops.reshape(v["running_tokens"], (B * K, L))
-        logits, new_state, _ = step_fn(
-            previous_tokens(flat_tokens, index, start_id), index, v["state"]
-        )
-        log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
-        if process_scores is not None:
-            log_probs = process_scores(log_probs, index, flat_tokens)
-        log_probs = ops.reshape(log_probs, (B, K, V))
+        step = extend_beams(step_fn, v["running_tokens"], v["running_scores"], index,
+                            v["state"], start_id=start_id, vocab_size=V, prompt=prompt,
+                            process_scores=process_scores, ruled_out=RULED_OUT)
+        top_scores, beam, token, tokens = (step[k] for k in ("scores", "beam", "token", "tokens"))
         in_prompt = index < P
-        if prompt is not None:
-            forced = forced_tokens(ops.zeros((B,), "int32"), prompt, index)
-            is_forced = ops.arange(V)[None, None, :] == forced[:, None, None]
-            log_probs = ops.where(in_prompt, ops.where(is_forced, 0.0, RULED_OUT), log_probs)
-        totals = ops.reshape(log_probs + v["running_scores"][:, :, None], (B, K * V))
-        top_scores, top_index = ops.top_k(totals, C)
-        top_index = ops.cast(top_index, "int32")
-        beam, token = top_index // V, top_index % V
-        tokens = gather_beams(v["running_tokens"], beam, K)
-        tokens = ops.reshape(
-            write_column(ops.reshape(tokens, (B * C, L)), index, ops.reshape(token, (B * C,))),
-            (B, C, L),
-        )
         ends = ops.logical_or(
             ops.logical_and(token == end_id, ops.logical_not(in_prompt)), index == L - 1
         )
@@ -179,7 +157,7 @@ def hf_beam_search(
             "done_scores": done_scores,
             "done": done,
             "improvable": improvable,
-            "state": gather_state(new_state, ops.take_along_axis(beam, keep, axis=1), K),
+            "state": gather_state(step["state"], ops.take_along_axis(beam, keep, axis=1), K),
         }
 
     def cond(v):
