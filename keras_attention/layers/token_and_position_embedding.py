@@ -3,6 +3,7 @@
 import math
 
 import keras
+import numpy as np
 from keras import ops
 
 from keras_attention.layers.output_specs import traced_output_spec
@@ -10,6 +11,7 @@ from keras_attention.layers.quantization import QuantizableSublayers
 from keras_attention.validation import (
     check_bool,
     check_choice,
+    check_length_limit,
     check_non_negative_int,
     check_positive_int,
 )
@@ -332,6 +334,7 @@ class TokenAndPositionEmbedding(QuantizableSublayers, keras.layers.Layer):
             x = x * ops.cast(math.sqrt(self.dim), self.compute_dtype)
         offset = self.position_offset
         if self.position == "learned":
+            self._check_length(token_ids, start_index, positions)
             if positions is None:
                 # Positions as indices, not a slice: slicing to a symbolic
                 # length fails under JAX's shape polymorphism.
@@ -345,6 +348,26 @@ class TokenAndPositionEmbedding(QuantizableSublayers, keras.layers.Layer):
                 x, start_index=start_index + offset, positions=positions
             )
         return x
+
+    def _check_length(self, token_ids, start_index, positions):
+        """Refuses positions past the learned table (a gather there would
+        be clamped or zero, silently): `start_index + T <= max_length`, at
+        trace time where `T` is static (and `start_index` a Python int), by
+        a run-time assertion in a TensorFlow graph where `T` is not. A
+        tensor `start_index` with a static `T` (a cached decode step) is
+        left to the caller (`Seq2SeqModel.generate` checks `max_length`)."""
+        length = token_ids.shape[1]
+        start = start_index if positions is None else 0
+        if isinstance(start, (int, np.integer)):
+            last = (length if isinstance(length, int) else ops.shape(token_ids)[1]) + start
+        elif isinstance(length, int):
+            return
+        else:
+            last = ops.shape(token_ids)[1] + ops.cast(start, "int32")
+        what = f"the learned position table's max_length={self.max_length}"
+        if isinstance(start, (int, np.integer)) and start:
+            what += f", from start_index={start}"
+        check_length_limit("token_ids", last, self.max_length, what)
 
     def logits(self, hidden):
         """The tied output logits `hidden @ embeddings^T`: `(B, T, dim) ->
