@@ -334,12 +334,13 @@ class TokenAndPositionEmbedding(QuantizableSublayers, keras.layers.Layer):
             x = x * ops.cast(math.sqrt(self.dim), self.compute_dtype)
         offset = self.position_offset
         if self.position == "learned":
-            self._check_length(token_ids, start_index, positions)
+            given = positions is not None
             if positions is None:
                 # Positions as indices, not a slice: slicing to a symbolic
                 # length fails under JAX's shape polymorphism.
                 positions = start_index + ops.arange(ops.shape(x)[1], dtype="int32")
             positions = ops.cast(positions, "int32") + offset
+            positions = self._checked_positions(token_ids, start_index, given, positions)
             x = x + self.position_encoding(x, positions=positions)
         elif self.position_encoding is not None:
             if offset and positions is not None:
@@ -349,25 +350,27 @@ class TokenAndPositionEmbedding(QuantizableSublayers, keras.layers.Layer):
             )
         return x
 
-    def _check_length(self, token_ids, start_index, positions):
-        """Refuses positions past the learned table (a gather there would
-        be clamped or zero, silently): `start_index + T <= max_length`, at
-        trace time where `T` is static (and `start_index` a Python int), by
-        a run-time assertion in a TensorFlow graph where `T` is not. A
-        tensor `start_index` with a static `T` (a cached decode step) is
-        left to the caller (`Seq2SeqModel.generate` checks `max_length`)."""
+    def _checked_positions(self, token_ids, start_index, given, positions):
+        """`positions` (the rows to read), after refusing rows past the
+        learned table (a gather there would be clamped or zero, silently):
+        `start_index + T <= max_length` (`T <= max_length` for `given`
+        positions, each below `T`), at trace time where `T` is static (and
+        `start_index` a Python int), by a run-time assertion in a TensorFlow
+        graph where `T` is not. A tensor `start_index` with a static `T` (a
+        cached decode step) is left to the caller (`Seq2SeqModel.generate`
+        checks `max_length`)."""
         length = token_ids.shape[1]
-        start = start_index if positions is None else 0
+        start = 0 if given else start_index
         if isinstance(start, (int, np.integer)):
             last = (length if isinstance(length, int) else ops.shape(token_ids)[1]) + start
         elif isinstance(length, int):
-            return
+            return positions
         else:
             last = ops.shape(token_ids)[1] + ops.cast(start, "int32")
         what = f"the learned position table's max_length={self.max_length}"
         if isinstance(start, (int, np.integer)) and start:
             what += f", from start_index={start}"
-        check_length_limit("token_ids", last, self.max_length, what)
+        return check_length_limit("token_ids", last, self.max_length, what, positions)
 
     def logits(self, hidden):
         """The tied output logits `hidden @ embeddings^T`: `(B, T, dim) ->
