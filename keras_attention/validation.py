@@ -296,3 +296,89 @@ def check_rank3(name, shape, layout):
             f"`{name}` must be a rank-3 tensor of shape {layout}. "
             f"Received: {name}.shape={None if shape is None else tuple(shape)}"
         )
+
+
+# --- Sequence lengths: checked at trace time where they are static, and by a
+# run-time assertion in a TensorFlow graph where they are not (issue 22).
+
+
+def _static_length(x, axis):
+    size = x.shape[axis]
+    return size if isinstance(size, int) else None
+
+
+def _assert_in_graph(condition, message, data, tensor):
+    """`tensor`, made to wait for an assertion of the scalar boolean
+    `condition` in the TensorFlow graph being traced: it fails with an
+    `InvalidArgumentError` that starts with `message` and lists `data`
+    before any op that reads `tensor` runs (else an op reading it could fail
+    first, with its own words). `tensor` itself on JAX and torch (their
+    shapes are static when a function runs: the trace-time checks cover
+    them) and eagerly. XLA drops assertions."""
+    if keras.config.backend() != "tensorflow":
+        return tensor
+    import tensorflow as tf
+
+    if tf.executing_eagerly():
+        return tensor
+    assertion = tf.debugging.Assert(condition, [message] + list(data), name="check_length")
+    with tf.control_dependencies([assertion]):
+        return tf.identity(tensor)
+
+
+def check_same_length(name, x, other_name, other, axis=1, other_axis=1):
+    """Returns `x` after checking `x.shape[axis] == other.shape[other_axis]`.
+
+    Checked at trace time where both lengths are static (eager calls, JAX
+    and torch, a functional model fed arrays): a `ValueError`. In a
+    TensorFlow graph with a length unknown until run time (a `tf.function`
+    with an `input_signature` of `None` lengths, `fit` after a retrace) the
+    returned `x` waits for an assertion with the same words and both
+    lengths: use it in place of `x`. XLA drops that assertion.
+
+    Args:
+        name: str, the argument whose length must match (e.g. `"value_mask"`).
+        x: its tensor (or None: nothing to check).
+        other_name: str, the argument it must match (e.g. `"value"`).
+        other: its tensor.
+        axis, other_axis: the sequence axes of `x` and `other`.
+    """
+    if x is None or other is None:
+        return x
+    got, want = _static_length(x, axis), _static_length(other, other_axis)
+    rule = f"`{name}` must have the sequence length of `{other_name}`"
+    if got is not None and want is not None:
+        if got != want:
+            raise ValueError(
+                f"{rule} ({want}). Received: {name}.shape={tuple(x.shape)}, "
+                f"{other_name}.shape={tuple(other.shape)}"
+            )
+        return x
+    if keras.config.backend() != "tensorflow":
+        return x
+    got, want = ops.shape(x)[axis], ops.shape(other)[other_axis]
+    return _assert_in_graph(
+        ops.equal(got, want), f"{rule}. Received lengths ({name}, {other_name}):",
+        (got, want), x,
+    )
+
+
+def check_length_limit(name, length, limit, what, tensor=None):
+    """Raises a `ValueError` unless the sequence length `length` is at most
+    `limit`; returns `tensor`.
+
+    `length` is an int, or a scalar tensor in a TensorFlow graph: then the
+    returned `tensor` (what reads the positions) waits for an assertion with
+    the same words (XLA drops it). `what` says where the limit comes from
+    (e.g. "the learned position table's max_length=6").
+    """
+    rule = f"`{name}` may hold at most {limit} positions ({what})"
+    if isinstance(length, (int, np.integer)):
+        if length > limit:
+            raise ValueError(f"{rule}. Received: {name} of length {int(length)}")
+        return tensor
+    if keras.config.backend() != "tensorflow":
+        return tensor
+    return _assert_in_graph(
+        ops.less_equal(length, limit), f"{rule}. Received: {name} of length", (length,), tensor
+    )

@@ -20,6 +20,7 @@ from keras_attention.validation import (
     check_query_block_size,
     check_rank3,
     check_rate,
+    check_same_length,
 )
 
 __all__ = ["BaseAttention"]
@@ -223,6 +224,14 @@ class BaseAttention(keras.layers.Layer):
         ):
             check_rank3(name, x.shape, layout)
         self._check_shapes(query.shape, value.shape, key.shape)
+        # Masks of lengths known only at run time (a TensorFlow graph) wait
+        # for an assertion naming them, before a broadcast fails.
+        query_mask, value_mask, key_mask = (
+            check_same_length(name, mask, name[: -len("_mask")], x)
+            if hasattr(mask, "shape") else mask
+            for name, mask, x in (("query_mask", query_mask, query),
+                                  ("value_mask", value_mask, value), ("key_mask", key_mask, key))
+        )
         mask_parts = self._mask_parts(
             query,
             key,
@@ -326,6 +335,10 @@ class BaseAttention(keras.layers.Layer):
                 query_length=_static(query_length),
                 key_length=_static(key_length),
             )
+            # Static lengths were checked above; these check unknown ones
+            # (a TensorFlow graph) when the graph runs.
+            explicit = check_same_length("attention_mask", explicit, "query", query, axis=-2)
+            explicit = check_same_length("attention_mask", explicit, "key", key, axis=-1)
         if (
             use_causal_mask
             and _static(query_length) is not None

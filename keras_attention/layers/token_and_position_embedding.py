@@ -3,6 +3,7 @@
 import math
 
 import keras
+import numpy as np
 from keras import ops
 
 from keras_attention.layers.output_specs import traced_output_spec
@@ -10,6 +11,7 @@ from keras_attention.layers.quantization import QuantizableSublayers
 from keras_attention.validation import (
     check_bool,
     check_choice,
+    check_length_limit,
     check_non_negative_int,
     check_positive_int,
 )
@@ -332,11 +334,13 @@ class TokenAndPositionEmbedding(QuantizableSublayers, keras.layers.Layer):
             x = x * ops.cast(math.sqrt(self.dim), self.compute_dtype)
         offset = self.position_offset
         if self.position == "learned":
+            given = positions is not None
             if positions is None:
                 # Positions as indices, not a slice: slicing to a symbolic
                 # length fails under JAX's shape polymorphism.
                 positions = start_index + ops.arange(ops.shape(x)[1], dtype="int32")
             positions = ops.cast(positions, "int32") + offset
+            positions = self._checked_positions(token_ids, start_index, given, positions)
             x = x + self.position_encoding(x, positions=positions)
         elif self.position_encoding is not None:
             if offset and positions is not None:
@@ -345,6 +349,28 @@ class TokenAndPositionEmbedding(QuantizableSublayers, keras.layers.Layer):
                 x, start_index=start_index + offset, positions=positions
             )
         return x
+
+    def _checked_positions(self, token_ids, start_index, given, positions):
+        """`positions` (the rows to read), after refusing rows past the
+        learned table (a gather there would be clamped or zero, silently):
+        `start_index + T <= max_length` (`T <= max_length` for `given`
+        positions, each below `T`), at trace time where `T` is static (and
+        `start_index` a Python int), by a run-time assertion in a TensorFlow
+        graph where `T` is not. A tensor `start_index` with a static `T` (a
+        cached decode step) is left to the caller (`Seq2SeqModel.generate`
+        checks `max_length`)."""
+        length = token_ids.shape[1]
+        start = 0 if given else start_index
+        if isinstance(start, (int, np.integer)):
+            last = (length if isinstance(length, int) else ops.shape(token_ids)[1]) + start
+        elif isinstance(length, int):
+            return positions
+        else:
+            last = ops.shape(token_ids)[1] + ops.cast(start, "int32")
+        what = f"the learned position table's max_length={self.max_length}"
+        if isinstance(start, (int, np.integer)) and start:
+            what += f", from start_index={start}"
+        return check_length_limit("token_ids", last, self.max_length, what, positions)
 
     def logits(self, hidden):
         """The tied output logits `hidden @ embeddings^T`: `(B, T, dim) ->

@@ -195,7 +195,10 @@ class Seq2SeqModel(keras.Model):
             encoder_token_ids: int array `(B, S)` of ids in
                 `[0, source_vocabulary_size)`, padded with `pad_token_id`.
             max_length: int `L`, the number of target tokens to produce
-                (after the start token; includes the prompt).
+                (after the start token; includes the prompt). At most
+                `max_sequence_length()` where the model has a learned
+                position table (the decoder reads positions `0 .. L - 1`),
+                as is the source length `S`.
             sampler: a `keras_attention.decoding` sampler
                 (`GreedySampler()`, `BeamSampler(num_beams=4, ...)`,
                 `TopKSampler`, `TopPSampler`, `RandomSampler`), its name or
@@ -268,6 +271,7 @@ class Seq2SeqModel(keras.Model):
             source, prompt, prompt_length, sampler, max_length, return_logits,
             suppress_token_ids, rules, decoder_start_token_id, return_attention,
         )
+        self._check_position_limit(source.shape[1], max_length)
         self._check_memory(max_length, source.shape[0], batch_size, sampler, return_logits)
         function = self._generate_function(
             sampler, int(max_length), return_logits, return_attention, jit_compile,
@@ -289,6 +293,34 @@ class Seq2SeqModel(keras.Model):
         if return_scores or return_logits or return_attention:
             return result
         return result.token_ids
+
+    def max_sequence_length(self):
+        """The most positions a source or target sequence may have (the
+        rows of a learned position table), or None: no limit (sinusoidal
+        and rotary positions, recurrent models)."""
+        return None
+
+    def _check_position_limit(self, source_length, max_length):
+        """Raises a ValueError naming `max_length` or `encoder_token_ids`
+        when it goes past `max_sequence_length()`: the decoder reads
+        positions `0 .. max_length - 1` (the start token at 0), the encoder
+        `0 .. S - 1`. An unknown (symbolic) `source_length` is checked by the
+        embedding when the graph runs."""
+        limit = self.max_sequence_length()
+        if limit is None:
+            return
+        if max_length > limit:
+            raise ValueError(
+                f"Argument `max_length` must be at most {limit}: the decoder reads positions "
+                f"0 .. max_length - 1 and the model's learned position table has {limit}. "
+                f"Received: max_length={max_length!r}"
+            )
+        if isinstance(source_length, (int, np.integer)) and source_length > limit:
+            raise ValueError(
+                f"`encoder_token_ids` may hold at most {limit} tokens per row (the model's "
+                f"learned position table); cut the sources. Received: "
+                f"encoder_token_ids of length {int(source_length)}"
+            )
 
     def decoder_cache_bytes_per_position(self):
         """Bytes the decoder state grows by per target position and row
@@ -429,6 +461,9 @@ class Seq2SeqModel(keras.Model):
             source_values, prompt_values, prompt_length, sampler, max_length, return_logits,
             suppress_token_ids, rules, decoder_start_token_id, return_attention,
         )
+        source_shape = (encoder_token_ids.shape if hasattr(encoder_token_ids, "shape")
+                        else np.shape(encoder_token_ids))
+        self._check_position_limit(source_shape[1], max_length)
         result = self._search_with_values(
             encoder_token_ids, decoder_prompt, sampler, max_length, sampler.dynamic_values(),
             return_logits, return_attention, suppressed, rules, decoder_start_token_id,
@@ -533,9 +568,12 @@ class Seq2SeqModel(keras.Model):
 
     def _bucket_source(self, source):
         """Pads the source length up to a multiple of SOURCE_BUCKET (padding
-        is masked, so results do not change) to limit retracing."""
+        is masked, so results do not change) to limit retracing, or up to
+        `max_sequence_length()` where that is less."""
         length = max(1, source.shape[1])
         bucketed = math.ceil(length / SOURCE_BUCKET) * SOURCE_BUCKET
+        # Never past a learned position table (`generate` checked `length`).
+        bucketed = min(bucketed, self.max_sequence_length() or bucketed)
         return np.pad(
             source.astype("int32"),
             ((0, 0), (0, bucketed - source.shape[1])),

@@ -333,6 +333,11 @@ class TransformerSeq2Seq(Seq2SeqModel):
             return {"memory": memory, "token_ids": encoder_token_ids}, memory_mask
         return memory, memory_mask
 
+    def max_sequence_length(self):
+        """`max_length` with learned positions; None (no limit) with
+        sinusoidal or rotary ones."""
+        return self._arguments["max_length"] if self._arguments["position"] == "learned" else None
+
     def decoder_cache_bytes_per_position(self):
         """The self-attention caches' bytes per position and row, every block."""
         total = 0
@@ -493,7 +498,10 @@ def transformer_seq2seq(
         num_heads: int, attention heads.
         intermediate_dim: int, the feed-forward hidden size.
         dropout: float in [0, 1), the dropout rate everywhere.
-        max_length: int, the longest sequence (rows of learned positions).
+        max_length: int, the longest source or target sequence with
+            `position="learned"` (the rows of its table; longer inputs and
+            `generate(..., max_length=...)` beyond it are refused); no limit
+            with sinusoidal or rotary positions, which need no table.
         position: `"sinusoidal"`, `"sinusoidal_halves"` (Marian's layout:
             sines in the first half of the features, cosines in the
             second), `"learned"` or `"rotary"`.

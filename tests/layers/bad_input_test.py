@@ -35,6 +35,14 @@ BAD_CALLS = {
     "float_mask": (lambda: ((ones(2, 3, DIM), ones(2, 4, DIM)),
                             {"attention_mask": np.zeros((2, 3, 4), "float32")}),
                    r"float mask is refused.*Received: attention_mask with dtype float32"),
+    "value_mask_length": (lambda: ((ones(2, 3, DIM), ones(2, 4, DIM)),
+                                   {"value_mask": np.ones((2, 5), bool)}),
+                          r"`value_mask` must have the sequence length of `value` \(4\)"
+                          r".*Received: value_mask.shape=\(2, 5\), value.shape=\(2, 4, 8\)"),
+    "query_mask_length": (lambda: ((ones(2, 3, DIM), ones(2, 4, DIM)),
+                                   {"query_mask": np.ones((2, 4), bool)}),
+                          r"`query_mask` must have the sequence length of `query` \(3\)"
+                          r".*Received: query_mask.shape=\(2, 4\)"),
     "causal_without_offset": (lambda: ((ones(2, 1, DIM), ones(2, 4, DIM)),
                                        {"use_causal_mask": True}),
                               r"use_causal_mask=True.*offset.*Received: query.shape=\(2, 1, 8\)"),
@@ -176,3 +184,49 @@ def test_the_cached_calls_check_training_too():
         with pytest.raises(TypeError, match=rf"Received: training={bad!r}$"):
             block.self_attention.call_cached(x[:, :1], block.self_attention.init_cache(2, 3), 0,
                                              training=bad)
+
+
+MASK_OF_WRONG_LENGTH = {
+    "value_mask": (np.ones((2, 5), bool), (None, None)),
+    "query_mask": (np.ones((2, 4), bool), (None, None)),
+    "attention_mask": (np.ones((2, 3, 5), bool), (None, None, None)),
+}
+
+
+@pytest.mark.parametrize("argument", list(MASK_OF_WRONG_LENGTH))
+@pytest.mark.parametrize("name", ["multi_head", "bahdanau"])
+def test_a_mask_of_the_wrong_length_is_named_where_lengths_are_known_only_at_run_time(
+        name, argument):
+    """Issue 22: in a graph of unknown lengths (TensorFlow: a `tf.function`
+    with `None` lengths) a wrong mask used to fail deep in a broadcast
+    ("condition [2,4,1], then [2,5,8] ... must be broadcastable"); now an
+    assertion names the mask and both lengths. JAX's jit knows the lengths
+    when it traces: a ValueError."""
+    mask, mask_shape = MASK_OF_WRONG_LENGTH[argument]
+    layer = FACTORIES[name]()
+    query, value = ones(2, 3, DIM), ones(2, 4, DIM)
+    layer(query, value)
+    backend = keras.config.backend()
+    # (JAX: an `attention_mask` gets the shape check of BAD_CALLS["mask_shape"].)
+    pattern = f"`{argument}` must have (the sequence length of|shape)"
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        @tf.function(input_signature=[tf.TensorSpec((None, None, DIM)),
+                                      tf.TensorSpec((None, None, DIM)),
+                                      tf.TensorSpec(mask_shape, tf.bool)])
+        def call(q, v, m):
+            return layer(q, v, **{argument: m})
+
+        assert call(query, value, mask[:, :3, :4] if mask.ndim == 3 else mask[:, :(
+            3 if argument == "query_mask" else 4)]).shape[:2] == (2, 3)
+        with pytest.raises(tf.errors.InvalidArgumentError, match=pattern):
+            call(query, value, mask)
+    elif backend == "jax":
+        import jax
+
+        call = jax.jit(lambda q, v, m: layer(q, v, **{argument: m}))
+        with pytest.raises(ValueError, match=pattern):
+            call(query, value, mask)
+    else:
+        pytest.skip("torch runs eagerly: the lengths are always known (see BAD_CALLS)")

@@ -240,3 +240,45 @@ def test_a_shared_token_table(rng):
     assert "token_embedding" not in target.get_config()
     with pytest.raises(ValueError, match=r"token_embedding.*\(12, 8\).*Received"):
         TokenAndPositionEmbedding(12, 8, token_embedding=source.token_embedding)
+
+
+def test_learned_positions_refuse_sequences_longer_than_the_table():
+    """Issue 22: a gather past the learned table used to be clamped (XLA,
+    JAX) or zero (TensorFlow on GPU), silently, or a TensorFlow error; now
+    one ValueError names `token_ids` and `max_length`."""
+    embed = TokenAndPositionEmbedding(10, 4, "learned", max_length=6, position_offset=2)
+    assert embed(np.ones((1, 6), "int32")).shape == (1, 6, 4)
+    assert embed(np.ones((1, 2), "int32"), start_index=4).shape == (1, 2, 4)
+    with pytest.raises(ValueError, match=r"`token_ids` may hold at most 6 positions "
+                                         r".*max_length=6\).*Received: token_ids of length 7"):
+        embed(np.ones((1, 7), "int32"))
+    with pytest.raises(ValueError, match=r"max_length=6, from start_index=5\)"
+                                         r".*Received: token_ids of length 7"):
+        embed(np.ones((1, 2), "int32"), start_index=5)
+    # Sinusoidal positions have no table, so no limit.
+    sinusoidal = TokenAndPositionEmbedding(10, 4, max_length=6)
+    assert sinusoidal(np.ones((1, 9), "int32")).shape == (1, 9, 4)
+
+
+def test_learned_positions_refuse_long_sequences_of_lengths_known_only_at_run_time():
+    """TensorFlow graph with unknown lengths: an assertion with the same
+    words (a plain graph used to raise "indices[6] = 6 is not in [0, 6)"
+    on CPU); JAX's jit knows the length when it traces: a ValueError."""
+    embed = TokenAndPositionEmbedding(10, 4, "learned", max_length=6)
+    long_ids = np.ones((1, 7), "int32")
+    backend = keras.config.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        call = tf.function(embed, input_signature=[tf.TensorSpec((None, None), tf.int32)])
+        assert call(np.ones((2, 6), "int32")).shape == (2, 6, 4)
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"`token_ids` may hold at most 6 positions"):
+            call(long_ids)
+    elif backend == "jax":
+        import jax
+
+        with pytest.raises(ValueError, match=r"`token_ids` may hold at most 6 positions"):
+            jax.jit(embed)(long_ids)
+    else:
+        pytest.skip("torch runs eagerly: the length is always known")

@@ -431,3 +431,34 @@ def test_shared_tied_model_quantizes_to_int8():
     assert tables["source_embedding/token_embedding/embeddings"] == "int8"
     np.testing.assert_allclose(np.asarray(model(inputs)), before, atol=0.05)
     assert model.generate(SOURCE, 6).shape == (2, 6)
+
+
+def test_generate_refuses_positions_past_a_learned_position_table():
+    """Issue 22: `generate(..., max_length=L)` past the table's rows used to
+    read clamped positions under XLA and JAX (silently; zeros on a GPU),
+    and a short source was padded past the table (a TensorFlow error
+    without XLA). The decoder reads positions 0 .. L - 1 (the start token
+    at 0), so L = max_length is the last that fits; BART's offset rows do
+    not count."""
+    model = small_model(position="learned", max_length=6, position_offset=2, num_layers=1)
+    assert model.max_sequence_length() == 6
+    source = np.array([[5, 6, 7, 0]])
+    # TensorFlow without XLA is where the padding failed (XLA and JAX
+    # clamped it, unseen); JAX compiles (its op-by-op loop is slow).
+    jit_compile = keras.config.backend() == "jax"
+    assert model.generate(source, max_length=6, jit_compile=jit_compile).shape == (1, 6)
+    with pytest.raises(ValueError, match=r"`max_length` must be at most 6.*"
+                                         r"Received: max_length=7$"):
+        model.generate(source, max_length=7)
+    with pytest.raises(ValueError, match=r"`max_length` must be at most 6"):
+        model.search(source, "greedy", 7)
+    with pytest.raises(ValueError, match=r"`encoder_token_ids` may hold at most 6 tokens.*"
+                                         r"Received: encoder_token_ids of length 7$"):
+        model.generate(np.full((1, 7), 5), max_length=3)
+    with pytest.raises(ValueError, match=r"`token_ids` may hold at most 6 positions"):
+        model({"encoder_token_ids": source, "decoder_token_ids": np.ones((1, 7), "int32")})
+    # Sinusoidal (and rotary) positions need no table: no limit.
+    unlimited = small_model(max_length=6, num_layers=1)
+    assert unlimited.max_sequence_length() is None
+    assert unlimited.generate(np.full((1, 9), 5), max_length=10,
+                              jit_compile=jit_compile).shape == (1, 10)
