@@ -4,7 +4,7 @@
 (`TransformerEncoder`, `TransformerDecoder`, `TokenAndPositionEmbedding`,
 `PositionEmbedding`, `SinePositionEncoding`, `CachedMultiHeadAttention`).
 `keras_attention.compat.keras`: Keras' `MultiHeadAttention`. See
-docs/migration.md.
+docs/guides/migration.md. Imported by its path, not with the package.
 """
 
 from keras_attention.compat import keras, keras_hub
