@@ -18,13 +18,19 @@ Public modules:
 - `keras_attention.runtime`: fast execution defaults for the machine at hand.
 - `keras_attention.distribute`: `tf.distribute` strategies by name for training.
 - `keras_attention.export`: a run folder as a strings-to-strings SavedModel.
+- `keras_attention.pretrained`: Hugging Face checkpoints (Marian, BART, T5)
+  as models of our blocks.
+
+`keras_attention.compat` (keras-hub's and Keras' signatures on our layers) is
+imported by its path only: `from keras_attention.compat import keras_hub`.
 
 The core (`layers`, `masks`, `models`, `decoding`, `losses`, `schedules`,
 `callbacks`) is imported with the package and needs only Keras and NumPy,
 on every backend. The toolkit modules (`data`, `metrics`, `visualize`,
-`runs`, `runtime`, `distribute`, `export`) are imported on first use (`keras_attention.metrics`, or
-`from keras_attention import metrics`), so TensorFlow, tensorflow-text,
-keras-hub, matplotlib, sacrebleu and rouge-score load only when they are used.
+`runs`, `runtime`, `distribute`, `export`, `pretrained`) are imported on
+first use (`keras_attention.metrics`, or `from keras_attention import
+metrics`), so TensorFlow, tensorflow-text, keras-hub, matplotlib, sacrebleu
+and rouge-score load only when they are used.
 """
 
 import importlib
@@ -32,7 +38,9 @@ import importlib
 from keras_attention import callbacks, decoding, layers, losses, masks, models, schedules
 from keras_attention.version import __version__
 
-_TOOLKIT_MODULES = ("data", "distribute", "export", "metrics", "runs", "runtime", "visualize")
+_TOOLKIT_MODULES = (
+    "data", "distribute", "export", "metrics", "pretrained", "runs", "runtime", "visualize",
+)
 
 __all__ = [
     "__version__",
@@ -46,6 +54,7 @@ __all__ = [
     "masks",
     "metrics",
     "models",
+    "pretrained",
     "runs",
     "runtime",
     "schedules",

@@ -49,7 +49,8 @@ def test_every_public_layer_documents_equations_shapes_and_example(name):
 def test_public_api_has_one_path_per_name():
     assert keras_attention.__all__ == [
         "__version__", "callbacks", "data", "decoding", "distribute", "export", "layers",
-        "losses", "masks", "metrics", "models", "runs", "runtime", "schedules", "visualize",
+        "losses", "masks", "metrics", "models", "pretrained", "runs", "runtime", "schedules",
+        "visualize",
     ]
     assert re.fullmatch(r"\d+\.\d+\.\d+", keras_attention.__version__)
     for name in keras_attention.layers.__all__:

@@ -57,6 +57,10 @@ STEPS = [
     ("toolkit", "\n".join([
         "import keras_attention",
         "assert 'keras_attention.metrics' not in sys.modules",
+        "assert 'keras_attention.pretrained' not in sys.modules",
+        "assert 'keras_attention.compat' not in sys.modules",
+        "assert keras_attention.pretrained.load_pretrained",
+        "assert 'compat' not in dir(keras_attention)",
         "assert round(keras_attention.metrics.bleu(['a b c d'], ['a b c d'])) == 100",
         "from keras_attention import visualize",
         "assert 'keras_attention.data' not in sys.modules",

@@ -4,9 +4,10 @@
 (`TransformerEncoder`, `TransformerDecoder`, `TokenAndPositionEmbedding`,
 `PositionEmbedding`, `SinePositionEncoding`, `CachedMultiHeadAttention`).
 `keras_attention.compat.keras`: Keras' `MultiHeadAttention`. See
-docs/migration.md.
+docs/guides/migration.md. Imported by its path, not with the package.
 """
 
-from keras_attention.compat import keras, keras_hub
-
-__all__ = ["keras", "keras_hub"]
+# No `__all__`: its two names are submodules, and an `__all__` naming
+# `keras` makes the API pages' reader (griffe) fail to resolve `import keras`
+# in `compat/keras.py` (AliasResolutionError).
+from keras_attention.compat import keras, keras_hub  # noqa: F401

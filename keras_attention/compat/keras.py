@@ -19,6 +19,8 @@ from keras_attention.validation import concrete_values
 
 FLASH_IMPLEMENTATIONS = {None: "auto", True: "fused", False: "exact"}
 
+__all__ = ["MultiHeadAttention"]
+
 
 def check_keras_arguments(num_heads, key_dim, value_dim, output_shape):
     """Keras' own checks, with Keras' messages, before ours."""

@@ -31,6 +31,15 @@ from keras_attention.validation import check_positive_int
 
 PACKAGE = "keras_attention.compat.keras_hub"
 
+__all__ = [
+    "CachedMultiHeadAttention",
+    "PositionEmbedding",
+    "SinePositionEncoding",
+    "TokenAndPositionEmbedding",
+    "TransformerDecoder",
+    "TransformerEncoder",
+]
+
 
 def keras_hub_block_config(config):
     """Our block config with `norm_first` under keras-hub's name."""

@@ -643,6 +643,35 @@ class PointerGenerator(QuantizableSublayers, keras.layers.Layer):
             return log_probs, attention, p_gen
         return log_probs
 
+    def compute_output_shape(
+        self, decoder_states_shape, memory_shape, source_token_ids_shape=None
+    ):
+        """`(B, T, V)`: the log-probabilities of every target step."""
+        if source_token_ids_shape is None:
+            source_token_ids_shape = tuple(memory_shape[:2])
+        _check_shapes(decoder_states_shape, memory_shape, source_token_ids_shape)
+        return tuple(decoder_states_shape[:2]) + (self.vocabulary_size,)
+
+    def compute_output_spec(
+        self,
+        decoder_states,
+        memory,
+        source_token_ids=None,
+        *,
+        return_attention_scores=False,
+        **kwargs,
+    ):
+        # Not traced: `call` adds the coverage loss. Every output is float32,
+        # whatever the dtype policy.
+        ids_shape = None if source_token_ids is None else source_token_ids.shape
+        shape = self.compute_output_shape(decoder_states.shape, memory.shape, ids_shape)
+        log_probs = keras.KerasTensor(shape, dtype="float32")
+        if not check_call_bool("return_attention_scores", return_attention_scores):
+            return log_probs
+        steps = tuple(decoder_states.shape[:2])
+        attention = keras.KerasTensor(steps + (memory.shape[1],), dtype="float32")
+        return log_probs, attention, keras.KerasTensor(steps, dtype="float32")
+
     @staticmethod
     def _mean(covloss, state_mask):
         """Mean of `(B, T)` over the batch and the unmasked steps."""

@@ -195,6 +195,17 @@ class RelativePositionBias(QuantizableSublayers, keras.layers.Layer):
         values = self.relative_attention_bias(buckets)  # (T, S, H)
         return ops.transpose(values, (2, 0, 1))[None]
 
+    def compute_output_shape(self, query_length, key_length, query_offset=0):
+        """`(1, H, T, S)`; a length is an int or the shape of a sequence
+        `(B, L, ...)`."""
+
+        def static(length):
+            if isinstance(length, (tuple, list)):
+                return length[1]
+            return _static_length(length)
+
+        return (1, self.num_heads, static(query_length), static(key_length))
+
     def compute_output_spec(self, query_length, key_length, query_offset=0):
         return keras.KerasTensor(
             (1, self.num_heads, _static_length(query_length),

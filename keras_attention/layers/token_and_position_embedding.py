@@ -126,7 +126,7 @@ class SinusoidalPositionEncoding(keras.layers.Layer):
         return ops.cast(encodings, self.compute_dtype)
 
     def compute_output_shape(self, input_shape):
-        return input_shape
+        return tuple(input_shape)
 
     def get_config(self):
         return {**super().get_config(), "max_wavelength": self.max_wavelength,
@@ -183,7 +183,7 @@ class LearnedPositionEmbedding(QuantizableSublayers, keras.layers.Layer):
         return ops.broadcast_to(embeddings, ops.shape(inputs))
 
     def compute_output_shape(self, input_shape):
-        return input_shape
+        return tuple(input_shape)
 
     def get_config(self):
         return {

@@ -173,18 +173,22 @@ class TransformerBlock(QuantizableSublayers, keras.layers.Layer):
         return super().__call__(*args, **kwargs)
 
     def _reject_unsupported_call_arguments(self, kwargs):
-        given = [name for name in self.unsupported_call_arguments
-                 if kwargs.pop(name, None) is not None]
+        given = {name: kwargs.pop(name) for name in self.unsupported_call_arguments
+                 if kwargs.get(name) is not None}
+        for name in self.unsupported_call_arguments:
+            kwargs.pop(name, None)
         if given:
+            received = ", ".join(f"{name}={_describe(value)}" for name, value in given.items())
             raise ValueError(
                 f"`{type(self).__name__}` takes no caches in `call`: keras-hub's "
-                "`self_attention_cache` / `cross_attention_cache` (one "
-                "`(B, 2, L, H, D)` tensor each) and their update indices have "
-                "no counterpart here. For cached decoding use "
+                "cache arguments (`self_attention_cache` / `cross_attention_cache`, "
+                "one `(B, 2, L, H, D)` tensor each, and their update indices) are "
+                "taken by `keras_attention.compat.keras_hub.TransformerDecoder`, "
+                "keras-hub's signature on this block. Here, cached decoding uses "
                 "`init_cache(batch_size, max_length)`, `compute_cache(memory)` "
                 "and `call_cached(x, cache, cache_update_index, "
-                "memory_cache=...)`, or let `Seq2SeqModel.generate` run them. "
-                f"Received: {', '.join(f'{name}=...' for name in given)}"
+                "memory_cache=...)`, or `Seq2SeqModel.generate`. "
+                f"Received: {received}"
             )
 
     def _norm(self, name):

@@ -49,7 +49,8 @@ class TransformerDecoderBlock(TransformerBlock):
     (`decoder_padding_mask`, `encoder_padding_mask`,
     `decoder_attention_mask`, `encoder_attention_mask`, `use_causal_mask`).
     keras-hub's cache arguments raise a ValueError pointing to
-    `call_cached`.
+    `call_cached` and to `keras_attention.compat.keras_hub.TransformerDecoder`,
+    which takes them.
 
     Args: as `TransformerEncoderBlock` (`intermediate_dim`, `num_heads`,
         `dropout`, `activation`, `layer_norm_epsilon`, `kernel_initializer`,

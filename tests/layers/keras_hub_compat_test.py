@@ -12,6 +12,7 @@ import keras
 import numpy as np
 import pytest
 
+from keras_attention.compat import keras_hub as compat_hub
 from keras_attention.layers import TransformerDecoderBlock, TransformerEncoderBlock
 from tests.test_case import to_numpy, with_keras_mask
 
@@ -213,12 +214,20 @@ def test_default_initializers_are_keras_defaults_in_every_form():
                       keras.initializers.GlorotUniform)
 
 
-def test_keras_hub_cache_arguments_point_to_call_cached(rng):
+def test_keras_hub_cache_arguments_point_to_call_cached_and_the_compat_decoder(rng):
     x = rng.normal(size=(1, 3, 8)).astype("float32")
     block = TransformerDecoderBlock(16, 2)
     cache = np.zeros((1, 2, 3, 2, 4), "float32")
-    with pytest.raises(ValueError, match=r"call_cached.*Received: self_attention_cache="):
+    with pytest.raises(ValueError, match=(
+        r"keras_attention\.compat\.keras_hub\.TransformerDecoder.*call_cached.*"
+        r"Received: self_attention_cache=<tensor of shape \(1, 2, 3, 2, 4\)>, "
+        r"self_attention_cache_update_index=0$"
+    )):
         block(x, self_attention_cache=cache, self_attention_cache_update_index=0)
+    # The class the message names takes them: keras-hub's cached call form.
+    y, new_cache = compat_hub.TransformerDecoder(16, 2)(
+        x[:, :1], self_attention_cache=cache, self_attention_cache_update_index=0)
+    assert (tuple(y.shape), tuple(new_cache.shape)) == ((1, 1, 8), (1, 2, 3, 2, 4))
     # keras-hub's "no cache" (None) is accepted.
     assert tuple(block(x, self_attention_cache=None).shape) == (1, 3, 8)
 
