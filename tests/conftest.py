@@ -14,11 +14,24 @@ while faster tests cover the same code there; under those backends it is
 skipped with that reason. This is how `make test-jax` and `make test-torch`
 leave tests out: by marker, never by test ids.
 
+`@pytest.mark.backend_independent("why")` marks a test whose subject does
+not touch the backend (pure Python, file handling, tokenizers, argument
+parsing): it runs under TensorFlow (`make test`) only, and under another
+backend it is skipped with that reason, so that `make test-jax` and
+`make test-torch` spend their time on what differs between backends.
+
+`@pytest.mark.same_path_on("torch", reason="why")` marks a parametrized case
+that runs exactly the code of a sibling case on the named backends (on torch
+nothing compiles, so an "xla" case is the eager one again; on JAX
+`compile_function` is `jax.jit` for the "graph" and "xla" cases): it is
+skipped there with that reason. `tests/test_case.py` has the usual pairs.
+
 The modules of `LONG_MODULES` are collected first, so that xdist starts them
 first (the Makefile's `--no-loadscope-reorder`).
 """
 
 import collections
+import gc
 import os
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
@@ -54,6 +67,16 @@ def pytest_configure(config):
         "markers",
         "slow_on(*backends, reason): minutes long on those backends, covered there by "
         "faster tests; skipped, with the reason, under those KERAS_BACKENDs",
+    )
+    config.addinivalue_line(
+        "markers",
+        "backend_independent(reason): touches no backend (pure Python, files); runs "
+        "under TensorFlow only, skipped, with the reason, under KERAS_BACKEND=jax or torch",
+    )
+    config.addinivalue_line(
+        "markers",
+        "same_path_on(*backends, reason): on those backends this case runs the code of a "
+        "sibling case again; skipped, with the reason, under those KERAS_BACKENDs",
     )
 
 
@@ -115,6 +138,18 @@ def _long_modules_first(items):
                                  -count[module[id(item)]], module[id(item)]))
 
 
+def pytest_collection_finish(session):
+    """Freezes what the imports made (TensorFlow, JAX, torch, transformers:
+    ~400,000 objects) out of the garbage collector's reach. A full
+    collection scanned them all, about 2 s on this machine, and Keras runs
+    one for every variable a layer deletes (`Layer.__delattr__`: 31 in one
+    `model.quantize`, a minute), and Python on its own every so often; after
+    the freeze, milliseconds. What the tests create is collected as
+    before."""
+    gc.collect()
+    gc.freeze()
+
+
 def pytest_collection_modifyitems(config, items):
     _long_modules_first(items)
     backend = keras.backend.backend()
@@ -127,10 +162,19 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(
                 pytest.mark.skip(reason=f"TensorFlow only ({why}); backend={backend}")
             )
+        marker = item.get_closest_marker("backend_independent")
+        if marker is not None:
+            why = marker.args[0] if marker.args else "touches no backend"
+            item.add_marker(pytest.mark.skip(
+                reason=f"backend-independent ({why}): runs under TensorFlow; backend={backend}"))
         for marker in item.iter_markers("slow_on"):
             if backend in marker.args:
                 why = marker.kwargs.get("reason", "minutes long here")
                 item.add_marker(pytest.mark.skip(reason=f"slow on {backend} ({why})"))
+        for marker in item.iter_markers("same_path_on"):
+            if backend in marker.args:
+                why = marker.kwargs.get("reason", "another case runs the same code")
+                item.add_marker(pytest.mark.skip(reason=f"same code on {backend} ({why})"))
 
 
 @pytest.fixture(autouse=True)
