@@ -14,6 +14,10 @@ while faster tests cover the same code there; under those backends it is
 skipped with that reason. This is how `make test-jax` and `make test-torch`
 leave tests out: by marker, never by test ids.
 
+Under JAX, identical XLA programs compile once per test process
+(`_cache_jax_compilations`); under every backend the imports are frozen out
+of the garbage collector (`pytest_collection_finish`).
+
 `@pytest.mark.backend_independent("why")` marks a test whose subject does
 not touch the backend (pure Python, file handling, tokenizers, argument
 parsing): it runs under TensorFlow (`make test`) only, and under another
@@ -30,9 +34,12 @@ The modules of `LONG_MODULES` are collected first, so that xdist starts them
 first (the Makefile's `--no-loadscope-reorder`).
 """
 
+import atexit
 import collections
 import gc
 import os
+import shutil
+import tempfile
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -106,6 +113,33 @@ if keras.backend.backend() == "torch":
     _let_numpy_read_torch_tensors_that_require_grad()
 
 
+_JAX_CACHE = []  # the cache folder this process made, removed at the end
+
+
+def _cache_jax_compilations():
+    """Under JAX, XLA programs are cached by their contents in a folder of
+    this process (removed when pytest ends), so that the many tests that build the
+    same small model compile its generation loop or train step once: the
+    second identical `generate` took 5 s instead of 25-30 s. Each test still
+    traces its own function; only identical programs are reused, and what
+    runs is what XLA compiled. A cache folder of the user's
+    (`JAX_COMPILATION_CACHE_DIR`) is used as it is."""
+    import jax
+
+    if os.environ.get("JAX_COMPILATION_CACHE_DIR") or jax.config.jax_compilation_cache_dir:
+        return
+    folder = tempfile.mkdtemp(prefix="keras_attention_tests_jax_cache_")
+    _JAX_CACHE.append(folder)
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    jax.config.update("jax_compilation_cache_dir", folder)
+    # Programs that compile in under 0.2 s (single eager ops) are not written.
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
+
+
+if keras.backend.backend() == "jax":
+    _cache_jax_compilations()
+
+
 # The test modules that take minutes on 2 cores (they train recipes, start
 # processes, build the docs site), longest first. They come first in the
 # collection, then the others, most tests first, as xdist would order them
@@ -136,6 +170,11 @@ def _long_modules_first(items):
     rank = {path: i for i, path in enumerate(LONG_MODULES)}
     items.sort(key=lambda item: (rank.get(module[id(item)], len(rank)),
                                  -count[module[id(item)]], module[id(item)]))
+
+
+def pytest_unconfigure(config):
+    for folder in _JAX_CACHE:  # xdist's workers may end without atexit
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def pytest_collection_finish(session):
