@@ -29,10 +29,16 @@ PYTEST := $(BIN)/python -m pytest -n $(WORKERS) --dist loadfile --no-loadscope-r
 test: install-extras
 	$(PYTEST)
 
-# The backend-neutral tests on JAX and torch (README: Backends): layers and
-# blocks, models, generation and decoding. `tf_only` tests skip there, and
-# `slow_on(...)` tests skip on the backends they name (the markers carry the
-# reasons; tests/conftest.py). tests/light_core_test.py is not here: it
+# What runs where: `make test` runs every test under TensorFlow; `make
+# test-jax` and `make test-torch` the backend-neutral ones (README: Backends):
+# layers and blocks, models, generation and decoding, and on JAX also the
+# compat and converted-checkpoint tests. There `tf_only` and
+# `backend_independent` tests (plain Python: configs, tokenizers) skip,
+# `slow_on(...)` tests skip on the backends they name, and `same_path_on(...)`
+# cases that would rerun a sibling case's code there (an "xla" case on torch);
+# the markers carry the reasons (tests/conftest.py, which also caches JAX's
+# XLA programs for the run and keeps the imports out of the garbage
+# collector's full passes). tests/light_core_test.py is not here: it
 # imports the package under JAX and torch in fresh interpreters whatever the
 # backend of the run, so `make test` covers it.
 BACKEND_TESTS := tests/layers tests/models tests/decoding

@@ -14,12 +14,32 @@ while faster tests cover the same code there; under those backends it is
 skipped with that reason. This is how `make test-jax` and `make test-torch`
 leave tests out: by marker, never by test ids.
 
+Under JAX, identical XLA programs compile once per test process
+(`_cache_jax_compilations`); under every backend the imports are frozen out
+of the garbage collector (`pytest_collection_finish`).
+
+`@pytest.mark.backend_independent("why")` marks a test whose subject does
+not touch the backend (pure Python, file handling, tokenizers, argument
+parsing): it runs under TensorFlow (`make test`) only, and under another
+backend it is skipped with that reason, so that `make test-jax` and
+`make test-torch` spend their time on what differs between backends.
+
+`@pytest.mark.same_path_on("torch", reason="why")` marks a parametrized case
+that runs exactly the code of a sibling case on the named backends (on torch
+nothing compiles, so an "xla" case is the eager one again; on JAX
+`compile_function` is `jax.jit` for the "graph" and "xla" cases): it is
+skipped there with that reason. `tests/test_case.py` has the usual pairs.
+
 The modules of `LONG_MODULES` are collected first, so that xdist starts them
 first (the Makefile's `--no-loadscope-reorder`).
 """
 
+import atexit
 import collections
+import gc
 import os
+import shutil
+import tempfile
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -55,6 +75,16 @@ def pytest_configure(config):
         "slow_on(*backends, reason): minutes long on those backends, covered there by "
         "faster tests; skipped, with the reason, under those KERAS_BACKENDs",
     )
+    config.addinivalue_line(
+        "markers",
+        "backend_independent(reason): touches no backend (pure Python, files); runs "
+        "under TensorFlow only, skipped, with the reason, under KERAS_BACKEND=jax or torch",
+    )
+    config.addinivalue_line(
+        "markers",
+        "same_path_on(*backends, reason): on those backends this case runs the code of a "
+        "sibling case again; skipped, with the reason, under those KERAS_BACKENDs",
+    )
 
 
 def _let_numpy_read_torch_tensors_that_require_grad():
@@ -81,6 +111,33 @@ def _let_numpy_read_torch_tensors_that_require_grad():
 
 if keras.backend.backend() == "torch":
     _let_numpy_read_torch_tensors_that_require_grad()
+
+
+_JAX_CACHE = []  # the cache folder this process made, removed at the end
+
+
+def _cache_jax_compilations():
+    """Under JAX, XLA programs are cached by their contents in a folder of
+    this process (removed when pytest ends), so that the many tests that build the
+    same small model compile its generation loop or train step once: the
+    second identical `generate` took 5 s instead of 25-30 s. Each test still
+    traces its own function; only identical programs are reused, and what
+    runs is what XLA compiled. A cache folder of the user's
+    (`JAX_COMPILATION_CACHE_DIR`) is used as it is."""
+    import jax
+
+    if os.environ.get("JAX_COMPILATION_CACHE_DIR") or jax.config.jax_compilation_cache_dir:
+        return
+    folder = tempfile.mkdtemp(prefix="keras_attention_tests_jax_cache_")
+    _JAX_CACHE.append(folder)
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    jax.config.update("jax_compilation_cache_dir", folder)
+    # Programs that compile in under 0.2 s (single eager ops) are not written.
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
+
+
+if keras.backend.backend() == "jax":
+    _cache_jax_compilations()
 
 
 # The test modules that take minutes on 2 cores (they train recipes, start
@@ -115,6 +172,23 @@ def _long_modules_first(items):
                                  -count[module[id(item)]], module[id(item)]))
 
 
+def pytest_unconfigure(config):
+    for folder in _JAX_CACHE:  # xdist's workers may end without atexit
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def pytest_collection_finish(session):
+    """Freezes what the imports made (TensorFlow, JAX, torch, transformers:
+    ~400,000 objects) out of the garbage collector's reach. A full
+    collection scanned them all, about 2 s on this machine, and Keras runs
+    one for every variable a layer deletes (`Layer.__delattr__`: 31 in one
+    `model.quantize`, a minute), and Python on its own every so often; after
+    the freeze, milliseconds. What the tests create is collected as
+    before."""
+    gc.collect()
+    gc.freeze()
+
+
 def pytest_collection_modifyitems(config, items):
     _long_modules_first(items)
     backend = keras.backend.backend()
@@ -127,10 +201,19 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(
                 pytest.mark.skip(reason=f"TensorFlow only ({why}); backend={backend}")
             )
+        marker = item.get_closest_marker("backend_independent")
+        if marker is not None:
+            why = marker.args[0] if marker.args else "touches no backend"
+            item.add_marker(pytest.mark.skip(
+                reason=f"backend-independent ({why}): runs under TensorFlow; backend={backend}"))
         for marker in item.iter_markers("slow_on"):
             if backend in marker.args:
                 why = marker.kwargs.get("reason", "minutes long here")
                 item.add_marker(pytest.mark.skip(reason=f"slow on {backend} ({why})"))
+        for marker in item.iter_markers("same_path_on"):
+            if backend in marker.args:
+                why = marker.kwargs.get("reason", "another case runs the same code")
+                item.add_marker(pytest.mark.skip(reason=f"same code on {backend} ({why})"))
 
 
 @pytest.fixture(autouse=True)

@@ -19,8 +19,27 @@ import warnings
 
 import keras
 import numpy as np
+import pytest
 
 BACKEND = keras.backend.backend()
+
+# Parametrizations of a `jit_compile` (or `compiled`) flag, False then True,
+# whose case that would run the other's code again is skipped (the
+# `same_path_on` marker, tests/conftest.py). EAGER_AND_XLA: eager and
+# compiled generation or decoding; on torch nothing compiles (`jit_compile` is
+# ignored, `compile_function` is None), so "xla" is "eager" again.
+# GRAPH_AND_XLA: `compile_function` cases; on JAX both are `jax.jit`, so
+# "graph" is "xla" again (on torch both skip themselves: no compiler).
+EAGER_AND_XLA = [
+    pytest.param(False, id="eager"),
+    pytest.param(True, id="xla", marks=pytest.mark.same_path_on(
+        "torch", reason="nothing compiles on torch: the eager case")),
+]
+GRAPH_AND_XLA = [
+    pytest.param(False, id="graph", marks=pytest.mark.same_path_on(
+        "jax", reason="compile_function is jax.jit for both: the xla case")),
+    pytest.param(True, id="xla"),
+]
 
 # Absolute tolerances of mixed precision against float32 for |x| <= 3
 # (reliability.md D3; measured on Keras MHA: 1.3e-3 and 1.3e-2).

@@ -7,7 +7,7 @@ from keras_attention.layers import (
     BahdanauAttention,
     LuongAttention,
 )
-from tests.test_case import compile_function, dtype_of, run_layer_test
+from tests.test_case import GRAPH_AND_XLA, compile_function, dtype_of, run_layer_test
 
 UNITS = 8
 
@@ -79,7 +79,7 @@ def test_call_is_a_loop_of_steps_and_alignments_respect_memory_padding(cell, rng
     assert (alignments[1, :, :3] > 0).all()
 
 
-@pytest.mark.parametrize("jit_compile", [False, True], ids=["graph", "xla"])
+@pytest.mark.parametrize("jit_compile", GRAPH_AND_XLA)
 def test_symbolic_loop_over_a_dynamic_length_equals_the_unrolled_call(
     jit_compile, rng
 ):

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from keras_attention.layers import MultiHeadAttention
-from tests.test_case import compile_function, run_layer_test
+from tests.test_case import EAGER_AND_XLA, compile_function, run_layer_test
 from tests.test_case import numpy_softmax as softmax
 
 
@@ -154,7 +154,7 @@ def decode_step_by_step(layer, x, compiled=False):
     return np.concatenate(outputs, axis=1), cache
 
 
-@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "xla"])
+@pytest.mark.parametrize("compiled", EAGER_AND_XLA)
 @pytest.mark.parametrize(
     "config",
     [{"num_heads": 2, "key_dim": 4}, {"num_heads": 4, "key_dim": 2, "num_key_value_heads": 2,

@@ -8,6 +8,7 @@ import pytest
 from keras_attention.layers import PointerGenerator
 from tests import test_case
 from tests.test_case import (
+    GRAPH_AND_XLA,
     PRECISION_TOLERANCE,
     compile_function,
     copy_layer,
@@ -380,7 +381,7 @@ def test_coverage_loss_reaches_fit(rng):
 
 
 # ------------------------------------------------------- symbolic shapes
-@pytest.mark.parametrize("jit_compile", [False, True], ids=["graph", "xla"])
+@pytest.mark.parametrize("jit_compile", GRAPH_AND_XLA)
 def test_dynamic_target_length_loop_equals_the_unrolled_call(jit_compile, rng):
     layer = built_layer(rng)
     states, memory, ids = make_inputs(rng, REPEATED_IDS)

@@ -24,6 +24,7 @@ from keras_attention.layers import (
 )
 from tests.layers import t5_reference
 from tests.test_case import (
+    EAGER_AND_XLA,
     PRECISION_TOLERANCE,
     assert_config_round_trip,
     compile_function,
@@ -119,7 +120,7 @@ def test_t5_attention_on_the_blocked_and_fused_paths(implementation, t5):
                                atol=T5_TOLERANCE)
 
 
-@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "xla"])
+@pytest.mark.parametrize("compiled", EAGER_AND_XLA)
 def test_cached_decoding_with_bias_rows_equals_t5_and_the_full_call(compiled, t5):
     """A decode step over the cache with the bias rows of its positions
     (`query_offset=cache_update_index`) gives the full causal call's rows,

@@ -11,7 +11,7 @@ from tests.layers.hf_reference import (
     set_bart_layer,
     torch_tensor,
 )
-from tests.test_case import compile_function, run_layer_test, to_numpy
+from tests.test_case import EAGER_AND_XLA, compile_function, run_layer_test, to_numpy
 
 # Left out of `make test-jax` (time): the other variants cover the same code on JAX.
 SLOW_ON_JAX = pytest.mark.slow_on(
@@ -73,7 +73,7 @@ def cached_decode(block, x, memory, memory_mask, compiled):
     return np.concatenate(outs, 1), np.concatenate(scores, 2)
 
 
-@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "xla"])
+@pytest.mark.parametrize("compiled", EAGER_AND_XLA)
 @pytest.mark.parametrize("norm_first", [True, False])
 def test_cache_call_is_correct(norm_first, compiled, rng):
     """Token-by-token with self- and cross-attention caches == full pass."""
@@ -109,7 +109,7 @@ def test_memory_must_match_how_the_block_was_built(rng):
         block.call_cached(x[:, :1], block.init_cache(1, 3), 0)
 
 
-@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "xla"])
+@pytest.mark.parametrize("compiled", EAGER_AND_XLA)
 def test_cache_call_is_correct_with_t5_style_options(compiled, rng):
     block = TransformerDecoderBlock(
         16, 2, normalization="rms_norm", use_bias=False, gated_feed_forward=True,
@@ -174,7 +174,7 @@ def test_matches_transformers_decoder_layers(family, rng):
     np.testing.assert_allclose(stepped[x_mask], expected[x_mask], atol=1e-5)
 
 
-@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "xla"])
+@pytest.mark.parametrize("compiled", EAGER_AND_XLA)
 def test_cached_steps_with_bias_rows_equal_the_full_call_with_bias(compiled, rng):
     """T5's decoder: a causal relative bias in self-attention, a bias in
     cross-attention too; each cached step gets the rows of its position."""

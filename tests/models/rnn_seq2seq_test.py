@@ -9,6 +9,7 @@ from tests.models.generation_checks import (
     assert_cached_generation_equals_recomputation,
     assert_greedy_equivalences,
 )
+from tests.test_case import EAGER_AND_XLA
 
 ATTENTIONS = ["bahdanau", "luong_dot", "luong_general", "luong_concat"]
 
@@ -18,7 +19,7 @@ def small_model(**kwargs):
     return rnn_seq2seq(20, **{"embedding_dim": 8, "units": 16, **kwargs})
 
 
-@pytest.mark.parametrize("jit_compile", [False, True], ids=["eager", "xla"])
+@pytest.mark.parametrize("jit_compile", EAGER_AND_XLA)
 @pytest.mark.parametrize("attention", ATTENTIONS)
 def test_cached_generation_equals_full_recomputation(attention, jit_compile):
     cell = "lstm" if attention == "luong_general" else "gru"

@@ -15,6 +15,8 @@ from keras_attention import decoding
 from keras_attention.pretrained import generation_config as module
 from keras_attention.pretrained import generation_settings
 
+# Reading the configs is plain Python: those tests run under TensorFlow only.
+CONFIG_ONLY = pytest.mark.backend_independent("reads generation configs, plain Python")
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # The generation_config.json of three public checkpoints (ids as shipped).
@@ -30,6 +32,7 @@ T5 = {"decoder_start_token_id": 0, "eos_token_id": 1, "pad_token_id": 0,
       "transformers_version": "4.27.0.dev0"}
 
 
+@CONFIG_ONLY
 def test_marian():
     settings = generation_settings(MARIAN, end_token_id=0, pad_token_id=58100)
     assert settings == {
@@ -41,6 +44,7 @@ def test_marian():
     }
 
 
+@CONFIG_ONLY
 def test_bart_cnn():
     settings = generation_settings(BART_CNN, end_token_id=2, pad_token_id=1)
     assert settings == {
@@ -52,6 +56,7 @@ def test_bart_cnn():
     }
 
 
+@CONFIG_ONLY
 def test_t5_and_defaults():
     assert generation_settings(T5) == {"max_length": 19, "sampler": decoding.GreedySampler(),
                                        "decoder_start_token_id": 0}
@@ -65,6 +70,7 @@ def test_t5_and_defaults():
         "begin_suppress_token_ids": [7]}
 
 
+@CONFIG_ONLY
 def test_sampling_settings():
     def sampler(**config):
         return generation_settings({"do_sample": True, **config})["sampler"]
@@ -74,6 +80,7 @@ def test_sampling_settings():
     assert sampler(top_k=0) == decoding.RandomSampler()
 
 
+@CONFIG_ONLY
 def test_read_from_a_folder_or_a_file(tmp_path):
     (tmp_path / "generation_config.json").write_text(json.dumps(BART_CNN))
     expected = generation_settings(BART_CNN)
@@ -86,6 +93,7 @@ def test_read_from_a_folder_or_a_file(tmp_path):
         generation_settings(tmp_path / "bad.json")
 
 
+@CONFIG_ONLY
 @pytest.mark.parametrize("config, pattern", [
     ({"repetition_penalty": 1.2}, r"`repetition_penalty`.*not supported.*"
                                   r"Received: repetition_penalty=1.2"),
@@ -110,12 +118,14 @@ def test_unsupported_or_bad_settings_are_named(config, pattern):
         generation_settings(config, end_token_id=2, pad_token_id=0)
 
 
+@CONFIG_ONLY
 def test_defaults_and_none_are_accepted():
     config = {**module.UNSUPPORTED_DEFAULTS, **{k: None for k in module.DEFAULTS},
               "a_new_setting": None, "use_cache": False, "output_scores": True}
     assert generation_settings(config) == generation_settings({})
 
 
+@CONFIG_ONLY
 def test_every_transformers_key_is_known_with_its_default():
     """Our lists follow the installed `transformers`: no key of its
     GenerationConfig falls outside them, and the defaults are its own."""

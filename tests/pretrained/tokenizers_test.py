@@ -11,6 +11,8 @@ from tokenizers import ByteLevelBPETokenizer
 
 from keras_attention.pretrained import tokenizers
 
+pytestmark = pytest.mark.backend_independent("tokenizer files and Python tokenizers")
+
 ENGLISH = ["The quick brown fox jumps over the lazy dog.", "Hello, world! How are you?",
            "I am a small frog.", "Tom asked his teacher for advice.",
            "Numbers: 1, 2, 3.5 and 100%.", "It's a test -- with punctuation; really?",
