@@ -240,3 +240,15 @@ def test_a_shared_token_table(rng):
     assert "token_embedding" not in target.get_config()
     with pytest.raises(ValueError, match=r"token_embedding.*\(12, 8\).*Received"):
         TokenAndPositionEmbedding(12, 8, token_embedding=source.token_embedding)
+
+
+def test_mask_start_false_keeps_the_first_position():
+    """A decoder input starts with its start token, even where its id is the
+    pad id (Marian, T5); the option is in the config."""
+    layer = TokenAndPositionEmbedding(20, 8, pad_token_id=19, mask_start=False)
+    ids = np.array([[19, 4, 5, 19], [19, 19, 19, 19]])
+    np.testing.assert_array_equal(to_numpy(layer.compute_mask(ids)),
+                                  [[1, 1, 1, 0], [1, 0, 0, 0]])
+    assert TokenAndPositionEmbedding.from_config(layer.get_config()).mask_start is False
+    with pytest.raises(TypeError, match="mask_start"):
+        TokenAndPositionEmbedding(20, 8, mask_start="no")
