@@ -111,3 +111,37 @@ def test_without_init_from_nothing_changes():
     assert translation.SPEC.model_kind(config) == "seq2seq"
     assert fine_tuning.check_init_from(config, [config]) is None
     assert keras.__version__
+
+
+@pytest.mark.parametrize("family", ["marian"])
+def test_train_translation_init_from_a_converted_run(tmp_path, family):
+    """`train translation --init_from=RUN_DIR`: 40 pairs fine-tune the
+    converted model; the saved run is a converted one, `SavedRun.generate`
+    answers with the checkpoint's tokenizer and settings, and the weights
+    are not the converted ones."""
+    from keras_attention import runs
+    from keras_attention.pretrained.convert import convert_checkpoint
+    from tests.pretrained.convert_test import make_checkpoint
+    from tests.pretrained.tokenizers_test import ENGLISH, GERMAN
+
+    make_checkpoint(tmp_path / "checkpoint", family)
+    converted = convert_checkpoint(tmp_path / "checkpoint", tmp_path / "converted")
+    data = tmp_path / "pairs.tsv"
+    data.write_text("".join(f"{ENGLISH[i % 7]} {i}\t{GERMAN[i % 5]} {i}\n" for i in range(40)),
+                    encoding="utf-8")
+    output = tmp_path / "fine_tuned"
+    scores = translation.train_and_evaluate(fine_tune_config(
+        init_from=converted, data=str(data), output_dir=str(output), epochs=2, batch_size=8,
+        max_length=16, validation_fraction=0.1, test_fraction=0.1, precision="float32",
+        jit_compile="false"))
+    assert np.isfinite(scores["bleu"])
+    run = runs.SavedRun(output)
+    original = runs.SavedRun(converted)
+    assert run.kind.name == "converted" and run.decoding == original.decoding
+    assert run.metadata["fine_tuned_from"] == converted
+    outputs = run.generate(["I am a small frog.", "Hello, world!"])
+    assert len(outputs) == 2 and all(isinstance(text, str) for text in outputs)
+    assert any(not np.allclose(a, b) for a, b in zip(run.model.get_weights(),
+                                                     original.model.get_weights()))
+    assert sorted(p.name for p in (output / "tokenizer").iterdir()) == sorted(
+        p.name for p in (tmp_path / "converted" / "tokenizer").iterdir())
