@@ -47,6 +47,9 @@ FIXED_SETTINGS = (
     "intermediate_dim", "dropout", "pack", "pointer_generator", "coverage_loss_weight",
     "strategy", "num_beams", "length_penalty", "learning_rate", "average_last_epochs",
     "distribution", "precision", "backup_dir",
+    # summarization
+    "summarizer", "max_sentences", "sentence_layers", "gap_sentence_epochs", "gap_sentences",
+    "oracle_sentences", "coverage_penalty",
 )
 
 
@@ -123,17 +126,18 @@ def _cut(row, max_length):
     return row[: max_length - 1] + row[-1:] if len(row) > max_length else row
 
 
-def make_examples(pairs, tokenizer, model, decoding, max_length):
+def make_examples(pairs, tokenizer, model, decoding, max_length, max_target_length=None):
     """Teacher-forcing arrays of `(source, target)` text pairs: `({
     "encoder_token_ids": (N, S), "decoder_token_ids": (N, T)}, labels (N, T))`
     with `decoder_token_ids = [decoder_start] + labels[:-1]`, padded with the
-    model's pad id (ignored by the loss)."""
+    model's pad id (ignored by the loss); sources cut to `max_length` ids,
+    targets to `max_target_length` (default: `max_length`)."""
     import numpy as np
 
     pad = model.pad_token_id
     start = decoding.get("decoder_start_token_id", model.start_token_id)
     sources = [_cut(r, max_length) for r in encode(tokenizer, [s for s, _ in pairs])]
-    targets = [_cut(r, max_length)
+    targets = [_cut(r, max_target_length or max_length)
                for r in encode(tokenizer, [t for _, t in pairs], target=True)]
 
     def padded(rows):
@@ -154,9 +158,9 @@ def compile_settings(config, pad_token_id):
     from keras_attention import losses, schedules
 
     learning_rate = config["fine_tune_learning_rate"]
-    if config["warmup_steps"]:
+    if config.get("warmup_steps"):
         learning_rate = schedules.WarmupInverseSqrtDecay(learning_rate, config["warmup_steps"])
-    if config["label_smoothing"]:
+    if config.get("label_smoothing"):
         loss = losses.SmoothedSparseCrossentropy(config["label_smoothing"],
                                                  ignore_class=pad_token_id)
     else:
@@ -169,22 +173,32 @@ def fine_tune(config, metadata, train_pairs, validation_pairs, jit_compile=False
               callbacks=()):
     """Fits the converted run `config["init_from"]` (`metadata`: its
     `config.json`) on `train_pairs` for `config["epochs"]`, validating on
-    `validation_pairs`; returns a `skeleton.Trained` whose `extra` makes
-    the saved run a converted one (`converted_from`, plus `fine_tuned_from`:
-    the folder it started from) and whose `tokenizer_files` are the
-    checkpoint's, copied unchanged."""
+    `validation_pairs` (the translation recipe's `max_length`, or the
+    summarization recipe's `max_source_length` / `max_target_length`, cut
+    the examples; `keep_best_epoch` restores the best epoch); returns a
+    `skeleton.Trained` whose `extra` makes the saved run a converted one
+    (`converted_from`, plus `fine_tuned_from`: the folder it started from)
+    and whose `tokenizer_files` are the checkpoint's, copied unchanged."""
     from keras_attention.recipes import skeleton
 
     model, tokenizer = load_converted(config["init_from"], metadata)
     decoding = metadata.get("decoding") or {}
-    arrays = [make_examples(pairs, tokenizer, model, decoding, config["max_length"])
+    lengths = ((config["max_length"],) if "max_length" in config
+               else (config["max_source_length"], config["max_target_length"]))
+    arrays = [make_examples(pairs, tokenizer, model, decoding, *lengths)
               for pairs in (train_pairs, validation_pairs)]
+    callbacks = list(callbacks)
+    if config.get("keep_best_epoch"):
+        import keras
+
+        callbacks.insert(0, keras.callbacks.EarlyStopping(
+            monitor="val_loss", patience=config["epochs"], restore_best_weights=True))
     model.compile(**compile_settings(config, model.pad_token_id), metrics=["accuracy"],
                   jit_compile=jit_compile)
     print(f"Fine-tuning the {metadata['converted_from']['family']} model of "
           f"{config['init_from']} ({model.count_params():,} parameters).")
     history = model.fit(*arrays[0], validation_data=arrays[1], epochs=config["epochs"],
-                        batch_size=config["batch_size"], callbacks=list(callbacks),
+                        batch_size=config["batch_size"], callbacks=callbacks,
                         shuffle=True, verbose=2)
     folder = os.path.join(config["init_from"], "tokenizer")
     files = [os.path.join(folder, name) for name in sorted(os.listdir(folder))]

@@ -145,3 +145,31 @@ def test_train_translation_init_from_a_converted_run(tmp_path, family):
                                                      original.model.get_weights()))
     assert sorted(p.name for p in (output / "tokenizer").iterdir()) == sorted(
         p.name for p in (tmp_path / "converted" / "tokenizer").iterdir())
+
+
+def test_train_summarization_init_from_a_converted_t5_run(tmp_path):
+    """`train summarization --init_from=RUN_DIR` with a converted T5 (which
+    starts the decoder with its pad id) on 40 built-in abstracts."""
+    from keras_attention import runs
+    from keras_attention.pretrained.convert import convert_checkpoint
+    from keras_attention.recipes.summarization import config as summarization_config
+    from keras_attention.recipes.summarization import train as summarization
+    from tests.pretrained.convert_test import make_checkpoint
+
+    make_checkpoint(tmp_path / "checkpoint", "t5")
+    converted = convert_checkpoint(tmp_path / "checkpoint", tmp_path / "converted")
+    output = tmp_path / "fine_tuned"
+    config = {**summarization_config.get_config(), "init_from": converted,
+              "output_dir": str(output), "num_examples": 40, "epochs": 1, "batch_size": 8,
+              "max_source_length": 48, "max_target_length": 16, "validation_fraction": 0.1,
+              "test_fraction": 0.1, "max_test_examples": 4, "precision": "float32",
+              "jit_compile": "false"}
+    with pytest.raises(ValueError, match="Received: summarizer='extractive'"):
+        summarization.check_config({**config, "summarizer": "extractive"})
+    scores = summarization.train_and_evaluate(config)
+    assert np.isfinite(scores["model"]["rouge1"])
+    run = runs.SavedRun(output)
+    assert run.kind.name == "converted" and run.metadata["recipe"] == "summarization"
+    assert len(run.generate(["A short document. It has two sentences."])) == 1
+    assert any(not np.allclose(a, b) for a, b in zip(
+        run.model.get_weights(), runs.SavedRun(converted).model.get_weights()))
