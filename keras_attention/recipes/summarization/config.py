@@ -148,6 +148,8 @@ RULES = {
 # Settings a run resuming from a `--backup_dir` may change; the others must
 # be those the backup was made with (keras_attention.recipes.backup).
 BACKUP_MAY_DIFFER = (
+    # init_from is refused with backup_dir: a backup's run is never a fine-tuning one.
+    "init_from", "fine_tune_learning_rate",
     "epochs", "output_dir", "overwrite", "backup_dir", "distribution", "jit_compile",
     "num_beams", "length_penalty", "coverage_penalty", "max_test_examples",
 )
