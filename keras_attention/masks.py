@@ -49,6 +49,7 @@ from keras_attention.validation import check_non_negative_int, concrete_values
 __all__ = [
     "attention_mask",
     "causal_mask",
+    "decoder_token_mask",
     "merge_masks",
     "padding_mask",
     "padding_mask_from_lengths",
@@ -160,6 +161,36 @@ def padding_mask_from_lengths(
     if query_lengths is not None:
         query_mask = sequence_mask(query_lengths, query_length)
     return padding_mask(query_mask, key_mask, query_length=query_length)
+
+
+def decoder_token_mask(token_ids, pad_token_id):
+    """The `(B, T)` mask of real tokens of a decoder input: `token_ids !=
+    pad_token_id`, except the first position, which is always True.
+
+    A decoder input starts with its start token, whatever its id: Marian and
+    T5 start the decoder with their pad id (`transformers`' shifted labels),
+    which a plain `token_ids != pad_token_id` would mask as padding. Padding
+    only ever follows the start token, so nothing else changes.
+
+    Args:
+        token_ids: integer tensor `(B, T)`, the decoder input.
+        pad_token_id: int, the padding id.
+
+    Returns:
+        A boolean tensor `(B, T)`, True on the start token and real tokens.
+
+    Example:
+
+    >>> from keras_attention import masks
+    >>> m = masks.decoder_token_mask([[0, 5, 6, 0], [0, 7, 0, 0]], 0)
+    >>> m.numpy().astype(int).tolist()
+    [[1, 1, 1, 0], [1, 1, 0, 0]]
+    """
+    check_non_negative_int("pad_token_id", pad_token_id)
+    token_ids = ops.convert_to_tensor(token_ids)
+    # Positions from a cumulative sum: the length may be symbolic.
+    first = ops.equal(ops.cumsum(ops.ones_like(token_ids, "int32"), axis=1), 1)
+    return ops.logical_or(ops.not_equal(token_ids, pad_token_id), first)
 
 
 def _query_positions(query_length, key_length, offset, caller):

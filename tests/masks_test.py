@@ -160,3 +160,10 @@ def test_segment_positions_restart_per_segment():
     assert np.asarray(masks.segment_positions(ids)).tolist() == [
         [0, 1, 2, 0, 1, 0, 0], [0, 0, 1, 2, 0, 1, 2], [0] * 7,
     ]
+
+
+def test_decoder_token_mask_keeps_a_start_token_with_the_pad_id():
+    ids = np.array([[0, 5, 6, 0], [0, 0, 0, 0], [1, 5, 0, 0]])
+    assert as_int(masks.decoder_token_mask(ids, 0)) == [[1, 1, 1, 0], [1, 0, 0, 0], [1, 1, 0, 0]]
+    with pytest.raises(ValueError, match="pad_token_id"):
+        masks.decoder_token_mask(ids, -1)

@@ -6,6 +6,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_attention import masks
 from keras_attention.layers.output_specs import traced_output_spec
 from keras_attention.layers.quantization import QuantizableSublayers
 from keras_attention.validation import (
@@ -216,7 +217,8 @@ class TokenAndPositionEmbedding(QuantizableSublayers, keras.layers.Layer):
     `LearnedPositionEmbedding` (`"learned"`, needs `max_length`; keras-hub's
     `PositionEmbedding`), or nothing (`"none"`, for rotary attention, which encodes
     positions inside the attention layers). The Keras mask of the output is
-    `token_ids != pad_token_id`; the embedding sublayer itself carries no
+    `token_ids != pad_token_id` (the first position always True with
+    `mask_start=False`); the embedding sublayer itself carries no
     mask, so no "will destroy the mask" warnings are raised.
 
     The token table is `layer.token_embedding.embeddings` `(vocab, dim)`,
@@ -243,6 +245,11 @@ class TokenAndPositionEmbedding(QuantizableSublayers, keras.layers.Layer):
             share_embeddings=True)`); None (default) makes a new one. A
             layer object, so not in the config: the model that shares a
             table makes the sharing again when it is rebuilt.
+        mask_start: bool (default True), the first position is masked
+            when it holds `pad_token_id`, as any other. False for a decoder
+            input, whose first token is the start token even where its id is
+            the pad id (Marian, T5): the mask is then
+            `masks.decoder_token_mask(token_ids, pad_token_id)`.
         **kwargs: `keras.layers.Layer` arguments.
 
     Call arguments:
@@ -272,6 +279,7 @@ class TokenAndPositionEmbedding(QuantizableSublayers, keras.layers.Layer):
         scale_embeddings=True,
         position_offset=0,
         token_embedding=None,
+        mask_start=True,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -282,6 +290,7 @@ class TokenAndPositionEmbedding(QuantizableSublayers, keras.layers.Layer):
         self.pad_token_id = check_non_negative_int("pad_token_id", pad_token_id)
         self.scale_embeddings = check_bool("scale_embeddings", scale_embeddings)
         self.position_offset = check_non_negative_int("position_offset", position_offset)
+        self.mask_start = check_bool("mask_start", mask_start)
         if self.position == "learned" and self.max_length is None:
             raise ValueError(
                 "`position='learned'` needs `max_length`. "
@@ -384,6 +393,8 @@ class TokenAndPositionEmbedding(QuantizableSublayers, keras.layers.Layer):
         return traced_output_spec(self, token_ids, **kwargs)
 
     def compute_mask(self, token_ids, mask=None):
+        if not self.mask_start:
+            return masks.decoder_token_mask(token_ids, self.pad_token_id)
         return ops.not_equal(token_ids, self.pad_token_id)
 
     def get_config(self):
@@ -397,6 +408,7 @@ class TokenAndPositionEmbedding(QuantizableSublayers, keras.layers.Layer):
                 "pad_token_id": self.pad_token_id,
                 "scale_embeddings": self.scale_embeddings,
                 "position_offset": self.position_offset,
+                "mask_start": self.mask_start,
             }
         )
         return config

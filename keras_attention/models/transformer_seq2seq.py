@@ -40,7 +40,9 @@ class TransformerSeq2Seq(Seq2SeqModel):
     `position="rotary"` encodes positions inside self-attention (RoPE);
     `"sinusoidal"` and `"learned"` add them to the embeddings. Padding
     (`pad_token_id`) is masked everywhere through Keras masks, including the
-    loss of `fit`. Build it with `transformer_seq2seq(...)`.
+    loss of `fit`; the first decoder position is the start token, never
+    padding, even where the start id is the pad id (Marian's
+    `decoder_start_token_id`; `masks.decoder_token_mask`). Build it with `transformer_seq2seq(...)`.
 
     With `packed=True` the training graph takes packed rows (several short
     examples per row, `keras_attention.data.pack_examples`): two more inputs,
@@ -173,7 +175,7 @@ class TransformerSeq2Seq(Seq2SeqModel):
         # keeps its own positions.
         target_embedding = TokenAndPositionEmbedding(
             target_vocabulary_size, hidden_dim, embedding_position, max_length,
-            pad_token_id, name="target_embedding",
+            pad_token_id, name="target_embedding", mask_start=False,
             token_embedding=source_embedding.token_embedding if share_embeddings else None,
             **embedding_args,
         )

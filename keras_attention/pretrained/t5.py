@@ -26,6 +26,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_attention import masks
 from keras_attention.layers import (
     RelativePositionBias,
     TokenAndPositionEmbedding,
@@ -109,7 +110,7 @@ class T5Seq2Seq(Seq2SeqModel):
         source, target = inputs["encoder_token_ids"], inputs["decoder_token_ids"]
         # The masks are passed, not propagated: the RMS norms drop Keras masks.
         source_mask = ops.not_equal(source, pad_token_id)
-        target_mask = ops.not_equal(target, pad_token_id)
+        target_mask = masks.decoder_token_mask(target, pad_token_id)  # starts with pad
         memory = embedding(source)
         bias = encoder_bias(query_length=memory, key_length=memory)
         for block in encoder_blocks:

@@ -44,6 +44,9 @@ class Trained:
         history: the `History` of the (last) `fit`, or `None`.
         extra: dict, keys the run folder's `config.json` gets besides the
             standard ones (e.g. `answer_classes`, `selection`, `restarts`).
+        tokenizer_files: None (SentencePiece tokenizers, saved as such), or
+            the files of a converted checkpoint's tokenizer, copied unchanged
+            into the run folder (`--init_from`: `recipes.fine_tuning`).
     """
 
     model: object
@@ -51,6 +54,7 @@ class Trained:
     target_tokenizer: object
     history: object = None
     extra: dict = dataclasses.field(default_factory=dict)
+    tokenizer_files: list | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,7 +153,9 @@ def run_recipe(spec, config, *, callbacks=()):
         output_dir, trained.model, trained.source_tokenizer, trained.target_tokenizer,
         recipe=spec.name, config=config, scores=scores, decoding=decoding,
         source_format=spec.source_format(config), extra=trained.extra,
-        overwrite=config["overwrite"])
+        overwrite=config["overwrite"],
+        **({} if trained.tokenizer_files is None
+           else {"tokenizer_files": trained.tokenizer_files}))
     if spec.finish is not None:
         spec.finish(trained, data, config, decoding)
     if trained.history is not None:

@@ -282,3 +282,15 @@ def test_learned_positions_refuse_long_sequences_of_lengths_known_only_at_run_ti
             jax.jit(embed)(long_ids)
     else:
         pytest.skip("torch runs eagerly: the length is always known")
+
+
+def test_mask_start_false_keeps_the_first_position():
+    """A decoder input starts with its start token, even where its id is the
+    pad id (Marian, T5); the option is in the config."""
+    layer = TokenAndPositionEmbedding(20, 8, pad_token_id=19, mask_start=False)
+    ids = np.array([[19, 4, 5, 19], [19, 19, 19, 19]])
+    np.testing.assert_array_equal(to_numpy(layer.compute_mask(ids)),
+                                  [[1, 1, 1, 0], [1, 0, 0, 0]])
+    assert TokenAndPositionEmbedding.from_config(layer.get_config()).mask_start is False
+    with pytest.raises(TypeError, match="mask_start"):
+        TokenAndPositionEmbedding(20, 8, mask_start="no")

@@ -1,3 +1,5 @@
+import pathlib
+
 import keras
 import numpy as np
 import pytest
@@ -13,6 +15,7 @@ from tests.test_case import EAGER_AND_XLA
 
 SMALL = dict(num_layers=2, hidden_dim=16, num_heads=2, intermediate_dim=32, dropout=0.0,
              max_length=32)
+FIXTURES = pathlib.Path(__file__).parent.parent / "fixtures"
 def small_model(**kwargs):
     keras.utils.set_random_seed(0)
     return transformer_seq2seq(20, **{**SMALL, **kwargs})
@@ -118,6 +121,41 @@ def test_loss_ignores_padding():
         model.evaluate(padded, np.pad(labels, ((0, 0), (0, 3))), verbose=0),
         model.evaluate(inputs, labels, verbose=0), rtol=1e-5,
     )
+
+
+def test_a_start_token_with_the_pad_id_is_not_masked():
+    """Marian and T5 start the decoder with their pad id: the training call
+    must give the logits the cached decoder gives after that start (it
+    masked the start as padding, so every position attended to nothing at
+    first), and the loss must count the first label."""
+    model = small_model()
+    prompt = np.array([[5, 6, 7], [8, 9, 0]], "int32")
+    result = model.generate(SOURCE[:2], 4, decoder_prompt=prompt[:, :3],
+                            decoder_start_token_id=0, return_logits=True)
+    decoder = np.concatenate([np.zeros((2, 1), "int32"), prompt], axis=1)
+    logits = keras.ops.convert_to_numpy(
+        model({"encoder_token_ids": SOURCE[:2], "decoder_token_ids": decoder}))
+    valid = decoder != 0
+    valid[:, 0] = True
+    np.testing.assert_allclose(logits[valid], np.asarray(result.logits)[valid], atol=1e-5)
+    labels = np.array([[5, 6, 7, 2], [8, 9, 2, 0]], "int32")
+    model.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True,
+                                                                  ignore_class=0))
+    loss = model.evaluate({"encoder_token_ids": SOURCE[:2], "decoder_token_ids": decoder},
+                          labels, verbose=0)
+    log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    picked = np.take_along_axis(log_probs, labels[..., None], -1)[..., 0]
+    np.testing.assert_allclose(loss, -picked[labels != 0].mean(), rtol=1e-5)
+
+
+def test_models_saved_before_the_start_mask_load_with_identical_outputs():
+    """`tests/fixtures/transformer_seq2seq_before_start_mask.keras` was saved
+    by the code before `masks.decoder_token_mask` (commit `2402e23`)."""
+    saved = np.load(FIXTURES / "transformer_seq2seq_before_start_mask_io.npz")
+    model = keras.saving.load_model(FIXTURES / "transformer_seq2seq_before_start_mask.keras")
+    logits = model.predict({"encoder_token_ids": saved["source"],
+                            "decoder_token_ids": saved["target"]}, verbose=0)
+    np.testing.assert_allclose(logits, saved["logits"], atol=1e-6)
 
 
 @pytest.mark.slow_on("torch", reason="trains to an accuracy target, eagerly")

@@ -42,6 +42,24 @@ def test_outputs_match_transformers_with_padding(tmp_path, name):
     assert info["family"] == family
 
 
+@pytest.mark.parametrize("name", ["marian", "bart", "mbart"])
+def test_teacher_forced_logits_match_transformers_labels(tmp_path, name):
+    """Training logits on `[start] + target[:-1]` equal `transformers`'
+    `model(..., labels=...)`: Marian starts with its pad id, which must not
+    be masked as a key (it was: every row attended to nothing at first)."""
+    family, options = CONFIGURATIONS[name]
+    reference = hf_checkpoints.save_checkpoint(tmp_path, family, **options)
+    model, info = load_pretrained(tmp_path)
+    pad, _, start = hf_checkpoints.ids(family)
+    source, labels = hf_checkpoints.source_ids(family), hf_checkpoints.labels(family)
+    logits, _ = hf_checkpoints.reference_training_outputs(reference, source, labels, pad)
+    decoder, _ = hf_checkpoints.teacher_forcing_inputs(labels, start, pad)
+    ours = model({"encoder_token_ids": source, "decoder_token_ids": decoder})
+    valid = labels != -100
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(ours)[valid], logits[valid],
+                               atol=1e-4)
+
+
 def _assert_same_tokens(ours, theirs, pad):
     """`transformers` stops when every row has ended; ours runs to
     `max_length` with pad after the end."""

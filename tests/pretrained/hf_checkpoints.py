@@ -99,3 +99,29 @@ def reference_generate(model, source, pad):
         tokens = model.generate(input_ids=torch.as_tensor(source),
                                 attention_mask=torch.as_tensor(source != pad))
     return tokens.numpy()[:, 1:]
+
+
+def labels(family):
+    """Two target rows as `transformers` labels: each ends with the end
+    token, the second padded with -100 (ignored by its loss)."""
+    _, end, _ = ids(family)
+    return np.array([[3, 4, 5, 6, 7, end], [8, 9, end, -100, -100, -100]], "int64")
+
+
+def reference_training_outputs(model, source, labels, pad):
+    """`transformers`' teacher-forced logits `(B, T, V)` and loss of
+    `model(input_ids, attention_mask, labels=labels)`: it shifts `labels`
+    right with `decoder_start_token_id` and masks nothing in the decoder."""
+    with torch.no_grad():
+        out = model(input_ids=torch.as_tensor(source),
+                    attention_mask=torch.as_tensor(source != pad),
+                    labels=torch.as_tensor(labels))
+    return out.logits.numpy(), float(out.loss)
+
+
+def teacher_forcing_inputs(labels, start, pad):
+    """Our decoder input `[start] + target[:-1]` and targets of `labels`
+    (-100 as `pad`)."""
+    target = np.where(labels == -100, pad, labels).astype("int32")
+    decoder = np.concatenate([np.full((len(target), 1), start, "int32"), target[:, :-1]], 1)
+    return decoder, target

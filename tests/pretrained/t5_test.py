@@ -37,6 +37,22 @@ def test_outputs_match_transformers_with_padding(tmp_path, name):
     assert info["family"] == "t5"
 
 
+@pytest.mark.parametrize("name", ["t5_v1_0", "t5_v1_1"])
+def test_teacher_forced_logits_match_transformers_labels(tmp_path, name):
+    """Training logits on `[start] + target[:-1]` equal `transformers`'
+    `model(..., labels=...)`: T5 starts the decoder with its pad id 0, which
+    must not be masked as a key."""
+    reference = hf_checkpoints.save_checkpoint(tmp_path, "t5", **CONFIGURATIONS[name])
+    model, _ = load_pretrained(tmp_path)
+    source, labels = hf_checkpoints.source_ids("t5"), hf_checkpoints.labels("t5")
+    logits, _ = hf_checkpoints.reference_training_outputs(reference, source, labels, 0)
+    decoder, _ = hf_checkpoints.teacher_forcing_inputs(labels, 0, 0)
+    ours = model({"encoder_token_ids": source, "decoder_token_ids": decoder})
+    valid = labels != -100
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(ours)[valid], logits[valid],
+                               atol=1e-4)
+
+
 def test_own_lm_head_is_converted(tmp_path):
     """A v1.1 / flan file saves `lm_head.weight` apart from the table
     (transformers 5 ties them on loading, so this checkpoint is made by

@@ -36,7 +36,7 @@ import keras
 
 from keras_attention import data, distribute, metrics, runs, runtime, settings, visualize
 from keras_attention.models import transformer_seq2seq
-from keras_attention.recipes import checks, skeleton
+from keras_attention.recipes import checks, fine_tuning, skeleton
 from keras_attention.recipes.summarization import config as recipe_config
 from keras_attention.recipes.summarization import extractive
 
@@ -50,8 +50,15 @@ def parse_settings(argv=None):
 
 
 def check_config(config):
-    """`config` if every setting is known, of its type and within its rule."""
-    return settings.check(config, recipe_config.get_config(), recipe_config.RULES)
+    """`config` if every setting is known, of its type and within its rule
+    (with `init_from`: none that the converted run fixes)."""
+    config = settings.check(config, recipe_config.get_config(), recipe_config.RULES)
+    if config["init_from"] and config["summarizer"] != "abstractive":
+        raise ValueError(
+            "A converted checkpoint writes its summaries: `init_from` needs "
+            f"summarizer='abstractive'. Received: summarizer={config['summarizer']!r}")
+    fine_tuning.check_init_from(config, [preset() for preset in recipe_config.PRESETS.values()])
+    return config
 
 
 ## Data: {"document", "summaries"} records
@@ -137,7 +144,10 @@ def pretrain_on_gap_sentences(model, documents, make_dataset, config, strategy):
 def decoding_settings(config, tokenizer):
     """How this recipe decodes, as the run folder records it (`runs.save_run`):
     pad, `<unk>` and start are never generated (`data.never_generated_ids`);
-    `None` for the extractive summarizer, which picks a sentence instead."""
+    `None` for the extractive summarizer, which picks a sentence instead.
+    With `init_from`: the converted run's settings."""
+    if config["init_from"]:
+        return fine_tuning.decoding_settings(config)
     if config["summarizer"] == "extractive":
         return None
     return {
@@ -165,7 +175,11 @@ def evaluate(trained, splits, config, decoding):
     test = splits[2]
     documents = [record["document"] for record in test]
     references = [record["summaries"] for record in test]
-    summaries, _ = summarize(trained.model, documents, trained.source_tokenizer, decoding)
+    if config["init_from"]:
+        summaries = fine_tuning.generate_texts(trained.model, trained.source_tokenizer,
+                                               documents, decoding)
+    else:
+        summaries, _ = summarize(trained.model, documents, trained.source_tokenizer, decoding)
     scores = {
         "model": metrics.rouge(summaries, references),
         "lead_1": metrics.rouge([lead(d) for d in documents], references),
@@ -210,6 +224,11 @@ def train(config, splits, strategy, execution, extra_callbacks):
     if config["summarizer"] == "extractive":
         return extractive.train(config, splits, strategy, execution, extra_callbacks)
     train_records, validation, _ = splits
+    if config["init_from"]:  # the converted run's model and tokenizer, fine-tuned
+        return fine_tuning.fine_tune(
+            config, fine_tuning.check_init_from(config, [config]),
+            training_pairs(train_records, config["all_references"]),
+            training_pairs(validation, False), execution["jit_compile"], extra_callbacks)
     train_pairs = training_pairs(train_records, config["all_references"])
     tokenizer = checks.train_tokenizer(
         [text for pair in train_pairs for text in pair], config["vocabulary_size"]
@@ -263,8 +282,9 @@ def train(config, splits, strategy, execution, extra_callbacks):
 
 def plot_sample_attention(trained, splits, config, decoding):
     """The copy attention of a summary of the first test document (`decoding`
-    with one beam), as a PNG; nothing for the extractive summarizer."""
-    if config["summarizer"] == "extractive":
+    with one beam), as a PNG; nothing for the extractive summarizer or a
+    fine-tuned checkpoint (no copy attention, no pieces to label it with)."""
+    if config["summarizer"] == "extractive" or config["init_from"]:
         return
     tokenizer = trained.source_tokenizer
     document = splits[2][0]["document"]
@@ -287,8 +307,8 @@ SPEC = skeleton.RecipeSpec(
     check_config=check_config, load_data=load_data, execution=execution_defaults,
     build_model=build_model, train=train, decoding_settings=decoding_settings,
     evaluate=evaluate, finish=plot_sample_attention,
-    model_kind=lambda config: ("sentence_selector" if config["summarizer"] == "extractive"
-                               else "seq2seq"),
+    model_kind=lambda config: ("converted" if config["init_from"] else "sentence_selector"
+                               if config["summarizer"] == "extractive" else "seq2seq"),
 )
 
 

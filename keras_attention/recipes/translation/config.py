@@ -3,6 +3,7 @@ of each setting. Override any field with `--key=value` on the command line
 (`keras_attention.settings` reads and checks them)."""
 
 from keras_attention import distribute, runtime
+from keras_attention.recipes import fine_tuning
 from keras_attention.settings import at_least, fraction, greater_than, one_of
 
 
@@ -50,6 +51,11 @@ def get_config():
         "output_dir": "runs/translation",
         "overwrite": False,  # replace the run already in output_dir (a run folder only)
         "seed": 0,
+        # Fine-tune the run folder of `keras-attention convert` (a Marian, BART or
+        # T5 checkpoint) with its tokenizer, in place of a new model: "" = off
+        # (keras_attention.recipes.fine_tuning; docs/guides/pretrained.md).
+        "init_from": "",
+        "fine_tune_learning_rate": fine_tuning.FINE_TUNE_LEARNING_RATE,  # with init_from
     }
 
 
@@ -117,11 +123,14 @@ RULES = {
     "test_fraction": fraction(),
     "max_test_examples": at_least(1),
     "seed": at_least(0),
+    "fine_tune_learning_rate": greater_than(0),
 }
 
 # Settings a run resuming from a `--backup_dir` may change; the others must
 # be those the backup was made with (keras_attention.recipes.backup).
 BACKUP_MAY_DIFFER = (
+    # init_from is refused with backup_dir: a backup's run is never a fine-tuning one.
+    "init_from", "fine_tune_learning_rate",
     "epochs", "output_dir", "overwrite", "backup_dir", "distribution", "jit_compile",
     "strategy", "num_beams", "length_penalty", "max_test_examples",
 )
@@ -136,6 +145,9 @@ def unused_settings(config):
     if config["architecture"] != "transformer":
         unused.update({key: f"with architecture={config['architecture']!r}"
                        for key in TRANSFORMER_ONLY})
+    unused.update(fine_tuning.unused_settings(config))
+    if not config["init_from"]:
+        unused["fine_tune_learning_rate"] = "without `init_from` (`learning_rate` is used)"
     if config["data"]:
         unused["num_examples"] = "with a `data` file (it counts built-in date pairs)"
     else:

@@ -46,7 +46,7 @@ from keras_attention import (
 )
 from keras_attention.callbacks import AverageLastEpochs
 from keras_attention.models import rnn_seq2seq, transformer_seq2seq
-from keras_attention.recipes import checks, skeleton
+from keras_attention.recipes import checks, fine_tuning, skeleton
 from keras_attention.recipes.translation import config as recipe_config
 
 ## Settings
@@ -68,6 +68,7 @@ def check_config(config):
             f"Received: average_last_epochs={config['average_last_epochs']}, "
             f"epochs={config['epochs']}"
         )
+    fine_tuning.check_init_from(config, [preset() for preset in recipe_config.PRESETS.values()])
     if config["pack"] and config["architecture"] != "transformer":
         raise ValueError(
             "`pack=true` needs `architecture=transformer` (the RNN reads a row "
@@ -160,7 +161,10 @@ def compile_settings(config):
 
 def decoding_settings(config, target_tokenizer):
     """How this recipe decodes, as the run folder records it (`runs.save_run`):
-    pad, `<unk>` and start are never generated (`data.never_generated_ids`)."""
+    pad, `<unk>` and start are never generated (`data.never_generated_ids`).
+    With `init_from`: the converted run's settings."""
+    if config["init_from"]:
+        return fine_tuning.decoding_settings(config)
     return {
         "source_length": config["max_length"], "target_length": config["max_length"],
         "strategy": config["strategy"], "num_beams": config["num_beams"],
@@ -182,15 +186,19 @@ def evaluate(trained, splits, config, decoding):
     test = splits[2]
     sources = [s for s, _ in test]
     references = [t for _, t in test]
-    hypotheses, _ = translate(trained.model, sources, trained.source_tokenizer,
-                              trained.target_tokenizer, decoding)
+    if config["init_from"]:
+        hypotheses = fine_tuning.generate_texts(trained.model, trained.source_tokenizer,
+                                                sources, decoding)
+    else:
+        hypotheses, _ = translate(trained.model, sources, trained.source_tokenizer,
+                                  trained.target_tokenizer, decoding)
     scores = {
         "bleu": metrics.bleu(hypotheses, references),
         "chrf": metrics.chrf(hypotheses, references),
         "test_examples": len(test),
     }
     print(f"\nTest BLEU {scores['bleu']:.1f}, chrF {scores['chrf']:.1f} "
-          f"({decoding['strategy']} decoding, sacrebleu, detokenized).")
+          f"({decoding.get('strategy', 'beam')} decoding, sacrebleu, detokenized).")
     for source, hypothesis, reference in list(zip(sources, hypotheses, references))[:5]:
         print(f"  {source!r} -> {hypothesis!r} (reference {reference!r})")
     return scores
@@ -208,8 +216,13 @@ def load_data(config):
 
 
 def train(config, splits, strategy, execution, extra_callbacks):
-    """Tokenizers and a model trained on the training split (`skeleton.Trained`)."""
+    """Tokenizers and a model trained on the training split (`skeleton.Trained`);
+    with `init_from`, the converted run's model and tokenizer fine-tuned."""
     train_pairs, validation, _ = splits
+    if config["init_from"]:
+        metadata = fine_tuning.check_init_from(config, [config])
+        return fine_tuning.fine_tune(config, metadata, train_pairs, validation,
+                                     execution["jit_compile"], extra_callbacks)
     source_tokenizer = checks.train_tokenizer([s for s, _ in train_pairs],
                                               config["vocabulary_size"])
     target_tokenizer = checks.train_tokenizer([t for _, t in train_pairs],
@@ -258,6 +271,8 @@ def train(config, splits, strategy, execution, extra_callbacks):
 def plot_sample_attention(trained, splits, config, decoding):
     """The attention of a greedy translation (`decoding` otherwise) of the
     first test source, as a PNG."""
+    if config["init_from"]:
+        return  # a checkpoint's tokenizer: no pieces to label the plot with
     source_tokenizer, target_tokenizer = trained.source_tokenizer, trained.target_tokenizer
     sources = [s for s, _ in splits[2][:1]]
     _, sample = translate(trained.model, sources, source_tokenizer, target_tokenizer,
@@ -278,7 +293,8 @@ SPEC = skeleton.RecipeSpec(
     name="translation", description="Train a translation model.", config=recipe_config,
     check_config=check_config, load_data=load_data, execution=execution_defaults,
     build_model=build_model, train=train, decoding_settings=decoding_settings,
-    evaluate=evaluate, model_kind=lambda config: "seq2seq", finish=plot_sample_attention,
+    evaluate=evaluate, finish=plot_sample_attention,
+    model_kind=lambda config: "converted" if config["init_from"] else "seq2seq",
 )
 
 
