@@ -34,12 +34,9 @@ The modules of `LONG_MODULES` are collected first, so that xdist starts them
 first (the Makefile's `--no-loadscope-reorder`).
 """
 
-import atexit
 import collections
 import gc
 import os
-import shutil
-import tempfile
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -113,31 +110,26 @@ if keras.backend.backend() == "torch":
     _let_numpy_read_torch_tensors_that_require_grad()
 
 
-_JAX_CACHE = []  # the cache folder this process made, removed at the end
-
-
-def _cache_jax_compilations():
+@pytest.fixture(scope="session", autouse=True)
+def _cache_jax_compilations(tmp_path_factory):
     """Under JAX, XLA programs are cached by their contents in a folder of
-    this process (removed when pytest ends), so that the many tests that build the
-    same small model compile its generation loop or train step once: the
-    second identical `generate` took 5 s instead of 25-30 s. Each test still
-    traces its own function; only identical programs are reused, and what
-    runs is what XLA compiled. A cache folder of the user's
-    (`JAX_COMPILATION_CACHE_DIR`) is used as it is."""
-    import jax
+    this test session (pytest's temporary folder, which pytest prunes), so
+    that a test building a model another test built compiles its identical
+    programs once: a second identical `generate` took 5 s instead of
+    25-30 s. Each test still traces its own function; only identical
+    programs are reused, and what runs is what XLA compiled. A cache folder
+    of the user's (`JAX_COMPILATION_CACHE_DIR`) is used as it is."""
+    if keras.backend.backend() == "jax":
+        import jax
+        from jax.experimental.compilation_cache import compilation_cache
 
-    if os.environ.get("JAX_COMPILATION_CACHE_DIR") or jax.config.jax_compilation_cache_dir:
-        return
-    folder = tempfile.mkdtemp(prefix="keras_attention_tests_jax_cache_")
-    _JAX_CACHE.append(folder)
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    jax.config.update("jax_compilation_cache_dir", folder)
-    # Programs that compile in under 0.2 s (single eager ops) are not written.
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
-
-
-if keras.backend.backend() == "jax":
-    _cache_jax_compilations()
+        if not jax.config.jax_compilation_cache_dir:
+            jax.config.update("jax_compilation_cache_dir",
+                              str(tmp_path_factory.mktemp("jax_compilation_cache")))
+            # Programs that compile in under 0.2 s (single eager ops) are not written.
+            jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
+            compilation_cache.reset_cache()  # JAX decided on no cache at its first compile
+    yield
 
 
 # The test modules that take minutes on 2 cores (they train recipes, start
@@ -170,11 +162,6 @@ def _long_modules_first(items):
     rank = {path: i for i, path in enumerate(LONG_MODULES)}
     items.sort(key=lambda item: (rank.get(module[id(item)], len(rank)),
                                  -count[module[id(item)]], module[id(item)]))
-
-
-def pytest_unconfigure(config):
-    for folder in _JAX_CACHE:  # xdist's workers may end without atexit
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def pytest_collection_finish(session):
