@@ -328,6 +328,4 @@ def _string(value):
     """The one string of a keras-hub detokenize output."""
     value = value.numpy() if hasattr(value, "numpy") else value
     value = np.asarray(value).reshape(-1)[0]
-    # Bytes that are not UTF-8 (a byte-level BPE token cut inside a
-    # character) become U+FFFD, as `transformers`' decode makes them.
-    return value.decode("utf-8", errors="replace") if isinstance(value, bytes) else str(value)
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
