@@ -157,3 +157,17 @@ def test_concrete_values_reads_known_values_only():
     np.testing.assert_array_equal(validation.concrete_values([1, 2]), [1, 2])
     assert validation.concrete_values(np.int32(3)) == 3
     assert validation.concrete_values(keras.KerasTensor((None, 3))) is None
+
+
+def test_check_same_length_and_check_length_limit_name_both_lengths():
+    mask, value = np.ones((2, 5), bool), np.ones((2, 4, 3), "float32")
+    assert validation.check_same_length("value_mask", mask[:, :4], "value", value) is not None
+    assert validation.check_same_length("value_mask", None, "value", value) is None
+    with pytest.raises(ValueError, match=r"`value_mask` must have the sequence length of "
+                                         r"`value` \(4\)\. Received: value_mask.shape=\(2, 5\), "
+                                         r"value.shape=\(2, 4, 3\)"):
+        validation.check_same_length("value_mask", mask, "value", value)
+    assert validation.check_length_limit("token_ids", 6, 6, "a table", tensor="t") == "t"
+    with pytest.raises(ValueError, match=r"`token_ids` may hold at most 6 positions \(a table\)\."
+                                         r" Received: token_ids of length 7"):
+        validation.check_length_limit("token_ids", np.int64(7), 6, "a table")

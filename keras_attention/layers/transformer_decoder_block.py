@@ -11,7 +11,7 @@ from keras_attention.layers.transformer_block import (
     TransformerBlock,
     attention_with_scores,
 )
-from keras_attention.validation import check_call_bool
+from keras_attention.validation import check_call_bool, check_same_length
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -157,6 +157,10 @@ class TransformerDecoderBlock(TransformerBlock):
                                                   return_attention_scores)
         training = check_call_bool("training", training, allow_none=True)
         self._check_memory(memory)
+        if hasattr(x_mask, "shape"):
+            x_mask = check_same_length("x_mask", x_mask, "x", x)
+        if memory is not None and hasattr(memory_mask, "shape"):
+            memory_mask = check_same_length("memory_mask", memory_mask, "memory", memory)
         padding = x_mask if x_mask is not None else mask
         h, self_scores = self._self_attention_residual(
             x, padding, training, return_attention_scores,

@@ -3,7 +3,7 @@
 import keras
 
 from keras_attention.layers.transformer_block import TransformerBlock
-from keras_attention.validation import check_call_bool
+from keras_attention.validation import check_call_bool, check_same_length
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -126,6 +126,8 @@ class TransformerEncoderBlock(TransformerBlock):
         return_attention_scores = check_call_bool("return_attention_scores",
                                                   return_attention_scores)
         training = check_call_bool("training", training, allow_none=True)
+        if hasattr(x_mask, "shape"):
+            x_mask = check_same_length("x_mask", x_mask, "x", x)
         padding = x_mask if x_mask is not None else mask
         h, scores = self._self_attention_residual(
             x,

@@ -226,3 +226,16 @@ def test_bias_arguments_pass_every_layer_check(rng, tmp_path):
         tmp_dir=tmp_path,
         position_wise=True,
     )
+
+
+def test_padding_masks_of_the_wrong_length_are_named():
+    """Issue 22: `x_mask` and `memory_mask` were only checked deep in the
+    attention (a TensorFlow broadcast error naming neither argument)."""
+    block = TransformerDecoderBlock(num_heads=2, intermediate_dim=8)
+    x, memory = np.ones((2, 3, 4), "float32"), np.ones((2, 5, 4), "float32")
+    with pytest.raises(ValueError, match=r"`x_mask` must have the sequence length of `x` "
+                                         r"\(3\)\. Received: x_mask.shape=\(2, 5\)"):
+        block(x, memory, x_mask=np.ones((2, 5), bool))
+    with pytest.raises(ValueError, match=r"`memory_mask` must have the sequence length of "
+                                         r"`memory` \(5\)\. Received: memory_mask.shape=\(2, 3\)"):
+        block(x, memory, memory_mask=np.ones((2, 3), bool))

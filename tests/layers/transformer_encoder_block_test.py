@@ -156,3 +156,12 @@ def test_self_attention_bias_reaches_the_attention(rng, tmp_path):
         tmp_dir=tmp_path,
         position_wise=True,
     )
+
+
+def test_a_padding_mask_of_the_wrong_length_is_named():
+    """Issue 22: `x_mask` was only checked deep in the attention (a
+    TensorFlow broadcast error naming neither argument)."""
+    block = TransformerEncoderBlock(num_heads=2, intermediate_dim=8)
+    with pytest.raises(ValueError, match=r"`x_mask` must have the sequence length of `x` "
+                                         r"\(5\)\. Received: x_mask.shape=\(2, 4\)"):
+        block(np.ones((2, 5, 4), "float32"), x_mask=np.ones((2, 4), bool))
