@@ -70,8 +70,11 @@ $(BIN)/.installed-extras: pyproject.toml $(BIN)/.installed
 
 install-extras: $(BIN)/.installed-extras
 
+# keras-hub's and Keras' own layer tests against `compat` run on torch too
+# (2.5 minutes); the checkpoint comparisons need transformers' torch models
+# beside ours and run on TensorFlow and JAX.
 test-torch: install-torch
-	KERAS_BACKEND=torch OMP_NUM_THREADS=1 $(PYTEST) $(BACKEND_TESTS)
+	KERAS_BACKEND=torch OMP_NUM_THREADS=1 $(PYTEST) $(BACKEND_TESTS) tests/compat
 
 # The wheel outside the checkout (.ci/wheel_smoke.sh), with .venv's packages.
 wheel-smoke: install

@@ -16,6 +16,12 @@ from keras_attention.pretrained.convert import convert_checkpoint
 from tests.pretrained import hf_checkpoints
 from tests.pretrained.tokenizers_test import ENGLISH, GERMAN, train_spm
 
+# The run folder and CLI around `generate`; JAX's compiled tokens of converted
+# models are compared with transformers' in bart_test.py and t5_test.py.
+pytestmark = pytest.mark.same_path_on(
+    "jax", reason="run folders and the CLI around generate, whose JAX tokens bart_test and "
+                  "t5_test compare with transformers'")
+
 TEXTS = ["I am a small frog.", "Hello, world! How are you?", "", "Tom asked his teacher.",
          "The quick brown fox jumps over the lazy dog."]
 
