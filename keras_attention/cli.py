@@ -5,6 +5,7 @@ keras-attention train translation | summarization | question_answering [--key=va
 keras-attention generate RUN_DIR [--input FILE] [--output FILE] [--strategy beam]
 keras-attention evaluate RUN_DIR --data FILE   # BLEU/chrF, ROUGE or EM/F1, by recipe
 keras-attention export RUN_DIR EXPORT_DIR [--strategy beam] [--num_beams N]  # a SavedModel
+keras-attention convert HF_DIR RUN_DIR [--recipe translation] [--overwrite=true]  # a checkpoint
 ```
 
 A run directory is what a recipe saves (see `keras_attention.runs`); the
@@ -187,6 +188,25 @@ def export(args):
     return path
 
 
+def convert(args):
+    """Writes a run folder of a Hugging Face checkpoint folder
+    (`keras_attention.pretrained.convert.convert_checkpoint`)."""
+    from keras_attention.pretrained.convert import convert_checkpoint
+
+    path = convert_checkpoint(args.checkpoint_dir, args.run_dir, recipe=args.recipe,
+                              overwrite=args.overwrite)
+    print(f"Converted {args.checkpoint_dir} to the run folder {path}.")
+    return path
+
+
+def _bool(text):
+    if text.lower() in ("true", "1", "yes"):
+        return True
+    if text.lower() in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"must be true or false, got {text!r}")
+
+
 def _parser():
     parser = _Parser(prog="keras-attention", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -222,6 +242,17 @@ def _parser():
     export_parser.add_argument("--strategy", choices=["greedy", "beam"], default=None)
     export_parser.add_argument("--num_beams", type=_positive_int, default=None)
     export_parser.set_defaults(function=export)
+    convert_parser = commands.add_parser(
+        "convert", help="a run folder of a Hugging Face checkpoint (Marian, BART, T5)")
+    convert_parser.add_argument("checkpoint_dir", help="a local checkpoint folder")
+    convert_parser.add_argument("run_dir", help="a new or empty folder (or a run folder, "
+                                                "with --overwrite=true)")
+    convert_parser.add_argument("--recipe", choices=["translation", "summarization"],
+                                default=None, help="the recipe `evaluate` scores it as "
+                                "(default: translation for Marian, summarization otherwise)")
+    convert_parser.add_argument("--overwrite", type=_bool, default=False, nargs="?", const=True,
+                                help="replace a run folder already there")
+    convert_parser.set_defaults(function=convert)
     return parser, train_parser
 
 

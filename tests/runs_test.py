@@ -244,6 +244,26 @@ def test_save_refuses_bad_settings_before_writing(model, tokenizer, tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+def test_tokenizer_files_are_copied_unchanged_and_checked_first(model, tokenizer, tmp_path):
+    """`save_run(..., tokenizer_files=[...])` (a converted checkpoint's
+    tokenizer): copied into tokenizer/, named in config.json; a missing file
+    is refused before anything is written."""
+    source = tmp_path / "files"
+    source.mkdir()
+    (source / "vocab.json").write_text("{}")
+    with pytest.raises(FileNotFoundError, match="merges.txt is not one"):
+        _save(tmp_path / "run", model, tokenizer,
+              tokenizer_files=[source / "vocab.json", source / "merges.txt"])
+    assert not (tmp_path / "run").exists()
+    run_dir = pathlib.Path(_save(tmp_path / "run", model, tokenizer,
+                                 tokenizer_files=[source / "vocab.json"]))
+    assert os.listdir(run_dir / runs.TOKENIZER_FOLDER) == ["vocab.json"]
+    assert (run_dir / "tokenizer" / "vocab.json").read_text() == "{}"
+    assert not (run_dir / "source.spm").exists()
+    metadata = json.loads((run_dir / "config.json").read_text())
+    assert metadata["tokenizers"] == {"source": "tokenizer", "target": "tokenizer"}
+
+
 def test_source_formats():
     record = {"context": "Mary went home.", "question": "Where is Mary?"}
     assert runs.format_source("{question} | {context}", record) == (

@@ -276,6 +276,54 @@ class T5Tokenizer:
         return texts
 
 
+#: The tokenizer files of each family, as its checkpoints ship them.
+TOKENIZER_FILES = {
+    "marian": ("source.spm", "target.spm", "vocab.json"),
+    "bart": ("vocab.json", "merges.txt"),
+    "t5": ("spiece.model",),
+}
+_CLASSES = {"marian": MarianTokenizer, "bart": BartTokenizer, "t5": T5Tokenizer}
+
+
+def tokenizer_files(folder, family):
+    """The paths of `family`'s tokenizer files in `folder` (see
+    `TOKENIZER_FILES`).
+
+    Raises:
+        ValueError: naming `family`, for a family without a tokenizer here.
+        FileNotFoundError: naming the first missing file.
+    """
+    if family not in TOKENIZER_FILES:
+        raise ValueError(f"Argument `family` must be one of "
+                         f"{', '.join(map(repr, TOKENIZER_FILES))} (the families whose "
+                         f"tokenizer we read). Received: family={family!r}")
+    return [_require(folder, name) for name in TOKENIZER_FILES[family]]
+
+
+def load_tokenizer(folder, family):
+    """The tokenizer of a `family` checkpoint from a folder of its tokenizer
+    files: a `MarianTokenizer`, `BartTokenizer` or `T5Tokenizer`.
+
+    Args:
+        folder: a checkpoint folder, or a run folder's `tokenizer/`.
+        family: `"marian"`, `"bart"` or `"t5"`.
+
+    Raises:
+        ValueError: naming `family`, for another family.
+        FileNotFoundError: naming a missing file.
+
+    Example:
+
+    >>> load_tokenizer("no-such-folder", "gpt2")
+    Traceback (most recent call last):
+    ...
+    ValueError: Argument `family` must be one of 'marian', 'bart', 't5' (the families \
+whose tokenizer we read). Received: family='gpt2'
+    """
+    tokenizer_files(folder, family)
+    return _CLASSES[family].from_folder(folder)
+
+
 def _string(value):
     """The one string of a keras-hub detokenize output."""
     value = value.numpy() if hasattr(value, "numpy") else value

@@ -15,11 +15,16 @@ from keras_attention.recipes import registry
 registry.register_model_kind(registry.ModelKind(
     name="converted", marker="converted_from",
     description="a Seq2SeqModel", matches="keras_attention.runs.inference:is_seq2seq",
-    answer="keras_attention.runs.inference:generate_texts",
-    vocabularies="keras_attention.runs.inference:seq2seq_vocabularies",
+    answer="keras_attention.runs.converted:generate_texts",
+    vocabularies="keras_attention.runs.converted:vocabularies",
+    tokenizers="keras_attention.runs.converted:load_tokenizers",
+    generation="keras_attention.runs.converted:generate_kwargs",
+    decoding_keys="keras_attention.runs.converted:DECODING_KEYS",
     recipes=("translation", "summarization"), decodes=True, exports=True,
 ))
 ```
+
+(That is the `"converted"` kind itself, registered below.)
 
 Everything is named by `"module:attribute"` strings, imported on use: reading
 the registry imports neither Keras nor TensorFlow.
@@ -66,11 +71,30 @@ class ModelKind:
             num_beams, verbose)` -> one output string per text.
         vocabularies: `"module:function"`, `function(run)` -> a list of
             `(file name, tokenizer size, model size, what)`: the parts of
-            the folder that must agree.
+            the folder that must agree (equal sizes), or of
+            `(file name, tokenizer size, model size, what, True)`: the
+            tokenizer's size may be smaller than the model's, not larger
+            (a checkpoint whose embedding is padded, as T5's 32128 rows for
+            32100 ids).
         recipes: the recipes whose runs may hold this kind.
         decodes: bool, whether `strategy="beam"` / `num_beams` mean
             anything (`False`: refused, naming `strategy`).
         exports: bool, whether `keras-attention export` can serve it.
+        tokenizers: `"module:function"`, `function(run)` ->
+            `(source_tokenizer, target_tokenizer)` read from the folder
+            (`run.path(name)` checks a file is there; a bad file is a
+            `RunFolderError` naming it: `run.folder_error(path, what)`).
+            Default: the SentencePiece `source.spm` / `target.spm` files
+            `config.json`'s `tokenizers` names.
+        generation: `"module:function"`, `function(decoding, strategy=None,
+            num_beams=None)` -> the keyword arguments of
+            `Seq2SeqModel.generate` for a run's `decoding` settings: the one
+            mapping of the kind (`SavedRun`, the recipes' evaluation and
+            `keras_attention.export` use it). Default:
+            `keras_attention.runs.inference:generate_kwargs`.
+        decoding_keys: `"module:attribute"`, the keys `config.json`'s
+            `decoding` may hold for this kind. Default:
+            `keras_attention.runs.layout:DECODING_KEYS`.
     """
 
     name: str
@@ -82,6 +106,9 @@ class ModelKind:
     recipes: tuple
     decodes: bool
     exports: bool
+    tokenizers: str = "keras_attention.runs.saved_run:sentencepiece_tokenizers"
+    generation: str = "keras_attention.runs.inference:generate_kwargs"
+    decoding_keys: str = "keras_attention.runs.layout:DECODING_KEYS"
 
 
 _RECIPES = {}
@@ -203,6 +230,17 @@ register_model_kind(ModelKind(
     matches=f"{_INFERENCE}:is_sentence_selector",
     answer=f"{_INFERENCE}:select_sentences", vocabularies=f"{_INFERENCE}:selector_vocabularies",
     recipes=("summarization",), decodes=False, exports=False,
+))
+register_model_kind(ModelKind(
+    name="converted", marker="converted_from",
+    description="a Seq2SeqModel converted from a Hugging Face checkpoint",
+    matches=f"{_INFERENCE}:is_seq2seq",
+    answer="keras_attention.runs.converted:generate_texts",
+    vocabularies="keras_attention.runs.converted:vocabularies",
+    tokenizers="keras_attention.runs.converted:load_tokenizers",
+    generation="keras_attention.runs.converted:generate_kwargs",
+    decoding_keys="keras_attention.runs.converted:DECODING_KEYS",
+    recipes=("translation", "summarization"), decodes=True, exports=True,
 ))
 del _name
 

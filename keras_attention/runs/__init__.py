@@ -6,6 +6,8 @@ A run folder holds:
 - `source.spm`, `target.spm`: the SentencePiece tokenizers (the same model
   twice when source and target share a vocabulary);
 - `config.json`: everything a reader needs (see `save_run`);
+- (a converted checkpoint, `keras-attention convert`: its tokenizer files in
+  `tokenizer/` instead of the `.spm` files; see `keras_attention.runs.converted`);
 - `.keras_attention_run`: the marker that makes the folder recognisable as a
   run folder, so that a later run may replace it (and nothing else).
 
@@ -49,6 +51,7 @@ from keras_attention.runs.layout import (
     MODEL_FILE,
     RUN_FILES,
     TOKENIZER_FILES,
+    TOKENIZER_FOLDER,
     RunFolderError,
 )
 from keras_attention.runs.metadata import read_metadata
@@ -71,6 +74,7 @@ __all__ = [
     "RUN_FILES",
     "SOURCE_FIELDS",
     "TOKENIZER_FILES",
+    "TOKENIZER_FOLDER",
     "RunFolderError",
     "RunNotSavedError",
     "SavedRun",

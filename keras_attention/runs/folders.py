@@ -4,6 +4,7 @@ saved where it was asked (`save_run_or_rescue`)."""
 
 import json
 import os
+import shutil
 import tempfile
 import time
 
@@ -16,6 +17,7 @@ from keras_attention.runs.layout import (
     MODEL_FILE,
     RUN_FILES,
     TOKENIZER_FILES,
+    TOKENIZER_FOLDER,
 )
 from keras_attention.runs.metadata import make_metadata
 
@@ -142,7 +144,8 @@ def _check_writable(folder, received):
 
 
 def save_run(output_dir, model, source_tokenizer, target_tokenizer, *, recipe, config, scores,
-             decoding=None, source_format=None, extra=None, overwrite=False):
+             decoding=None, source_format=None, extra=None, overwrite=False,
+             tokenizer_files=None):
     """Writes a run folder, never losing the one already there.
 
     Everything is written to a new hidden sibling folder; only when it is
@@ -183,31 +186,65 @@ def save_run(output_dir, model, source_tokenizer, target_tokenizer, *, recipe, c
             documents as `data.encode_sentence_documents` does and answers
             with the sentence of the highest logit; no decoding).
         overwrite: bool, whether an existing run folder may be replaced.
+        tokenizer_files: `None` (the tokenizers are SentencePiece models,
+            saved as `source.spm` and `target.spm`), or a list of files
+            copied unchanged into the folder's `tokenizer/` (a converted
+            checkpoint's tokenizer files; `source_tokenizer` and
+            `target_tokenizer` are then not written, and `config.json`'s
+            `tokenizers` names `tokenizer` for both sides).
 
     Returns:
         The run folder, as an absolute `str`.
 
     Raises:
+        OSError: naming the file, for a `tokenizer_files` entry that is not
+            a readable file (before anything is written).
         ValueError: naming the argument, for an `output_dir` refused by
             `check_output_dir`, an unknown recipe, bad decoding settings or
             source format, or `extra` keys that `config.json` uses itself;
             all before anything is written.
     """
     check_output_dir(output_dir, overwrite=overwrite)
-    metadata = make_metadata(recipe, config, scores, decoding, source_format, extra or {})
+    tokenizers = None
+    if tokenizer_files is not None:
+        tokenizer_files = _readable_files(tokenizer_files)
+        tokenizers = {"source": TOKENIZER_FOLDER, "target": TOKENIZER_FOLDER}
+    metadata = make_metadata(recipe, config, scores, decoding, source_format, extra or {},
+                             tokenizers)
     text = json.dumps(metadata, indent=2)  # fails here, before writing, if not JSON-able
     return files.write_folder_atomically(
-        output_dir, _writer(model, source_tokenizer, target_tokenizer, text))
+        output_dir, _writer(model, source_tokenizer, target_tokenizer, text, tokenizer_files))
 
 
-def _writer(model, source_tokenizer, target_tokenizer, text):
+def _readable_files(paths):
+    """`paths` as a list of `str`, each a readable file with a distinct name."""
+    paths = [os.fspath(path) for path in paths]
+    for path in paths:
+        if not os.path.isfile(path) or not os.access(path, os.R_OK):
+            raise FileNotFoundError(
+                f"Argument `tokenizer_files` must name readable files: {path} is not one. "
+                f"Received: tokenizer_files={paths!r}")
+    names = [os.path.basename(path) for path in paths]
+    if len(set(names)) != len(names):
+        raise ValueError(f"Argument `tokenizer_files` must name files of distinct names. "
+                         f"Received: tokenizer_files={paths!r}")
+    return paths
+
+
+def _writer(model, source_tokenizer, target_tokenizer, text, tokenizer_files=None):
     """`write(folder)`: the run's files into `folder`."""
     from keras_attention import data
 
     def write(folder):
         model.save(os.path.join(folder, MODEL_FILE))
-        data.save_tokenizer(source_tokenizer, os.path.join(folder, TOKENIZER_FILES["source"]))
-        data.save_tokenizer(target_tokenizer, os.path.join(folder, TOKENIZER_FILES["target"]))
+        if tokenizer_files is None:
+            data.save_tokenizer(source_tokenizer, os.path.join(folder, TOKENIZER_FILES["source"]))
+            data.save_tokenizer(target_tokenizer, os.path.join(folder, TOKENIZER_FILES["target"]))
+        else:
+            os.makedirs(os.path.join(folder, TOKENIZER_FOLDER))
+            for path in tokenizer_files:
+                shutil.copyfile(path, os.path.join(folder, TOKENIZER_FOLDER,
+                                                   os.path.basename(path)))
         with open(os.path.join(folder, CONFIG_FILE), "w", encoding="utf-8") as file:
             file.write(text + "\n")
         with open(os.path.join(folder, MARKER), "w", encoding="utf-8") as file:
@@ -251,11 +288,14 @@ def save_run_or_rescue(output_dir, model, source_tokenizer, target_tokenizer, **
         reason = " ".join(str(error).split()) or type(error).__name__
     rescue = rescue_dir_for(output_dir)
     try:
+        tokenizer_files = kwargs.get("tokenizer_files")
         text = json.dumps(make_metadata(
             kwargs["recipe"], kwargs["config"], kwargs["scores"], kwargs.get("decoding"),
-            kwargs.get("source_format"), kwargs.get("extra") or {}), indent=2)
+            kwargs.get("source_format"), kwargs.get("extra") or {},
+            None if tokenizer_files is None else {"source": TOKENIZER_FOLDER,
+                                                  "target": TOKENIZER_FOLDER}), indent=2)
         files.write_folder_atomically(rescue, _writer(model, source_tokenizer, target_tokenizer,
-                                                      text))
+                                                      text, tokenizer_files))
     except (OSError, ValueError) as rescue_error:
         raise RunNotSavedError(
             f"The trained run could not be saved in `output_dir` ({reason}), nor in a rescue "

@@ -5,6 +5,7 @@ MARKER = ".keras_attention_run"
 MODEL_FILE = "model.keras"
 CONFIG_FILE = "config.json"
 TOKENIZER_FILES = {"source": "source.spm", "target": "target.spm"}
+TOKENIZER_FOLDER = "tokenizer"  # a converted checkpoint's tokenizer files, unchanged
 RUN_FILES = (MODEL_FILE, TOKENIZER_FILES["source"], TOKENIZER_FILES["target"], CONFIG_FILE)
 DECODING_KEYS = ("source_length", "target_length", "strategy", "num_beams", "length_penalty",
                  "coverage_penalty", "suppress_token_ids")
@@ -19,4 +20,4 @@ class RunFolderError(ValueError):
 
 
 __all__ = ["CONFIG_FILE", "DECODING_KEYS", "FORMAT_VERSION", "MARKER", "MODEL_FILE",
-           "RUN_FILES", "RunFolderError", "TOKENIZER_FILES"]
+           "RUN_FILES", "RunFolderError", "TOKENIZER_FILES", "TOKENIZER_FOLDER"]

@@ -20,8 +20,9 @@ RESERVED_KEYS = ("format_version", "keras_attention", "recipe", "config", "score
                  "tokenizers", "decoding", "source_format")
 
 
-def make_metadata(recipe, config, scores, decoding, source_format, extra):
-    """The contents of `config.json`, checked (see `save_run`)."""
+def make_metadata(recipe, config, scores, decoding, source_format, extra, tokenizers=None):
+    """The contents of `config.json`, checked (see `save_run`); `tokenizers`:
+    its `{"source": name, "target": name}` (default `TOKENIZER_FILES`)."""
     if recipe not in registry.recipe_names():
         raise ValueError(
             f"Argument `recipe` must be one of {', '.join(map(repr, registry.recipe_names()))}. "
@@ -47,27 +48,28 @@ def make_metadata(recipe, config, scores, decoding, source_format, extra):
                 f"{recipe} recipe's decoding settings from. Received: decoding=None"
             ) from None
     if decoding is not None:
-        decoding = check_decoding(decoding, "decoding")
+        decoding = check_decoding(decoding, "decoding", registry.load(kind.decoding_keys))
     if source_format is None:
         source_format = legacy_source_format(recipe, config, memory)
     check_source_format(source_format)
     return {
         "format_version": FORMAT_VERSION, "keras_attention": __version__, "recipe": recipe,
-        "config": config, "scores": scores, "tokenizers": dict(TOKENIZER_FILES),
+        "config": config, "scores": scores, "tokenizers": dict(tokenizers or TOKENIZER_FILES),
         "decoding": decoding, "source_format": source_format, **extra,
     }
 
 
-def check_decoding(decoding, name):
-    """`decoding` as a dict, or a ValueError saying what is wrong with it."""
+def check_decoding(decoding, name, keys=DECODING_KEYS):
+    """`decoding` as a dict, or a ValueError saying what is wrong with it
+    (`keys`: those it may hold, its model kind's `decoding_keys`)."""
     from keras_attention.validation import check_positive_int
 
     if not isinstance(decoding, dict):
         raise ValueError(f"Argument `{name}` must be a dict. Received: {name}={decoding!r}")
-    unknown = sorted(set(decoding) - set(DECODING_KEYS))
+    unknown = sorted(set(decoding) - set(keys))
     if unknown:
         raise ValueError(
-            f"Argument `{name}` has unknown keys {unknown} (known: {', '.join(DECODING_KEYS)}). "
+            f"Argument `{name}` has unknown keys {unknown} (known: {', '.join(keys)}). "
             f"Received: {name}={decoding!r}"
         )
     for key in ("source_length", "target_length"):
@@ -162,7 +164,9 @@ def check_metadata(metadata, path, received):
                      f"only a {' or '.join(kind.recipes)} run has")
     try:
         if metadata.get("decoding") is not None or kind.decodes:
-            check_decoding(metadata.get("decoding"), "decoding")
+            check_decoding(metadata.get("decoding"), "decoding", registry.load(kind.decoding_keys))
+            if kind.decodes:
+                registry.load(kind.generation)(metadata["decoding"])  # its types and values
         check_source_format(metadata.get("source_format"))
     except ValueError as error:
         raise refuse(f"has bad settings ({error})") from None

@@ -29,10 +29,13 @@ class SavedRun:
 
     Attributes:
         model: the Keras model.
-        source_tokenizer, target_tokenizer: the SentencePiece tokenizers.
+        source_tokenizer, target_tokenizer: the tokenizers, as the model
+            kind's `tokenizers` hook reads them: SentencePiece models for the
+            recipes' runs, a `keras_attention.pretrained.tokenizers` object
+            (the same one for both sides) for a converted checkpoint.
         recipe: the recipe that saved the run (`registry.recipe_names()`).
         kind: the run's `registry.ModelKind` (`kind.name`: `"seq2seq"`,
-            `"answer_classifier"` or `"sentence_selector"`).
+            `"answer_classifier"`, `"sentence_selector"` or `"converted"`).
         config: dict, the recipe's settings.
         decoding: dict, the generation settings (`source_length`,
             `target_length`, `strategy`, ..., `suppress_token_ids` where the
@@ -55,7 +58,7 @@ class SavedRun:
         os.environ.setdefault("KERAS_BACKEND", "tensorflow")
         self.run_dir = os.fspath(run_dir)
         if os.path.isdir(self.run_dir):
-            self._existing(MODEL_FILE)  # the file that makes a run, named first
+            self.path(MODEL_FILE)  # the file that makes a run, named first
         self.metadata = read_metadata(self.run_dir)
         self.recipe = self.metadata["recipe"]
         self.kind = registry.kind_of_metadata(self.metadata)
@@ -64,53 +67,40 @@ class SavedRun:
         self.source_format = self.metadata["source_format"]
         self.answer_classes = self.metadata.get("answer_classes")
         self.selection = self.metadata.get("selection")
-        names = self.metadata["tokenizers"]
-        for name in (MODEL_FILE, names["source"], names["target"]):
-            self._existing(name)
-        self.source_tokenizer = self._tokenizer(names["source"])
-        self.target_tokenizer = self._tokenizer(names["target"])
+        self.path(MODEL_FILE)
+        self.source_tokenizer, self.target_tokenizer = registry.load(self.kind.tokenizers)(self)
         self.model = self._model()
         self._check_parts()
 
-    def _existing(self, name):
+    def path(self, name, folder=False):
+        """The path of `name` in the run folder (a file; a folder with
+        `folder=True`), or a `RunFolderError` naming it when it is missing."""
         path = os.path.join(self.run_dir, name)
-        if not os.path.isfile(path):
+        if not (os.path.isdir(path) if folder else os.path.isfile(path)):
             raise RunFolderError(
                 f"Argument `run_dir` must be a run folder saved by a recipe: {path} is missing. "
                 f"Received: run_dir={self.run_dir!r}"
             )
         return path
 
-    def _corrupt(self, path, what):
+    def folder_error(self, path, what):
+        """The `RunFolderError` of a part of the folder: `{path} is {what}`."""
         return RunFolderError(
             f"Argument `run_dir` must be a run folder saved by a recipe: {path} is {what}. "
             f"Received: run_dir={self.run_dir!r}"
         )
 
-    def _tokenizer(self, name):
-        from keras_attention import data
-
-        path = self._existing(name)
-        try:
-            tokenizer = data.load_tokenizer(path)
-            tokenizer.vocabulary_size()
-        except Exception as error:  # the backends raise different errors for a bad proto
-            message = str(error).strip().splitlines()[-1:] or [type(error).__name__]
-            raise self._corrupt(path, f"not a SentencePiece model, corrupt or truncated "
-                                      f"({message[0][:200]})") from None
-        return tokenizer
-
     def _model(self):
         import keras
 
-        path = self._existing(MODEL_FILE)
+        path = self.path(MODEL_FILE)
         if not zipfile.is_zipfile(path):
-            raise self._corrupt(path, "not a .keras archive (truncated or corrupt)")
+            raise self.folder_error(path, "not a .keras archive (truncated or corrupt)")
         try:
             return keras.saving.load_model(path)
         except Exception as error:  # a corrupt member, an unknown layer, ...
             message = str(error).strip().splitlines()[:1] or [type(error).__name__]
-            raise self._corrupt(path, f"a .keras archive that does not load "
+            raise self.folder_error(path, f"a .keras archive that does not load "
                                       f"({type(error).__name__}: {message[0][:200]})") from None
 
     def _check_parts(self):
@@ -127,13 +117,23 @@ class SavedRun:
                 f"({self.model.name!r}), but a {self.recipe} run of this folder's settings "
                 f"needs {self.kind.description} (a model.keras of another run?). "
                 f"Received: run_dir={self.run_dir!r}")
-        for name, size, model_size, what in registry.load(self.kind.vocabularies)(self):
-            if model_size is not None and size != model_size:
+        for name, size, model_size, what, *smaller in registry.load(self.kind.vocabularies)(self):
+            if model_size is None or size == model_size or (smaller and smaller[0]
+                                                            and size < model_size):
+                continue
+            if smaller and smaller[0]:
                 raise RunFolderError(
                     f"Argument `run_dir` must hold parts of one run: "
-                    f"{os.path.join(self.run_dir, name)} gives a {what} of {size}, but "
-                    f"{MODEL_FILE} was trained with {model_size} (a file of another run?). "
+                    f"{os.path.join(self.run_dir, name)} gives a {what} of {size}, more than "
+                    f"the {model_size} ids of {MODEL_FILE} (a smaller tokenizer is allowed, as "
+                    f"T5's 32100 ids for 32128 embedding rows; a larger one would give ids the "
+                    f"model lacks: a tokenizer of another checkpoint?). "
                     f"Received: run_dir={self.run_dir!r}")
+            raise RunFolderError(
+                f"Argument `run_dir` must hold parts of one run: "
+                f"{os.path.join(self.run_dir, name)} gives a {what} of {size}, but "
+                f"{MODEL_FILE} was trained with {model_size} (a file of another run?). "
+                f"Received: run_dir={self.run_dir!r}")
 
     def generate(self, texts, strategy=None, num_beams=None, verbose=0):
         """Outputs (translations, summaries or answers) for a list of input lines.
@@ -218,6 +218,32 @@ class SavedRun:
         return scores
 
 
+def sentencepiece_tokenizers(run):
+    """`(source, target)`: the SentencePiece models `config.json`'s
+    `tokenizers` names (the recipes' runs; `ModelKind.tokenizers`' default).
+
+    Raises:
+        RunFolderError: naming a missing, corrupt or truncated file.
+    """
+    from keras_attention import data
+
+    def load(name):
+        path = run.path(name)
+        try:
+            tokenizer = data.load_tokenizer(path)
+            tokenizer.vocabulary_size()
+        except Exception as error:  # the backends raise different errors for a bad proto
+            message = str(error).strip().splitlines()[-1:] or [type(error).__name__]
+            raise run.folder_error(path, f"not a SentencePiece model, corrupt or truncated "
+                                         f"({message[0][:200]})") from None
+        return tokenizer
+
+    names = run.metadata["tokenizers"]
+    run.path(names["source"])
+    run.path(names["target"])
+    return load(names["source"]), load(names["target"])
+
+
 def load_run(run_dir):
     """Returns `(model, source_tokenizer, target_tokenizer, metadata)` of a run
     folder: `SavedRun`'s attributes, for callers that want the pieces.
@@ -229,4 +255,4 @@ def load_run(run_dir):
     return run.model, run.source_tokenizer, run.target_tokenizer, run.metadata
 
 
-__all__ = ["SavedRun", "load_run"]
+__all__ = ["SavedRun", "load_run", "sentencepiece_tokenizers"]

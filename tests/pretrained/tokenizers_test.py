@@ -136,3 +136,13 @@ def test_missing_files_and_bad_input_are_named(tmp_path, t5_folder):
         ours.encode([1])
     with pytest.raises(ValueError, match=r"Received: extra_ids=-1"):
         tokenizers.T5Tokenizer.from_folder(t5_folder, extra_ids=-1)
+
+
+def test_bart_decodes_a_cut_character_as_transformers_does(bart_folder):
+    """A byte-level token cut inside a UTF-8 character (a random or early
+    model may produce one) is U+FFFD, as in `transformers`."""
+    theirs = transformers.BartTokenizer.from_pretrained(str(bart_folder))
+    ours = tokenizers.BartTokenizer.from_folder(bart_folder)
+    cut = [[ours.vocabulary["Ã"]], [ours.vocabulary["a"], ours.vocabulary["Ã"]]]
+    assert ours.decode(cut) == theirs.batch_decode(cut, skip_special_tokens=True)
+    assert ours.decode(cut)[0] == "\ufffd"

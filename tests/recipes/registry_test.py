@@ -19,8 +19,9 @@ def test_the_built_in_recipes_and_kinds():
     assert registry.recipe_names() == ("translation", "summarization", "question_answering")
     assert runs.RECIPES == registry.recipe_names()
     assert [kind.name for kind in registry.model_kinds()] == [
-        "seq2seq", "answer_classifier", "sentence_selector"]
+        "seq2seq", "answer_classifier", "sentence_selector", "converted"]
     assert registry.kind_of_metadata({"answer_classes": ["a"]}).name == "answer_classifier"
+    assert registry.kind_of_metadata({"converted_from": {}}).name == "converted"
     assert registry.kind_of_metadata({"selection": {}}).name == "sentence_selector"
     assert registry.kind_of_metadata({}).name == "seq2seq"
     for name in registry.recipe_names():  # every reference resolves
@@ -28,8 +29,10 @@ def test_the_built_in_recipes_and_kinds():
         assert callable(registry.load(recipe.examples)) and callable(registry.load(recipe.scores))
         assert registry.recipe_spec(name).name == name
     for kind in registry.model_kinds():
-        for reference in (kind.matches, kind.answer, kind.vocabularies):
+        for reference in (kind.matches, kind.answer, kind.vocabularies, kind.tokenizers,
+                          kind.generation):
             assert callable(registry.load(reference))
+        assert isinstance(registry.load(kind.decoding_keys), tuple)
 
 
 def test_unknown_names_are_refused():

@@ -1,0 +1,106 @@
+"""`convert_checkpoint`: a local Hugging Face checkpoint folder as a run folder
+(`keras-attention convert HF_DIR RUN_DIR`), which `keras-attention generate`,
+`evaluate` and `keras_attention.runs.SavedRun` read like a trained run.
+
+The run folder holds `model.keras` (the converted `Seq2SeqModel`), the
+checkpoint's tokenizer files copied unchanged into `tokenizer/` (Marian:
+`source.spm`, `target.spm`, `vocab.json`; BART: `vocab.json`, `merges.txt`;
+T5: `spiece.model`), `config.json` and the run marker. `config.json` is a
+run's (`recipe`, `decoding`, ...) plus `converted_from`, the marker of the
+`"converted"` model kind: `{"family", "checkpoint", "architecture",
+"vocabulary_size", "tokenizer_files"}`. Its `decoding` holds the checkpoint's
+generation settings (`keras_attention.runs.converted.DECODING_KEYS`).
+"""
+
+import os
+
+from keras_attention.pretrained.loading import ARCHITECTURES
+
+#: The recipe a converted run gets when none is asked for, by family.
+DEFAULT_RECIPES = {"marian": "translation", "bart": "summarization", "t5": "summarization"}
+#: The source length recorded when the checkpoint has no position limit (T5).
+DEFAULT_SOURCE_LENGTH = 512
+
+
+def convert_checkpoint(checkpoint_dir, run_dir, *, recipe=None, overwrite=False):
+    """Converts a Hugging Face checkpoint folder into a run folder.
+
+    Args:
+        checkpoint_dir: a local folder of a `MarianMTModel`,
+            `BartForConditionalGeneration` or `T5ForConditionalGeneration`
+            checkpoint with its tokenizer files (see
+            `keras_attention.pretrained.load_pretrained`).
+        run_dir: the run folder to write: new, empty, or (with
+            `overwrite=True`) a run folder, replaced only once the new one
+            is complete; never a folder holding anything else.
+        recipe: `"translation"` or `"summarization"`, the recipe whose
+            evaluation file and scores `keras-attention evaluate` uses;
+            default: translation for Marian, summarization for BART and T5.
+        overwrite: bool, whether an existing run folder may be replaced.
+
+    Returns:
+        The run folder, as an absolute `str`.
+
+    Raises:
+        ValueError: naming the argument or setting, before anything is
+            written: an `run_dir` refused by `runs.check_output_dir`, an
+            unknown recipe, a checkpoint of another architecture (mBART's
+            tokenizer is not supported here), an unsupported config or
+            generation setting (sampling), a tokenizer larger than the
+            model's vocabulary.
+        FileNotFoundError: naming a missing tokenizer file.
+
+    Example:
+
+    >>> convert_checkpoint("no-such-folder", "run")
+    Traceback (most recent call last):
+    ...
+    ValueError: Argument `folder` must be a local ... Received: folder='no-such-folder'
+    """
+    from keras_attention import runs
+    from keras_attention.pretrained.checkpoint import read_config
+    from keras_attention.pretrained.tokenizers import load_tokenizer, tokenizer_files
+
+    if not isinstance(overwrite, bool):
+        raise ValueError(f"Argument `overwrite` must be a bool. Received: overwrite={overwrite!r}")
+    if recipe is not None and recipe not in ("translation", "summarization"):
+        raise ValueError("Argument `recipe` must be 'translation' or 'summarization' for a "
+                         f"converted checkpoint. Received: recipe={recipe!r}")
+    runs.check_output_dir(run_dir, overwrite=overwrite)
+    config = read_config(checkpoint_dir)
+    family = config.get("model_type")
+    if family in ARCHITECTURES and family not in DEFAULT_RECIPES:
+        raise ValueError(
+            f"`keras-attention convert` makes run folders of {', '.join(DEFAULT_RECIPES)} "
+            f"checkpoints (their tokenizers are read here); use "
+            f"`keras_attention.pretrained.load_pretrained` for a {family} checkpoint. "
+            f"Received: model_type={family!r}")
+    paths = tokenizer_files(checkpoint_dir, family) if family in DEFAULT_RECIPES else None
+    from keras_attention.pretrained.loading import load_pretrained
+    from keras_attention.runs.converted import decoding_from_generation
+
+    model, info = load_pretrained(checkpoint_dir)  # refuses another architecture
+    tokenizer = load_tokenizer(checkpoint_dir, family)
+    vocabulary = min(model.source_vocabulary_size, model.target_vocabulary_size)
+    if tokenizer.vocabulary_size > vocabulary:
+        raise ValueError(
+            f"The checkpoint's tokenizer gives {tokenizer.vocabulary_size} ids, more than the "
+            f"{vocabulary} of its model (a smaller tokenizer is allowed, a larger one would "
+            f"give ids the model lacks). Received: checkpoint_dir={os.fspath(checkpoint_dir)!r}")
+    source_length = config.get("max_position_embeddings") or DEFAULT_SOURCE_LENGTH
+    decoding = decoding_from_generation(info["generation"], source_length)
+    checkpoint = os.fspath(checkpoint_dir)
+    return runs.save_run(
+        run_dir, model, tokenizer, tokenizer, recipe=recipe or DEFAULT_RECIPES[family],
+        config={"checkpoint_config": config}, scores={}, decoding=decoding,
+        source_format="text", overwrite=overwrite, tokenizer_files=paths,
+        extra={"converted_from": {
+            "family": family, "checkpoint": checkpoint,
+            "architecture": ARCHITECTURES[family],
+            "vocabulary_size": tokenizer.vocabulary_size,
+            "tokenizer_files": [os.path.basename(path) for path in paths],
+        }},
+    )
+
+
+__all__ = ["DEFAULT_RECIPES", "convert_checkpoint"]

@@ -1,0 +1,259 @@
+"""`convert_checkpoint` / `keras-attention convert`: a tiny random checkpoint of
+each family with its tokenizer files becomes a run folder whose
+`keras-attention generate` gives `transformers`' strings (greedy and beam 4
+with the checkpoint's generation config), and the folder's refusals."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+import torch
+import transformers
+
+from keras_attention import cli, runs
+from keras_attention.pretrained.convert import convert_checkpoint
+from tests.pretrained import hf_checkpoints
+from tests.pretrained.tokenizers_test import ENGLISH, GERMAN, train_spm
+
+TEXTS = ["I am a small frog.", "Hello, world! How are you?", "", "Tom asked his teacher.",
+         "The quick brown fox jumps over the lazy dog."]
+
+
+def _marian_tokenizer(folder):
+    """source.spm, target.spm, vocab.json (`</s>` 0, `<unk>` 1, `<pad>` last);
+    returns the vocabulary size."""
+    vocabulary = {"</s>": 0, "<unk>": 1}
+    for name, texts in (("source", ENGLISH), ("target", GERMAN)):
+        shutil.copyfile(train_spm(texts, folder / name), folder / f"{name}.spm")
+        for line in (folder / f"{name}.vocab").read_text(encoding="utf-8").splitlines():
+            piece = line.split("\t")[0]
+            if piece not in vocabulary and piece not in ("<s>", "</s>", "<unk>"):
+                vocabulary[piece] = len(vocabulary)
+    vocabulary["<pad>"] = len(vocabulary)
+    (folder / "vocab.json").write_text(json.dumps(vocabulary, ensure_ascii=False))
+    for name in ("source", "target"):
+        for suffix in (".model", ".vocab"):
+            (folder / f"{name}{suffix}").unlink()
+    return len(vocabulary)
+
+
+def _bart_tokenizer(folder):
+    from tokenizers import ByteLevelBPETokenizer
+
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator([t for t in ENGLISH if t.isascii()], vocab_size=300,
+                            min_frequency=1, show_progress=False,
+                            special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    bpe.save_model(str(folder))
+    return len(json.loads((folder / "vocab.json").read_text(encoding="utf-8")))
+
+
+def _t5_tokenizer(folder):
+    train_spm(ENGLISH, folder / "spiece", pad_id=0, eos_id=1, unk_id=2, bos_id=-1)
+    (folder / "spiece.vocab").unlink()
+    return 60 + 100
+
+
+#: Seeds whose tiny random models' strings depend on the source.
+SEEDS = {"marian": 2, "bart": 2, "t5": 3}
+
+
+def make_checkpoint(folder, family, generation=None):
+    """A tiny random checkpoint with its tokenizer files; returns
+    `(torch model, transformers tokenizer)`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if family == "marian":
+        size = _marian_tokenizer(folder)
+        pad = size - 1
+        options = dict(vocab_size=size, pad_token_id=pad, decoder_start_token_id=pad)
+        generation = {"decoder_start_token_id": pad, "pad_token_id": pad,
+                      "bad_words_ids": [[pad]], **(generation or {})}
+    elif family == "bart":
+        size = _bart_tokenizer(folder)
+        options = dict(vocab_size=size)
+    else:
+        size = _t5_tokenizer(folder)
+        # T5 pads its embedding past the tokenizer's ids (32128 for 32100):
+        # 8 rows more here, never generated, as the checkpoints suppress them.
+        options = dict(vocab_size=size + 8)
+        generation = {"suppress_tokens": list(range(size, size + 8)), **(generation or {})}
+    model = hf_checkpoints.save_checkpoint(folder, family, generation, seed=SEEDS[family],
+                                           **options)
+    if family == "marian":
+        tokenizer = transformers.MarianTokenizer(
+            str(folder / "source.spm"), str(folder / "target.spm"), str(folder / "vocab.json"))
+    elif family == "bart":
+        tokenizer = transformers.BartTokenizer.from_pretrained(str(folder))
+    else:
+        tokenizer = transformers.T5Tokenizer.from_pretrained(str(folder))
+    return model, tokenizer
+
+
+def reference_strings(model, tokenizer, texts, **settings):
+    inputs = tokenizer(texts, return_tensors="pt", padding=True)
+    with torch.no_grad():
+        tokens = model.generate(**inputs, **settings)
+    return tokenizer.batch_decode(tokens, skip_special_tokens=True)
+
+
+def cli_generate(run_dir, texts, tmp_path, *options):
+    source, output = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.write_text("".join(t + "\n" for t in texts), encoding="utf-8")
+    cli.main(["generate", str(run_dir), "--input", str(source), "--output", str(output),
+              *options])
+    return output.read_text(encoding="utf-8").split("\n")[:-1]
+
+
+@pytest.fixture(scope="module", params=["marian", "bart", "t5"])
+def converted(request, tmp_path_factory):
+    """`(family, torch model, transformers tokenizer, checkpoint, run folder)`:
+    the checkpoint decodes with beam 4 and a length penalty."""
+    family = request.param
+    folder = tmp_path_factory.mktemp(family) / "checkpoint"
+    model, tokenizer = make_checkpoint(folder, family, {"num_beams": 4, "length_penalty": 0.6,
+                                                        "max_length": 10})
+    run_dir = convert_checkpoint(folder, folder.parent / "run")
+    return family, model, tokenizer, folder, run_dir
+
+
+def test_the_run_folder(converted):
+    family, _, _, folder, run_dir = converted
+    run = runs.SavedRun(run_dir)
+    assert run.kind.name == "converted"
+    assert run.recipe == ("translation" if family == "marian" else "summarization")
+    assert run.metadata["converted_from"]["family"] == family
+    assert run.metadata["tokenizers"] == {"source": "tokenizer", "target": "tokenizer"}
+    assert run.decoding["strategy"] == "beam" and run.decoding["num_beams"] == 4
+    assert run.decoding["length_penalty"] == 0.6 and run.decoding["target_length"] == 9
+    for name in run.metadata["converted_from"]["tokenizer_files"]:  # copied unchanged
+        assert (folder / name).read_bytes() == (run_dir_path(run_dir) / "tokenizer" /
+                                                name).read_bytes()
+    assert run.source_tokenizer is run.target_tokenizer
+    assert runs.is_run_folder(run_dir)
+
+
+def run_dir_path(run_dir):
+    import pathlib
+
+    return pathlib.Path(run_dir)
+
+
+def test_generate_gives_the_strings_of_transformers(converted, tmp_path):
+    """`keras-attention generate` with the recorded settings (beam 4 and the
+    checkpoint's length penalty), and greedy, as `transformers` decodes."""
+    family, model, tokenizer, _, run_dir = converted
+    beam = reference_strings(model, tokenizer, TEXTS)
+    assert cli_generate(run_dir, TEXTS, tmp_path) == beam
+    greedy = reference_strings(model, tokenizer, TEXTS, num_beams=1)
+    assert cli_generate(run_dir, TEXTS, tmp_path, "--strategy", "greedy") == greedy
+    assert any(greedy) and len(set(greedy)) > 1  # the strings depend on the source
+
+
+def test_greedy_checkpoint_and_generation_rules(tmp_path):
+    """A greedy checkpoint with `no_repeat_ngram_size` and `min_length`: the
+    rules are recorded and applied; `--num_beams 4` searches as
+    `transformers` does with 4 beams."""
+    folder = tmp_path / "checkpoint"
+    model, tokenizer = make_checkpoint(folder, "marian", {"no_repeat_ngram_size": 2,
+                                                          "min_length": 5, "max_length": 10})
+    run_dir = convert_checkpoint(folder, tmp_path / "run")
+    decoding = runs.SavedRun(run_dir).decoding
+    assert decoding["strategy"] == "greedy" and decoding["no_repeat_ngram_size"] == 2
+    assert decoding["min_length"] == 4
+    assert cli_generate(run_dir, TEXTS, tmp_path) == reference_strings(model, tokenizer, TEXTS)
+    assert cli_generate(run_dir, TEXTS, tmp_path, "--num_beams", "4") == reference_strings(
+        model, tokenizer, TEXTS, num_beams=4)
+
+
+def test_evaluate_gives_scores(converted, tmp_path):
+    family, _, _, _, run_dir = converted
+    if family == "marian":
+        data = tmp_path / "test.tsv"
+        data.write_text("".join(f"{s}\t{t}\n" for s, t in zip(ENGLISH[:4], GERMAN[:4])),
+                        encoding="utf-8")
+    else:
+        data = tmp_path / "test.jsonl"
+        data.write_text("".join(json.dumps({"document": s, "summary": s[:10]}) + "\n"
+                                for s in ENGLISH[:4]), encoding="utf-8")
+    scores = cli.main(["evaluate", str(run_dir), "--data", str(data)])
+    assert scores["examples"] == 4
+    assert all(np.isfinite(v) for v in scores.values())
+
+
+def test_folder_refusals(converted, tmp_path, capsys):
+    """Never a user's folder; a run folder only with `--overwrite=true`."""
+    _, _, _, folder, run_dir = converted
+    user = tmp_path / "mine"
+    user.mkdir()
+    (user / "notes.txt").write_text("keep me")
+    with pytest.raises(SystemExit, match="holds other files"):
+        cli.main(["convert", str(folder), str(user)])
+    assert (user / "notes.txt").read_text() == "keep me" and len(list(user.iterdir())) == 1
+    with pytest.raises(SystemExit, match="holds a run already"):
+        cli.main(["convert", str(folder), str(run_dir)])
+    copy = tmp_path / "copy"
+    shutil.copytree(run_dir, copy)
+    (copy / "model.keras").write_bytes(b"old")
+    cli.main(["convert", str(folder), str(copy), "--overwrite=true"])
+    assert runs.SavedRun(copy).kind.name == "converted"
+
+
+def test_another_architecture_is_one_line(tmp_path):
+    folder = tmp_path / "checkpoint"
+    make_checkpoint(folder, "marian")
+    config = json.loads((folder / "config.json").read_text())
+    config["architectures"] = ["MarianForCausalLM"]
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(SystemExit) as error:
+        cli.main(["convert", str(folder), str(tmp_path / "run")])
+    assert str(error.value).startswith("keras-attention: error: ")
+    assert "\n" not in str(error.value) and "MarianForCausalLM" in str(error.value)
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_swapped_tokenizer_is_one_run_folder_error(converted, tmp_path):
+    """A converted folder whose tokenizer/ holds another family's files, or a
+    tokenizer larger than the model's vocabulary."""
+    family, _, _, _, run_dir = converted
+    other = {"marian": "t5", "bart": "marian", "t5": "bart"}[family]
+    swapped = tmp_path / "swapped"
+    shutil.copytree(run_dir, swapped)
+    shutil.rmtree(swapped / "tokenizer")
+    (swapped / "tokenizer").mkdir()
+    {"marian": _marian_tokenizer, "bart": _bart_tokenizer, "t5": _t5_tokenizer}[other](
+        swapped / "tokenizer")
+    with pytest.raises(runs.RunFolderError) as error:
+        runs.SavedRun(swapped)
+    message = str(error.value)
+    assert "\n" not in message and "tokenizer" in message
+    assert message.endswith(f"Received: run_dir={str(swapped)!r}")
+
+
+def test_a_larger_tokenizer_is_refused_a_smaller_one_allowed(tmp_path):
+    folder = tmp_path / "checkpoint"
+    make_checkpoint(folder, "t5")
+    run_dir = run_dir_path(convert_checkpoint(folder, tmp_path / "run"))
+    run = runs.SavedRun(run_dir)  # 160 ids for 168 rows: allowed
+    assert run.source_tokenizer.vocabulary_size < run.model.target_vocabulary_size
+    small = tmp_path / "small"
+    shutil.copytree(folder, small)
+    hf_checkpoints.save_checkpoint(small, "t5", {"suppress_tokens": None}, vocab_size=150)
+    with pytest.raises(ValueError, match="more than the 150"):
+        convert_checkpoint(small, tmp_path / "run2")
+    assert not (tmp_path / "run2").exists()
+    # A model of another checkpoint put in the folder.
+    other = run_dir_path(convert_checkpoint(folder, tmp_path / "run3"))
+    from keras_attention.pretrained import load_pretrained
+
+    model, _ = load_pretrained(small)
+    model.save(str(other / "model.keras"))
+    with pytest.raises(runs.RunFolderError, match="more than the 150 ids of model.keras"):
+        runs.SavedRun(other)
+
+
+def test_mbart_is_refused_naming_it(tmp_path):
+    folder = tmp_path / "checkpoint"
+    hf_checkpoints.save_checkpoint(folder, "mbart")
+    with pytest.raises(ValueError, match="Received: model_type='mbart'"):
+        convert_checkpoint(folder, tmp_path / "run")
