@@ -65,3 +65,23 @@ def test_t5_with_sentinels(t5_folder):  # noqa: F811
 def test_another_object_is_refused():
     with pytest.raises(ValueError, match=r"Received: tokenizer=dict"):
         graph_tokenizers.graph_tokenizer({})
+
+
+@pytest.mark.parametrize("family", ["marian", "bart", "t5"])
+def test_a_reloaded_saved_model_tokenizes_the_same(family, request, tmp_path):
+    """What an exported SavedModel holds: the tables and SentencePiece
+    models travel with it (`tf.saved_model.load`, no keras_attention)."""
+    folder = request.getfixturevalue(f"{family}_folder")
+    python = {"marian": tokenizers.MarianTokenizer, "bart": tokenizers.BartTokenizer,
+              "t5": tokenizers.T5Tokenizer}[family].from_folder(folder)
+    module = tf.Module()
+    module.tokenizer = graph_tokenizers.graph_tokenizer(python)
+    module.round_trip = tf.function(
+        lambda texts: module.tokenizer.decode(module.tokenizer.encode(texts)),
+        input_signature=[tf.TensorSpec((None,), tf.string)], autograph=False)
+    tf.saved_model.save(module, str(tmp_path / "saved"))
+    loaded = tf.saved_model.load(str(tmp_path / "saved"))
+    texts = ["I am a small frog.", "", "Hello, world!"]
+    out = [t.decode("utf-8") for t in loaded.round_trip(tf.constant(texts)).numpy()]
+    assert out == python.decode(python.encode(texts))
+    assert out[0] == "I am a small frog."
