@@ -22,9 +22,12 @@ import keras
 __all__ = [
     "NotQuantizable",
     "QuantizableSublayers",
+    "check_quantized_sublayers",
     "dense_projection",
     "einsum_projection",
+    "quantized_sublayers",
     "refuse_quantization",
+    "restore_quantization",
 ]
 
 
@@ -75,6 +78,53 @@ def _own_variables(layer):
     return list(layer._trainable_variables) + list(layer._non_trainable_variables)
 
 
+def quantized_sublayers(layer):
+    """`{sublayer path: serialized dtype policy}` of the quantized leaf
+    sublayers of `layer` (paths join sublayer names with "/"): what a layer
+    or model rebuilt from its constructor arguments records in its config so
+    that `restore_quantization` can quantize the same sublayers on load."""
+    return {
+        path: keras.dtype_policies.serialize(sublayer.dtype_policy)
+        for path, sublayer in _descendants(layer)
+        if _is_leaf(sublayer) and sublayer.quantization_mode is not None
+    }
+
+
+def restore_quantization(layer, saved):
+    """Quantizes the sublayers of `layer` that `saved` (a
+    `quantized_sublayers` dict) lists, so that their variables match a saved
+    file's; call it before they are loaded. A sublayer quantized already (a
+    table shared by two paths) is left as it is.
+
+    Raises:
+        ValueError: `saved` names a sublayer `layer` does not have.
+    """
+    if not saved:
+        return
+    by_path = dict(_descendants(layer))
+    for path, policy in saved.items():
+        sublayer = by_path.get(path)
+        if sublayer is None:
+            raise ValueError(
+                f"Layer '{layer.name}' has no sublayer '{path}' to quantize; "
+                f"its sublayers are {sorted(by_path)}. Received: "
+                f"quantized_sublayers={saved}"
+            )
+        policy = keras.dtype_policies.deserialize(policy)
+        if sublayer.quantization_mode is None:
+            sublayer.quantize(policy.quantization_mode, type_check=False)
+
+
+def check_quantized_sublayers(quantized_sublayers):
+    """`quantized_sublayers` as a dict (None: empty), validated."""
+    if quantized_sublayers is not None and not isinstance(quantized_sublayers, dict):
+        raise ValueError(
+            "`quantized_sublayers` must be None or a dict {sublayer path: "
+            f"dtype policy}}. Received: quantized_sublayers={quantized_sublayers!r}"
+        )
+    return dict(quantized_sublayers or {})
+
+
 def _table_or_kernel_and_bias(sublayer):
     """The float variables a sublayer's parent once held: an `Embedding`'s
     table, or a projection's kernel and bias (None without a bias)."""
@@ -110,12 +160,7 @@ class QuantizableSublayers:
 
     def __init__(self, *args, quantized_sublayers=None, **kwargs):
         super().__init__(*args, **kwargs)
-        if quantized_sublayers is not None and not isinstance(quantized_sublayers, dict):
-            raise ValueError(
-                "`quantized_sublayers` must be None or a dict {sublayer path: "
-                f"dtype policy}}. Received: quantized_sublayers={quantized_sublayers!r}"
-            )
-        self._saved_quantization = dict(quantized_sublayers or {})
+        self._saved_quantization = check_quantized_sublayers(quantized_sublayers)
 
     # ------------------------------------------------------------ quantize
     def quantize(self, mode=None, type_check=True, config=None):
@@ -184,29 +229,12 @@ class QuantizableSublayers:
 
     def _quantized_descendants(self):
         """`{path: serialized policy}` of the quantized sublayers."""
-        return {
-            path: keras.dtype_policies.serialize(sublayer.dtype_policy)
-            for path, sublayer in _descendants(self)
-            if _is_leaf(sublayer) and sublayer.quantization_mode is not None
-        }
+        return quantized_sublayers(self)
 
     def _restore_quantization(self):
         """Quantizes the sublayers the saved config lists, so that their
         variables match the file's (called before they are loaded)."""
-        if not self._saved_quantization:
-            return
-        by_path = dict(_descendants(self))
-        for path, policy in self._saved_quantization.items():
-            sublayer = by_path.get(path)
-            if sublayer is None:
-                raise ValueError(
-                    f"Layer '{self.name}' has no sublayer '{path}' to quantize; "
-                    f"its sublayers are {sorted(by_path)}. Received: "
-                    f"quantized_sublayers={self._saved_quantization}"
-                )
-            policy = keras.dtype_policies.deserialize(policy)
-            if sublayer.quantization_mode is None:
-                sublayer.quantize(policy.quantization_mode, type_check=False)
+        restore_quantization(self, self._saved_quantization)
         self._saved_quantization = {}
 
     # --------------------------------------------------------------- saving

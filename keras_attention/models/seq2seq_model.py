@@ -11,6 +11,11 @@ from keras import ops
 from keras_attention.decoding.generation_rules import GenerationRules
 from keras_attention.decoding.samplers import get_sampler, sampler_from_strategy
 from keras_attention.decoding.token_suppression import check_suppress_token_ids, suppress_tokens
+from keras_attention.layers.quantization import (
+    check_quantized_sublayers,
+    quantized_sublayers,
+    restore_quantization,
+)
 from keras_attention.validation import (
     check_call_bool,
     check_non_negative_int,
@@ -109,7 +114,9 @@ class Seq2SeqModel(keras.Model):
     `torch.no_grad()`.
     """
 
-    def __init__(self, *args, pad_token_id=0, start_token_id=1, end_token_id=2, **kwargs):
+    def __init__(self, *args, pad_token_id=0, start_token_id=1, end_token_id=2,
+                 quantized_sublayers=None, **kwargs):
+        quantized_sublayers = check_quantized_sublayers(quantized_sublayers)
         super().__init__(*args, **kwargs)
         ids = {
             "pad_token_id": pad_token_id,
@@ -129,6 +136,10 @@ class Seq2SeqModel(keras.Model):
         self.end_token_id = end_token_id
         self._generate_functions = {}
         self._generate_traces = _TraceCounter()
+        # The sublayers a saved quantized model had quantized: the model is
+        # rebuilt from its constructor arguments, in float, so they are
+        # quantized again before the file's variables are loaded.
+        self._saved_quantization = quantized_sublayers
 
     def _check_special_token_ids(self, ids):
         """Special ids must be target tokens: the logits' last dimension."""
@@ -655,6 +666,21 @@ class Seq2SeqModel(keras.Model):
         on torch, which runs eagerly, and with `jit_compile=False` on JAX)."""
         return self._generate_traces.count
 
+    # Quantization --------------------------------------------------------
+    def quantize(self, mode=None, config=None, filters=None, **kwargs):
+        """`keras.Model.quantize`, then drops the compiled generation
+        functions: they hold the float weights the quantization replaced."""
+        super().quantize(mode, config=config, filters=filters, **kwargs)
+        self._generate_functions = {}
+
+    def load_own_variables(self, store):
+        """Quantizes the sublayers the saved config lists (`quantized_sublayers`)
+        before Keras loads their variables, which follows this call."""
+        restore_quantization(self, self._saved_quantization)
+        self._saved_quantization = {}
+        self._generate_functions = {}
+        super().load_own_variables(store)
+
     def get_config(self):
         return {
             "name": self.name,
@@ -662,6 +688,8 @@ class Seq2SeqModel(keras.Model):
             "pad_token_id": self.pad_token_id,
             "start_token_id": self.start_token_id,
             "end_token_id": self.end_token_id,
+            # {sublayer path: dtype policy} of a quantized model, else None.
+            "quantized_sublayers": quantized_sublayers(self) or None,
         }
 
     @classmethod

@@ -8,7 +8,7 @@ import pytest
 
 from keras_attention.pretrained import load_pretrained
 from keras_attention.pretrained.bart import bart_options
-from tests.pretrained import hf_checkpoints
+from tests.pretrained import hf_checkpoints, quantization_checks
 
 CONFIGURATIONS = {
     "marian": ("marian", {}),
@@ -110,3 +110,12 @@ def test_options_follow_the_family():
         pad_token_id=1, eos_token_id=2, decoder_start_token_id=2, bos_token_id=0))
     assert mbart["norm_first"] and mbart["final_norm"] and mbart["position_offset"] == 2
     assert mbart["start_token_id"] == 0
+
+
+@pytest.mark.parametrize("name", ["marian", "bart_scaled_relu_untied"])
+def test_int8_quantized_close_to_float_and_round_trips(tmp_path, name):
+    family, options = CONFIGURATIONS[name]
+    hf_checkpoints.save_checkpoint(tmp_path / "checkpoint", family, **options)
+    model, info = load_pretrained(tmp_path / "checkpoint")
+    quantization_checks.assert_int8_close_to_float_and_round_trips(
+        model, info["generation"]["decoder_start_token_id"], tmp_path)

@@ -9,7 +9,7 @@ import pytest
 
 from keras_attention.pretrained import load_pretrained
 from keras_attention.pretrained.t5 import t5_options
-from tests.pretrained import hf_checkpoints
+from tests.pretrained import hf_checkpoints, quantization_checks
 
 CONFIGURATIONS = {
     "t5_v1_0": {},
@@ -95,3 +95,16 @@ def test_generated_tokens_match_transformers(tmp_path, name, generation):
 def test_unsupported_feed_forward_is_an_error_naming_it():
     with pytest.raises(ValueError, match="Received: feed_forward_proj='gated-tanh'"):
         t5_options({"model_type": "t5", "feed_forward_proj": "gated-tanh"})
+
+
+@pytest.mark.parametrize("name", ["t5_v1_0", "t5_v1_1"])
+def test_int8_quantized_close_to_float_and_round_trips(tmp_path, name):
+    """Tied (v1.0) and untied (v1.1) tables, the relative position biases
+    (int8 `Embedding`s) too."""
+    hf_checkpoints.save_checkpoint(tmp_path / "checkpoint", "t5", **CONFIGURATIONS[name])
+    model, info = load_pretrained(tmp_path / "checkpoint")
+    assert model.encoder_bias.weights
+    quantization_checks.assert_int8_close_to_float_and_round_trips(
+        model, info["generation"]["decoder_start_token_id"], tmp_path)
+    assert "encoder_position_bias/relative_attention_bias" in model.get_config()[
+        "quantized_sublayers"]

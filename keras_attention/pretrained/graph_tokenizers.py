@@ -1,0 +1,225 @@
+"""The checkpoints' tokenizers as TensorFlow graphs, for a SavedModel.
+
+`graph_tokenizer(tokenizer)` turns a tokenizer of
+`keras_attention.pretrained.tokenizers` into a `tf.Module` whose
+`encode(texts)` (tf.string `(B,)` -> int32 `tf.RaggedTensor` `(B, None)`) and
+`decode(token_ids)` (int `(B, L)`, dense or ragged -> tf.string `(B,)`) are
+`tf.function`s giving the ids and texts of the Python tokenizer (and so of
+`transformers`' tokenizer), made only of TensorFlow and TensorFlow Text ops:
+
+- Marian: TensorFlow Text SentencePiece pieces (`source.spm`, or
+  `target.spm` with `target=True`), a `tf.lookup` table of `vocab.json`
+  (`<unk>` for a piece it lacks), a leading language code `>>xx<<` as one
+  token, `</s>` appended; decoding joins the pieces of the ids.
+- BART: keras-hub's `BytePairTokenizer` (its TensorFlow path), wrapped as
+  `<s> ... </s>`.
+- T5: SentencePiece ids, the sentinels `<extra_id_N>` as their ids, `</s>`
+  appended; decoding drops special tokens and sentinels.
+
+Decoding drops the special tokens and padding, as `batch_decode(...,
+skip_special_tokens=True)`. Whitespace stripped at the ends of a decoded
+Marian text is ASCII whitespace only (the Python tokenizer strips Unicode
+spaces too).
+
+Example:
+
+>>> import tensorflow as tf
+>>> from keras_attention.pretrained import tokenizers
+>>> tokenizer = tokenizers.T5Tokenizer.from_folder(folder)  # doctest: +SKIP
+>>> graph = graph_tokenizer(tokenizer)  # doctest: +SKIP
+>>> graph.encode(tf.constant(["Hello"]))  # doctest: +SKIP
+<tf.RaggedTensor [[..., 1]]>
+"""
+
+import hashlib
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from keras_attention.pretrained import tokenizers
+
+__all__ = ["BartGraphTokenizer", "MarianGraphTokenizer", "T5GraphTokenizer", "graph_tokenizer"]
+
+_TEXTS = tf.TensorSpec((None,), tf.string)
+_IDS = tf.RaggedTensorSpec((None, None), tf.int32, ragged_rank=1)
+
+
+def graph_tokenizer(tokenizer):
+    """The graph twin of a `keras_attention.pretrained.tokenizers` object.
+
+    Raises:
+        ValueError: naming the type of another object.
+    """
+    for python, graph in ((tokenizers.MarianTokenizer, MarianGraphTokenizer),
+                          (tokenizers.BartTokenizer, BartGraphTokenizer),
+                          (tokenizers.T5Tokenizer, T5GraphTokenizer)):
+        if isinstance(tokenizer, python):
+            return graph(tokenizer)
+    raise ValueError(
+        "Argument `tokenizer` must be a MarianTokenizer, BartTokenizer or T5Tokenizer "
+        f"of keras_attention.pretrained.tokenizers. Received: tokenizer={type(tokenizer).__name__}"
+    )
+
+
+def _proto(spm):
+    """The serialized model of a keras-hub SentencePiece tokenizer."""
+    proto = spm.proto
+    if isinstance(proto, str):
+        with open(proto, "rb") as file:
+            proto = file.read()
+    return bytes(proto)
+
+
+def _sentencepiece(proto, out_type):
+    """A TensorFlow Text SentencePiece tokenizer; its op is named after the
+    model's hash (two models under one op name would share one resource in
+    a reloaded SavedModel)."""
+    digest = hashlib.sha256(proto).hexdigest()[:16]
+    return tf_text.SentencepieceTokenizer(model=proto, out_type=out_type,
+                                          name=f"sentencepiece_{digest}")
+
+
+def _ragged(token_ids):
+    """Int32 ragged `(B, None)` of dense or ragged ids."""
+    if isinstance(token_ids, tf.RaggedTensor):
+        return tf.cast(token_ids, tf.int32)
+    return tf.RaggedTensor.from_tensor(tf.cast(token_ids, tf.int32))
+
+
+def _keep(token_ids, dropped):
+    """`token_ids` (ragged) without the ids listed in `dropped`."""
+    values = token_ids.flat_values
+    keep = tf.reduce_all(values[:, None] != tf.constant(sorted(dropped), tf.int32)[None], axis=1)
+    return tf.ragged.boolean_mask(token_ids, token_ids.with_flat_values(keep))
+
+
+def _wrap(token_ids, start=None, end=None):
+    """`[start] + ids + [end]` for each row of a ragged `(B, None)`."""
+    batch = token_ids.nrows()
+    parts = []
+    if start is not None:
+        parts.append(tf.fill([batch, 1], tf.constant(start, tf.int32)))
+    parts.append(tf.cast(token_ids, tf.int32))
+    if end is not None:
+        parts.append(tf.fill([batch, 1], tf.constant(end, tf.int32)))
+    return tf.concat(parts, axis=1)
+
+
+class MarianGraphTokenizer(tf.Module):
+    """A `MarianTokenizer` as TensorFlow graphs (see the module docstring)."""
+
+    def __init__(self, tokenizer):
+        super().__init__(name="marian_tokenizer")
+        pieces = sorted(tokenizer.vocabulary, key=tokenizer.vocabulary.get)
+        ids = [tokenizer.vocabulary[p] for p in pieces]
+        self.end_token_id = tokenizer.end_token_id
+        self.special_ids = sorted(tokenizer.special_ids)
+        self.source = _sentencepiece(_proto(tokenizer.source), tf.string)
+        self.target = _sentencepiece(_proto(tokenizer.target), tf.string)
+        self.piece_ids = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(tf.constant(pieces), tf.constant(ids, tf.int32)),
+            default_value=tokenizer.unk_token_id)
+        self.id_pieces = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(tf.constant(ids, tf.int32), tf.constant(pieces)),
+            default_value="")
+
+    def _encode(self, texts, spm):
+        # A leading language code `>>xx<<` (up to the first "<<") is one token.
+        coded = tf.strings.regex_full_match(texts, r"(?s)>>.*?<<.*")
+        code = tf.strings.regex_replace(texts, r"(?s)^(>>.*?<<).*$", r"\1")
+        rest = tf.where(coded, tf.strings.regex_replace(texts, r"(?s)^>>.*?<<", ""), texts)
+        codes = tf.ragged.boolean_mask(code[:, None], coded[:, None])
+        pieces = tf.concat([codes, spm.tokenize(rest)], axis=1)
+        return _wrap(tf.ragged.map_flat_values(self.piece_ids.lookup, pieces),
+                     end=self.end_token_id)
+
+    @tf.function(input_signature=[_TEXTS], autograph=False)
+    def encode(self, texts):
+        """Source ids `(B, None)` of tf.string `texts (B,)`."""
+        return self._encode(texts, self.source)
+
+    @tf.function(input_signature=[_TEXTS], autograph=False)
+    def encode_target(self, texts):
+        """Target ids (`target.spm`), as `encode(texts, target=True)`."""
+        return self._encode(texts, self.target)
+
+    @tf.function(input_signature=[_IDS], autograph=False)
+    def _decode(self, token_ids):
+        kept = _keep(token_ids, self.special_ids)
+        joined = tf.strings.reduce_join(
+            tf.ragged.map_flat_values(self.id_pieces.lookup, kept), axis=1)
+        return tf.strings.strip(tf.strings.regex_replace(joined, "\u2581", " "))
+
+    def decode(self, token_ids):
+        """Texts tf.string `(B,)` of int ids `(B, L)` (dense or ragged)."""
+        return self._decode(_ragged(token_ids))
+
+
+class BartGraphTokenizer(tf.Module):
+    """A `BartTokenizer` as TensorFlow graphs (see the module docstring)."""
+
+    def __init__(self, tokenizer):
+        super().__init__(name="bart_tokenizer")
+        self.bpe = tokenizer.bpe
+        self.start_token_id = tokenizer.start_token_id
+        self.end_token_id = tokenizer.end_token_id
+        self.special_ids = sorted(tokenizer.special_ids)
+
+    @tf.function(input_signature=[_TEXTS], autograph=False)
+    def encode(self, texts):
+        """`<s>` + byte-level BPE ids + `</s>` `(B, None)` of `texts (B,)`."""
+        ids = self.bpe.tokenize(texts)
+        if not isinstance(ids, tf.RaggedTensor):  # a batch of equal lengths
+            ids = tf.RaggedTensor.from_tensor(ids)
+        return _wrap(ids, self.start_token_id, self.end_token_id)
+
+    @tf.function(input_signature=[_IDS], autograph=False)
+    def _decode(self, token_ids):
+        return self.bpe.detokenize(_keep(token_ids, self.special_ids))
+
+    def decode(self, token_ids):
+        """Texts tf.string `(B,)` of int ids `(B, L)` (dense or ragged)."""
+        return self._decode(_ragged(token_ids))
+
+
+class T5GraphTokenizer(tf.Module):
+    """A `T5Tokenizer` as TensorFlow graphs (see the module docstring)."""
+
+    def __init__(self, tokenizer):
+        super().__init__(name="t5_tokenizer")
+        self.spm = _sentencepiece(_proto(tokenizer.spm), tf.int32)
+        self.extra_ids = tokenizer.extra_ids
+        self.piece_count = tokenizer.piece_count
+        self.end_token_id = tokenizer.end_token_id
+        self.special_ids = sorted(tokenizer.special_ids)
+
+    @tf.function(input_signature=[_TEXTS], autograph=False)
+    def encode(self, texts):
+        """Ids `(B, None)` of `texts (B,)`: sentinels as their ids, `</s>`
+        appended."""
+        sentinel = r"<extra_id_\d+>"
+        parts = tf_text.regex_split(texts, sentinel, keep_delim_regex_pattern=sentinel)
+        flat = parts.flat_values  # the texts between sentinels, and the sentinels
+        matched = tf.strings.regex_full_match(flat, sentinel)
+        number = tf.strings.to_number(tf.where(
+            matched, tf.strings.regex_replace(flat, r"^<extra_id_(\d+)>$", r"\1"), "0"),
+            tf.float64)
+        is_sentinel = matched & (number < self.extra_ids)
+        sentinel_id = self.piece_count + self.extra_ids - 1 - tf.cast(
+            tf.where(is_sentinel, number, 0.0), tf.int32)
+        blank = tf.equal(tf.strings.length(tf.strings.strip(flat)), 0)
+        pieces = self.spm.tokenize(tf.where(is_sentinel | blank, "", flat))
+        pieces = tf.concat([tf.ragged.boolean_mask(sentinel_id[:, None], is_sentinel[:, None]),
+                            pieces], axis=1)
+        ids = parts.with_flat_values(pieces).merge_dims(1, 2)
+        return _wrap(ids, end=self.end_token_id)
+
+    @tf.function(input_signature=[_IDS], autograph=False)
+    def _decode(self, token_ids):
+        kept = _keep(token_ids, self.special_ids)
+        kept = tf.ragged.boolean_mask(kept, kept < self.piece_count)
+        return self.spm.detokenize(kept)
+
+    def decode(self, token_ids):
+        """Texts tf.string `(B,)` of int ids `(B, L)` (dense or ragged)."""
+        return self._decode(_ragged(token_ids))

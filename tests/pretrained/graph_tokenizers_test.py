@@ -1,0 +1,87 @@
+"""The graph tokenizers give, inside a `tf.function`, the ids and texts of
+the Python tokenizers and of `transformers`' tokenizers, on the strings of
+`tokenizers_test` (punctuation, unicode, empty, very long)."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import transformers
+
+from keras_attention.pretrained import graph_tokenizers, tokenizers
+from tests.pretrained.tokenizers_test import (  # noqa: F401 (fixtures)
+    GERMAN,
+    TEXTS,
+    bart_folder,
+    marian_folder,
+    t5_folder,
+)
+
+
+def assert_same_in_a_graph(graph, theirs, texts, target=False):
+    @tf.function(autograph=False)
+    def encode(strings):
+        return (graph.encode_target if target else graph.encode)(strings)
+
+    ids = encode(tf.constant(texts)).to_list()
+    expected = (theirs(text_target=texts) if target else theirs(texts))["input_ids"]
+    for text, mine, reference in zip(texts, ids, expected):
+        assert mine == reference, text[:50]
+    # Decoding, from a dense padded batch inside a graph too.
+    width = max(map(len, expected))
+    pad = theirs.pad_token_id
+    padded = np.array([row + [pad] * (width - len(row)) for row in expected], "int32")
+    decoded = tf.function(graph.decode, autograph=False)(tf.constant(padded))
+    assert [t.decode("utf-8") for t in decoded.numpy()] == theirs.batch_decode(
+        expected, skip_special_tokens=True)
+
+
+def test_marian(marian_folder):  # noqa: F811 (the imported fixture)
+    theirs = transformers.MarianTokenizer(
+        str(marian_folder / "source.spm"), str(marian_folder / "target.spm"),
+        str(marian_folder / "vocab.json"))
+    graph = graph_tokenizers.graph_tokenizer(
+        tokenizers.MarianTokenizer.from_folder(marian_folder))
+    texts = TEXTS + [">>de<< Hello there.", ">>xx<< unknown code", "ж"]
+    assert_same_in_a_graph(graph, theirs, texts)
+    assert_same_in_a_graph(graph, theirs, texts + GERMAN[:5], target=True)
+
+
+def test_bart(bart_folder):  # noqa: F811
+    theirs = transformers.BartTokenizer.from_pretrained(str(bart_folder))
+    graph = graph_tokenizers.graph_tokenizer(tokenizers.BartTokenizer.from_folder(bart_folder))
+    assert_same_in_a_graph(graph, theirs, TEXTS)
+
+
+def test_t5_with_sentinels(t5_folder):  # noqa: F811
+    theirs = transformers.T5Tokenizer.from_pretrained(str(t5_folder))
+    ours = tokenizers.T5Tokenizer.from_folder(t5_folder)
+    graph = graph_tokenizers.graph_tokenizer(ours)
+    texts = TEXTS + ["<extra_id_0>", "a <extra_id_1> b <extra_id_0>", "x <extra_id_100> y"]
+    assert_same_in_a_graph(graph, theirs, texts[:-1])
+    # A sentinel past the 100 is text, as in the Python tokenizer.
+    assert graph.encode(tf.constant(texts)).to_list() == ours.encode(texts)
+
+
+def test_another_object_is_refused():
+    with pytest.raises(ValueError, match=r"Received: tokenizer=dict"):
+        graph_tokenizers.graph_tokenizer({})
+
+
+@pytest.mark.parametrize("family", ["marian", "bart", "t5"])
+def test_a_reloaded_saved_model_tokenizes_the_same(family, request, tmp_path):
+    """What an exported SavedModel holds: the tables and SentencePiece
+    models travel with it (`tf.saved_model.load`, no keras_attention)."""
+    folder = request.getfixturevalue(f"{family}_folder")
+    python = {"marian": tokenizers.MarianTokenizer, "bart": tokenizers.BartTokenizer,
+              "t5": tokenizers.T5Tokenizer}[family].from_folder(folder)
+    module = tf.Module()
+    module.tokenizer = graph_tokenizers.graph_tokenizer(python)
+    module.round_trip = tf.function(
+        lambda texts: module.tokenizer.decode(module.tokenizer.encode(texts)),
+        input_signature=[tf.TensorSpec((None,), tf.string)], autograph=False)
+    tf.saved_model.save(module, str(tmp_path / "saved"))
+    loaded = tf.saved_model.load(str(tmp_path / "saved"))
+    texts = ["I am a small frog.", "", "Hello, world!"]
+    out = [t.decode("utf-8") for t in loaded.round_trip(tf.constant(texts)).numpy()]
+    assert out == python.decode(python.encode(texts))
+    assert out[0] == "I am a small frog."
