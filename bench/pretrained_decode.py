@@ -12,8 +12,9 @@ Needs the `bench` extra (`ctranslate2`) beside the `hf` and `jax` extras.
 The checkpoint: a Marian-base-sized `MarianMTModel` (6 + 6 layers, d=512,
 8 heads, FFN 2048, swish, vocabulary 58,101 with the pad id last, shared and
 tied embeddings, scaled by sqrt(d), sinusoidal positions, post-norm), random
-weights (`transformers`' own initialisation, `torch.manual_seed(--seed)`, the
-pad row zero as Marian's is), saved with `save_pretrained` into a temporary
+weights seeded with `--seed` (matrices at 2/sqrt(fan-in), embeddings at
+1/sqrt(d), norms and biases random, so that the tokens depend on the source;
+the pad row zero as Marian's is), saved with `save_pretrained` into a temporary
 folder; or `--checkpoint DIR`, a Marian folder you have (with its tokenizer
 files, which CTranslate2's converter reads). With a generated checkpoint
 CTranslate2's converter gets the vocabulary from a stand-in tokenizer
@@ -60,9 +61,11 @@ wall seconds of one `generate`/`translate_batch` call, after one warm-up
 call (compilation, reported as `first call`), median of `--reps` calls; in
 each process the cases and precisions are timed round-robin. Ratios: each
 row against `transformers` (float32) and against CTranslate2 at the same
-precision. The greedy tokens of the float32 engines are compared with
-`transformers`' (agreement in % of positions and of whole rows; random
-weights make near-ties rare, not impossible).
+precision. Every engine's tokens are compared with `transformers`' float32
+tokens of the same case (agreement in % of positions and of whole rows):
+float32 greedy should agree (random weights make near-ties rare, not
+impossible); int8 need not. Random tied weights make most rows repeat one
+source-dependent token, so the count of distinct rows is printed too.
 """
 
 import argparse
@@ -202,7 +205,24 @@ def save_checkpoint(folder, size, seed):
     )
     torch.manual_seed(seed)
     model = transformers.MarianMTModel(config).eval()
+    # `transformers`' own initialisation (std 0.02) gives a decoder whose output hardly
+    # depends on its input: every row then repeats one token, and the engines would agree
+    # trivially. Matrices at 2/sqrt(fan-in), embeddings at 1/sqrt(d), norms and biases random, so
+    # that the tokens depend on the source (the shapes, hence the speed, are the same).
+    generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if "embed_positions" in name or "final_logits_bias" in name:
+                continue  # Marian's fixed sinusoidal table; its zero logits bias
+            noise = torch.randn(parameter.shape, generator=generator)
+            if "norm" in name and name.endswith("weight"):
+                parameter.copy_(1.0 + 0.2 * noise)
+            elif "shared" in name or "embed_tokens" in name:
+                parameter.copy_(noise / parameter.shape[1] ** 0.5)  # x sqrt(d) in the model
+            elif parameter.dim() == 2:
+                parameter.copy_(2.0 * noise / parameter.shape[1] ** 0.5)
+            else:
+                parameter.copy_(0.1 * noise)
         model.model.shared.weight[pad].zero_()  # Marian's pad row (CTranslate2 relies on it)
     ids = {"start": pad, "end": end, "pad": pad}
     model.generation_config = transformers.GenerationConfig(
@@ -450,27 +470,27 @@ def format_table(rows, header):
 
 
 def agreement(workdir, engines, cases_):
-    """Greedy tokens of the float32 engines against `transformers`':
-    `{engine: {case: (% positions equal, % rows equal)}}`."""
-    out = {}
+    """Tokens of every engine and precision against `transformers`' (float32,
+    the same case): `{"engine precision": {case: (% positions equal, % rows
+    equal)}}`, and `{case: distinct rows in transformers' output}`."""
+    out, distinct = {}, {}
     for case in cases_:
-        if case["beams"] != 1:
-            continue
         name = case["name"].replace(" ", "_")
         path = os.path.join(workdir, f"tokens-transformers-float32-{name}.npy")
         if not os.path.isfile(path):
-            return out
+            continue
         reference = np.load(path)
-        for engine in engines:
-            other = os.path.join(workdir, f"tokens-{engine}-float32-{name}.npy")
-            if engine == "transformers" or not os.path.isfile(other):
+        distinct[case["name"]] = len({tuple(row) for row in reference.tolist()})
+        for engine, precision in LABELS:
+            other = os.path.join(workdir, f"tokens-{engine}-{precision}-{name}.npy")
+            if engine == "transformers" or engine not in engines or not os.path.isfile(other):
                 continue
             tokens = np.load(other)
             width = min(tokens.shape[1], reference.shape[1])
             same = tokens[:, :width] == reference[:, :width]
-            out.setdefault(engine, {})[case["name"]] = (
+            out.setdefault(f"{engine} {precision}", {})[case["name"]] = (
                 round(100 * float(same.mean()), 1), round(100 * float(same.all(axis=1).mean()), 1))
-    return out
+    return out, distinct
 
 
 def main(argv=None):
@@ -547,8 +567,9 @@ def _run(args, load_before, started):
         results.extend(result["results"])
 
     load_after = loadavg()
-    agree = agreement(workdir, args.engines, settings["cases"])
-    emit({"kind": "summary", "engines": metas, "agreement": agree, "failed": failed,
+    agree, distinct = agreement(workdir, args.engines, settings["cases"])
+    emit({"kind": "summary", "engines": metas, "agreement": agree,
+          "distinct_reference_rows": distinct, "failed": failed,
           "loadavg_before": load_before, "loadavg_after": load_after})
     by_key = {(r["engine"], r["precision"], r["case"]): r for r in results}
     rows = []
@@ -588,7 +609,8 @@ def _run(args, load_before, started):
                               "first call s", "vs transformers", "vs CTranslate2 (same precision)",
                               "tokens per row"]))
     print()
-    print("greedy float32 tokens equal to transformers' (% positions, % rows):")
+    print("tokens equal to transformers' (% positions / % rows); distinct rows in "
+          "transformers' output: " + ", ".join(f"{c}: {n}" for c, n in distinct.items()))
     for engine, by_case in agree.items():
         print(f"  {engine}: " + ", ".join(f"{c}: {p}% / {r}%" for c, (p, r) in by_case.items()))
     bad = [r for r in results if r["lengths"] != [r["new_tokens"]] * 2]

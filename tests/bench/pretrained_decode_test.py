@@ -60,6 +60,6 @@ def test_quick_run_agrees_with_transformers_and_ctranslate2(tmp_path):
             assert any(case in line and f"| {engine} " in line for line in out.splitlines()), (
                 case, engine, out[-3000:])
     assert "WARNING" not in out  # every row returned exactly 8 tokens
-    assert "ctranslate2: greedy b2: 100.0% / 100.0%" in out
-    assert "ours_tensorflow: greedy b2: 100.0% / 100.0%" in out
+    assert "ctranslate2 float32: greedy b2: 100.0% / 100.0%" in out
+    assert "ours_tensorflow float32: greedy b2: 100.0% / 100.0%" in out
     assert (tmp_path / "ct2-float32" / "model.bin").is_file()
