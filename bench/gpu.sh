@@ -10,7 +10,9 @@
 # the MHA training step against keras.layers.MultiHeadAttention at T=256, 4096 and 16384 under
 # float32 and mixed_bfloat16 (implementation "auto", which takes the fused kernel on a GPU, and
 # each implementation explicitly), and generation tokens/s against keras-hub's compiled sampler.
-# TensorFlow mode also runs the long-sequence memory benchmark and the recipe's throughput.
+# JAX mode also runs bench/pretrained_decode.py for our JAX generate alone (needs transformers
+# and torch to write its checkpoint). TensorFlow mode also runs the long-sequence memory
+# benchmark and the recipe's throughput.
 # Logs (one JSON line per measurement) go to bench/gpu-results/<date>/ (or $OUT when set), with
 # nvidia-smi's view of the machine. Copy the figures into bench/RESULTS.md (section "GPU") with
 # the command, the machine and the date. Refuses to run where the backend sees no GPU.
@@ -66,6 +68,15 @@ run attention_t4096 bench/attention_train.py --backend "$backend" --reps 10 --le
 run attention_t16384 bench/attention_train.py --backend "$backend" --reps 5 --length 16384 \
     --batch 1 --policies mixed_bfloat16 --variants "$variants"
 run decode bench/decode.py --reps 10 --no-eager
+if [[ $backend == jax ]]; then
+    # Our generate on a Marian-base-sized checkpoint, JAX only (the checkpoint is written with
+    # transformers and torch, CPU wheels are enough; the comparison engines run on the CPU box).
+    if "$PYTHON" -c "import transformers, torch" 2>/dev/null; then
+        run pretrained_decode bench/pretrained_decode.py --engines ours_jax --reps 5
+    else
+        echo "== pretrained_decode: skipped (needs transformers and torch to write the checkpoint)"
+    fi
+fi
 if [[ $backend == tensorflow ]]; then
     run long_sequence bench/long_sequence.py --reps 5 --lengths 1024,2048,4096,8192,16384,32768 \
         --keras-max 16384 --plot "$out/long_sequence.png"
