@@ -24,7 +24,8 @@ demo: install
 # module starts last while the other worker idles. (xdist's own order, most
 # tests first, started the few long ones last.)
 WORKERS ?= 2
-PYTEST := $(BIN)/python -m pytest -n $(WORKERS) --dist loadfile --no-loadscope-reorder -q
+# --durations=20: each run ends with its 20 slowest tests (issue 22: CI time is watched).
+PYTEST := $(BIN)/python -m pytest -n $(WORKERS) --dist loadfile --no-loadscope-reorder -q --durations=20
 
 test: install-extras
 	$(PYTEST)
