@@ -43,7 +43,10 @@ def export_run(run_dir, export_dir, *, strategy=None, num_beams=None):
     Args:
         run_dir: a run folder saved by the translation, summarization or
             question-answering recipe (a `Seq2SeqModel`: transformer, RNN or
-            pointer-generator).
+            pointer-generator), or by `keras-attention convert` (its
+            checkpoint's tokenizer and generation settings; see
+            `keras_attention.pretrained.export_converted`). The run's model
+            kind builds the graph (`registry.ModelKind.export`).
         export_dir: where to write the SavedModel; must not exist or be an
             empty folder (and not the working directory or a parent of it).
         strategy: `"greedy"` or `"beam"`; default: the recipe's.
