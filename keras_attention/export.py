@@ -43,7 +43,10 @@ def export_run(run_dir, export_dir, *, strategy=None, num_beams=None):
     Args:
         run_dir: a run folder saved by the translation, summarization or
             question-answering recipe (a `Seq2SeqModel`: transformer, RNN or
-            pointer-generator).
+            pointer-generator), or by `keras-attention convert` (its
+            checkpoint's tokenizer and generation settings; see
+            `keras_attention.pretrained.export_converted`). The run's model
+            kind builds the graph (`registry.ModelKind.export`).
         export_dir: where to write the SavedModel; must not exist or be an
             empty folder (and not the working directory or a parent of it).
         strategy: `"greedy"` or `"beam"`; default: the recipe's.
@@ -114,13 +117,24 @@ def export_run(run_dir, export_dir, *, strategy=None, num_beams=None):
     num_beams = check_positive_int("num_beams", num_beams, allow_none=True)
     run = runs.SavedRun(run_dir)
     _check_model(run)
+    from keras_attention.recipes import registry
+
+    archive = registry.load(run.kind.export)(run, strategy, num_beams)
+    _write(archive, export_dir)
+    return export_dir
+
+
+def recipe_archive(run, strategy, num_beams):
+    """The `export` hook of the `"seq2seq"` model kind (`registry.ModelKind`):
+    the `keras.export.ExportArchive` of a recipe's run, its SentencePiece
+    `source.spm` / `target.spm` as TensorFlow Text ops."""
+    from keras_attention.validation import check_positive_int
+
     settings = _decoding_settings(run, strategy, num_beams)
     sampler = _sampler(settings)  # validates the beam settings
     check_positive_int("target_length", settings["target_length"])
-    archive = _build_archive(run.model, run.source_tokenizer, run.target_tokenizer, settings,
-                             sampler)
-    _write(archive, export_dir)
-    return export_dir
+    return _build_archive(run.model, run.source_tokenizer, run.target_tokenizer, settings,
+                          sampler)
 
 
 def _write(archive, export_dir):
@@ -183,11 +197,9 @@ def _sampler(settings):
 
 
 def _build_archive(model, source_tokenizer, target_tokenizer, settings, sampler):
-    import keras
     import tensorflow as tf
 
     from keras_attention import data
-    from keras_attention.models.seq2seq_model import SOURCE_BUCKET
 
     source_proto, target_proto = _proto(source_tokenizer), _proto(target_tokenizer)
     source_pieces = _sentencepiece(source_proto)
@@ -197,7 +209,6 @@ def _build_archive(model, source_tokenizer, target_tokenizer, settings, sampler)
     )
     special = data.special_token_ids(target_tokenizer)
     source_length = settings["source_length"]
-    pad_id = model.pad_token_id
 
     @tf.function(jit_compile=True, autograph=False)
     def generate(source):
@@ -207,23 +218,57 @@ def _build_archive(model, source_tokenizer, target_tokenizer, settings, sampler)
         return model.search(source, sampler, settings["target_length"],
                             suppress_token_ids=settings["suppress_token_ids"]).token_ids
 
-    @tf.function(input_signature=[tf.TensorSpec((None,), tf.string, name=SIGNATURE_INPUT)],
-                 autograph=False)
-    def serve(inputs):
-        # Sources as `data.encode_sources` and `Seq2SeqModel.generate` build
-        # them: cut to `source_length` tokens, padded to the longest row (at
-        # least 1), then to a multiple of SOURCE_BUCKET.
-        pieces = source_pieces.tokenize(inputs)[:, :source_length]  # ragged (B, <=S)
-        width = tf.cast(tf.maximum(tf.reduce_max(pieces.row_lengths()), 1), tf.int32)
-        source = pieces.to_tensor(default_value=0, shape=tf.stack([tf.shape(inputs)[0], width]))
-        bucketed = (width + SOURCE_BUCKET - 1) // SOURCE_BUCKET * SOURCE_BUCKET
-        source = tf.pad(source, [[0, 0], [0, bucketed - width]], constant_values=pad_id)
-        tokens = generate(source)  # (B, L)
+    def encode(inputs):
+        # Sources as `data.encode_sources` builds them: cut to
+        # `source_length` tokens.
+        return source_pieces.tokenize(inputs)[:, :source_length]  # ragged (B, <=S)
+
+    def detokenize(tokens):
         # Keep the tokens before the first end token, without pad or start.
         ended = tf.cumsum(tf.cast(tokens == special["end_token_id"], tf.int32), axis=1)
         keep = (ended == 0) & (tokens != special["pad_token_id"]) & (
             tokens != special["start_token_id"])
         return target_pieces.detokenize(tf.ragged.boolean_mask(tokens, keep))
+
+    return serving_archive(model, encode, generate, detokenize,
+                           trackables=[source_pieces, target_pieces])
+
+
+def serving_archive(model, encode, generate, detokenize, trackables=()):
+    """A `keras.export.ExportArchive` serving strings to strings: the `serve`
+    endpoint and the `serving_default` signature (`inputs` -> `outputs`).
+
+    Args:
+        model: the `Seq2SeqModel` (its weights are tracked).
+        encode: traceable, tf.string `(B,)` -> int32 ragged `(B, None)`, the
+            source ids already cut to the run's source length.
+        generate: traceable, int32 `(B, S)` -> int `(B, L)`, the generated
+            tokens (a `tf.function(jit_compile=True)`).
+        detokenize: traceable, `(B, L)` -> tf.string `(B,)`.
+        trackables: the TensorFlow resources `encode` and `detokenize` use
+            (tokenizer models, lookup tables).
+
+    The ragged sources are padded with `model.pad_token_id` to the longest
+    row (at least 1), then to a multiple of `SOURCE_BUCKET`, as
+    `Seq2SeqModel.generate` builds them.
+    """
+    import keras
+    import tensorflow as tf
+
+    from keras_attention.models.seq2seq_model import SOURCE_BUCKET
+
+    pad_id = model.pad_token_id
+
+    @tf.function(input_signature=[tf.TensorSpec((None,), tf.string, name=SIGNATURE_INPUT)],
+                 autograph=False)
+    def serve(inputs):
+        ids = encode(inputs)  # ragged (B, <=S)
+        width = tf.cast(tf.maximum(tf.reduce_max(ids.row_lengths()), 1), tf.int32)
+        source = ids.to_tensor(default_value=pad_id,
+                               shape=tf.stack([tf.shape(inputs)[0], width]))
+        bucketed = (width + SOURCE_BUCKET - 1) // SOURCE_BUCKET * SOURCE_BUCKET
+        source = tf.pad(source, [[0, 0], [0, bucketed - width]], constant_values=pad_id)
+        return detokenize(generate(source))
 
     @tf.function(input_signature=serve.input_signature, autograph=False)
     def serving_default(inputs):
@@ -231,8 +276,8 @@ def _build_archive(model, source_tokenizer, target_tokenizer, settings, sampler)
 
     archive = keras.export.ExportArchive()
     archive.track(model)
-    archive.track(source_pieces)
-    archive.track(target_pieces)
+    for trackable in trackables:
+        archive.track(trackable)
     archive.add_endpoint("serve", serve)
     archive.add_endpoint("serving_default", serving_default)
     return archive
@@ -263,4 +308,4 @@ def _sentencepiece(proto):
     return tf_text.SentencepieceTokenizer(model=proto, out_type=tf.int32, name=name)
 
 
-__all__ = ["export_run"]
+__all__ = ["export_run", "recipe_archive", "serving_archive"]

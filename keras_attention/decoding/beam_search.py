@@ -101,6 +101,8 @@ def extend_beams(step_fn, live_tokens, live_scores, index, state, *, start_id, v
         the step's `state` and `attention` (rows of the live beams).
     """
     B, K, L = live_tokens.shape[0], live_tokens.shape[1], live_tokens.shape[2]
+    if B is None:  # a batch known only at run time (a serving graph's loop)
+        B = ops.shape(live_tokens)[0]
     V = vocab_size
     flat_tokens = ops.reshape(live_tokens, (B * K, L))
     logits, new_state, attention = step_fn(

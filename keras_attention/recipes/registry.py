@@ -20,6 +20,7 @@ registry.register_model_kind(registry.ModelKind(
     tokenizers="keras_attention.runs.converted:load_tokenizers",
     generation="keras_attention.runs.converted:generate_kwargs",
     decoding_keys="keras_attention.runs.converted:DECODING_KEYS",
+    export="keras_attention.pretrained.export_converted:converted_archive",
     recipes=("translation", "summarization"), decodes=True, exports=True,
 ))
 ```
@@ -95,6 +96,11 @@ class ModelKind:
         decoding_keys: `"module:attribute"`, the keys `config.json`'s
             `decoding` may hold for this kind. Default:
             `keras_attention.runs.layout:DECODING_KEYS`.
+        export: `"module:function"`, `function(run, strategy, num_beams)`
+            -> the `keras.export.ExportArchive` `keras-attention export`
+            writes for a kind with `exports=True` (a bad setting is a
+            `ValueError` raised before any work). Default:
+            `keras_attention.export:recipe_archive`.
     """
 
     name: str
@@ -109,6 +115,7 @@ class ModelKind:
     tokenizers: str = "keras_attention.runs.saved_run:sentencepiece_tokenizers"
     generation: str = "keras_attention.runs.inference:generate_kwargs"
     decoding_keys: str = "keras_attention.runs.layout:DECODING_KEYS"
+    export: str = "keras_attention.export:recipe_archive"
 
 
 _RECIPES = {}
@@ -240,6 +247,7 @@ register_model_kind(ModelKind(
     tokenizers="keras_attention.runs.converted:load_tokenizers",
     generation="keras_attention.runs.converted:generate_kwargs",
     decoding_keys="keras_attention.runs.converted:DECODING_KEYS",
+    export="keras_attention.pretrained.export_converted:converted_archive",
     recipes=("translation", "summarization"), decodes=True, exports=True,
 ))
 del _name
