@@ -55,6 +55,17 @@ def versions(*modules):
     return {m.__name__: getattr(m, "__version__", "?") for m in modules}
 
 
+def format_table(rows, header):
+    """A Markdown table of `rows` (lists) under `header`, columns padded."""
+    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+
+    def line(r):
+        return "| " + " | ".join(str(c).ljust(w) for c, w in zip(r, widths)) + " |"
+
+    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    return "\n".join([line(header), sep] + [line(r) for r in rows])
+
+
 def emit(record, stream=None):
     """Prints one JSON object on one line and flushes it."""
     stream = stream or sys.stdout

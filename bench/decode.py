@@ -58,7 +58,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402 (after the environment setup above)
-from common import bench_interleaved, emit, loadavg, machine_info, versions  # noqa: E402 (bench/common.py, put on sys.path above)
+from common import bench_interleaved, emit, format_table, loadavg, machine_info, versions  # noqa: E402 (bench/common.py, put on sys.path above)
 
 PAD, START, END = 0, 1, 2
 
@@ -369,16 +369,6 @@ def count_generated(tokens, new_tokens):
     tokens = np.asarray(tokens)
     assert tokens.shape[-1] == new_tokens, tokens.shape
     return int(np.sum(tokens > END))
-
-
-def format_table(rows, header):
-    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
-
-    def line(r):
-        return "| " + " | ".join(str(c).ljust(w) for c, w in zip(r, widths)) + " |"
-
-    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
-    return "\n".join([line(header), sep] + [line(r) for r in rows])
 
 
 def main(argv=None):

@@ -82,7 +82,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402 (after the environment setup above)
-from common import emit, loadavg, machine_info, rotation  # noqa: E402 (bench/common.py, on sys.path)
+from common import emit, format_table, loadavg, machine_info, rotation  # noqa: E402 (bench/common.py, on sys.path)
 
 FULL = dict(vocab=58101, layers=6, hidden=512, heads=8, intermediate=2048)
 QUICK = dict(vocab=500, layers=1, hidden=32, heads=2, intermediate=64)
@@ -459,16 +459,6 @@ def run_worker(engine, workdir):
 # ---------------------------------------------------------------------------
 # The parent: checkpoint, workers, table
 # ---------------------------------------------------------------------------
-def format_table(rows, header):
-    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
-
-    def line(r):
-        return "| " + " | ".join(str(c).ljust(w) for c, w in zip(r, widths)) + " |"
-
-    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
-    return "\n".join([line(header), sep] + [line(r) for r in rows])
-
-
 def agreement(workdir, engines, cases_):
     """Tokens of every engine and precision against `transformers`' (float32,
     the same case): `{"engine precision": {case: (% positions equal, % rows

@@ -13,19 +13,15 @@ here and nowhere else, so a new recipe or model kind is one call:
 from keras_attention.recipes import registry
 
 registry.register_model_kind(registry.ModelKind(
-    name="converted", marker="converted_from",
-    description="a Seq2SeqModel", matches="keras_attention.runs.inference:is_seq2seq",
-    answer="keras_attention.runs.converted:generate_texts",
-    vocabularies="keras_attention.runs.converted:vocabularies",
-    tokenizers="keras_attention.runs.converted:load_tokenizers",
-    generation="keras_attention.runs.converted:generate_kwargs",
-    decoding_keys="keras_attention.runs.converted:DECODING_KEYS",
-    export="keras_attention.pretrained.export_converted:converted_archive",
-    recipes=("translation", "summarization"), decodes=True, exports=True,
+    name="tagger", marker="tag_classes",
+    description="a sequence tagger", matches="my_package.runs:is_tagger",
+    answer="my_package.runs:tag_lines", vocabularies="my_package.runs:tagger_vocabularies",
+    recipes=("tagging",), decodes=False, exports=False,
 ))
 ```
 
-(That is the `"converted"` kind itself, registered below.)
+(The `"converted"` kind of `keras-attention convert` below also names how its
+tokenizers are read, its `generate` mapping, decoding keys and export.)
 
 Everything is named by `"module:attribute"` strings, imported on use: reading
 the registry imports neither Keras nor TensorFlow.
