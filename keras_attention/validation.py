@@ -310,7 +310,7 @@ def _static_length(x, axis):
 def _made_up_lengths():
     """True while torch infers a functional model's shapes: it fills unknown
     lengths with made-up ones (83, 89), which prove nothing."""
-    from keras.src.backend import in_symbolic_scope
+    from keras_attention.keras_internals import in_symbolic_scope
 
     return keras.config.backend() == "torch" and in_symbolic_scope()
 

@@ -248,7 +248,8 @@ def start(spec, tmp_path, name, tf_config=None, backend="tensorflow", jax_cpu_de
     if tf_config:
         env["TF_CONFIG"] = tf_config
     if jax_cpu_devices:  # read when JAX starts: CPU devices to split the host into
-        env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={jax_cpu_devices}"
+        env["XLA_FLAGS"] = (f"{env.get('XLA_FLAGS', '')} "  # after the tests' own (conftest)
+                            f"--xla_force_host_platform_device_count={jax_cpu_devices}").strip()
         env["JAX_PLATFORMS"] = "cpu"
     output = open(tmp_path / f"{name}.out", "w")
     process = subprocess.Popen(

@@ -547,11 +547,11 @@ class Seq2SeqModel(keras.Model):
         """Variables read in the compute dtype under a mixed policy, as in a
         layer's `__call__` (the hooks call layer methods directly, and torch's
         einsum does not promote `bfloat16 x float32`)."""
-        from keras.src.backend import AutocastScope
+        from keras_attention.keras_internals import autocast_scope
 
         mixed = [layer.compute_dtype for layer in self.layers
                  if layer.compute_dtype != layer.variable_dtype]
-        return AutocastScope(mixed[0] if mixed else None)
+        return autocast_scope(mixed[0] if mixed else None)
 
     @staticmethod
     def _batches(total, batch_size, verbose):
