@@ -42,25 +42,6 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 
-def _compile_for_tests():
-    """XLA's CPU code generator without LLVM's optimizations, for the tests
-    (before JAX or TensorFlow start XLA). The tests compile thousands of
-    small programs and run each a few times on tiny inputs: compiling is
-    their cost, not running. Measured on 2 cores: the JAX run of
-    tests/layers/transformer_encoder_block_test.py 272-320 s -> 195 s.
-    What XLA computes is the same program (the tests' tolerances hold);
-    only the machine code is less tuned. The processes the tests start
-    (recipes, workers) inherit the flag; outside the tests (the recipes,
-    the benchmarks, users' programs) XLA keeps its defaults. An `XLA_FLAGS`
-    that sets the level itself is left as it is."""
-    flags = os.environ.get("XLA_FLAGS", "")
-    if "xla_backend_optimization_level" not in flags:
-        os.environ["XLA_FLAGS"] = f"{flags} --xla_backend_optimization_level=0".strip()
-
-
-_compile_for_tests()
-
-
 def _load_triton_before_tensorflow():
     """The tests comparing our layers with `transformers`' torch modules
     import torch models, which load triton's native library; loaded after

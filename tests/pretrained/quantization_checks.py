@@ -1,9 +1,7 @@
 """The int8 check shared by the converted-checkpoint tests: a converted
 model quantized with `model.quantize("int8")` stays close to its float
 self, generates compiled as it does eagerly, and round-trips through
-`.keras` with identical outputs. One compiled `generate` (the int8 one):
-the float and reloaded models generate eagerly, each XLA compile of a
-search loop costs tens of seconds on 2 cores."""
+`.keras` with identical outputs."""
 
 import keras
 import numpy as np
@@ -29,7 +27,7 @@ def assert_int8_close_to_float_and_round_trips(model, decoder_start_token_id, tm
               "decoder_token_ids": rng.integers(3, vocabulary - 2, (8, 10)).astype("int32")}
     generate = dict(max_length=12, decoder_start_token_id=decoder_start_token_id)
     float_logits = keras.ops.convert_to_numpy(model(inputs))
-    float_tokens = np.asarray(model.generate(source, **generate, jit_compile=False))
+    float_tokens = np.asarray(model.generate(source, **generate))
 
     model.quantize("int8")
     assert {v.dtype for v in model.weights if "embedding" in v.path} >= {"int8"}
@@ -49,5 +47,4 @@ def assert_int8_close_to_float_and_round_trips(model, decoder_start_token_id, tm
     loaded = keras.saving.load_model(tmp_path / "int8.keras")
     assert loaded.get_config() == model.get_config()
     np.testing.assert_array_equal(keras.ops.convert_to_numpy(loaded(inputs)), logits)
-    np.testing.assert_array_equal(loaded.generate(source, **generate, jit_compile=False),
-                                  compiled.token_ids)
+    np.testing.assert_array_equal(loaded.generate(source, **generate), compiled.token_ids)
