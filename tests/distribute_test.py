@@ -248,7 +248,7 @@ def start(spec, tmp_path, name, tf_config=None, backend="tensorflow", jax_cpu_de
     if tf_config:
         env["TF_CONFIG"] = tf_config
     if jax_cpu_devices:  # read when JAX starts: CPU devices to split the host into
-        env["XLA_FLAGS"] = (f"{env.get('XLA_FLAGS', '')} "  # after the tests' own (conftest)
+        env["XLA_FLAGS"] = (f"{env.get('XLA_FLAGS', '')} "  # after the caller's own flags
                             f"--xla_force_host_platform_device_count={jax_cpu_devices}").strip()
         env["JAX_PLATFORMS"] = "cpu"
     output = open(tmp_path / f"{name}.out", "w")

@@ -35,8 +35,8 @@ QUESTIONS = ["Mary went to the kitchen. John went to the hallway. | Where is Mar
 QA_ARGS = ["--preset=quick", "--num_examples=300"]
 DATA_PARALLEL_ARGS = ["--preset=quick", "--distribution=data_parallel", "--num_examples=400",
                       "--epochs=1", "--max_test_examples=8"]
-# Read when JAX starts: the host's CPU split into two devices, after the test
-# session's own XLA flags (tests/conftest.py).
+# Read when JAX starts: the host's CPU split into two devices, after the XLA
+# flags the caller set (kept, not replaced).
 TWO_CPU_DEVICES = {"XLA_FLAGS": (f"{os.environ.get('XLA_FLAGS', '')} "
                                  "--xla_force_host_platform_device_count=2").strip(),
                    "JAX_PLATFORMS": "cpu"}
