@@ -112,6 +112,7 @@ def test_options_follow_the_family():
     assert mbart["start_token_id"] == 0
 
 
+@pytest.mark.slow_on("jax", reason=quantization_checks.SLOW_ON_JAX)
 @pytest.mark.parametrize("name", ["marian", "bart_scaled_relu_untied"])
 def test_int8_quantized_close_to_float_and_round_trips(tmp_path, name):
     family, options = CONFIGURATIONS[name]
