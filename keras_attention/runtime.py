@@ -155,6 +155,43 @@ def quick_jit_compile():
     return "true" if _backend() == "jax" else "false"
 
 
+def build_optimizer_before_fit(model):
+    """Creates `model`'s optimizer variables now, before `fit` traces its
+    train step; returns `model`.
+
+    On TensorFlow without a distribution strategy, Keras creates the
+    optimizer's variables (Adam's moments, the iteration count) inside the
+    first trace of the train step, and a `tf.function` that creates
+    variables is traced a second time: every `fit` traced its step twice.
+    Measured on 2 CPU cores, the first epoch of a one-layer
+    `transformer_seq2seq`: 17.3 s in graph mode, 7.9 s with the optimizer
+    built first; under XLA, 57 s and 42 s. On JAX Keras builds the optimizer
+    before tracing, and torch runs eagerly: nothing to do there. The
+    optimizer is built in the model's distribution scope, as Keras does under
+    a strategy. Nothing happens to a model without an optimizer, an unbuilt
+    model (its variables do not exist yet) or an optimizer already built.
+
+    `Seq2SeqModel.fit` calls it; so do the recipes for their other models.
+
+    Example:
+
+    >>> import keras, numpy as np
+    >>> from keras_attention.runtime import build_optimizer_before_fit
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> model.compile(optimizer="adam", loss="mse")
+    >>> build_optimizer_before_fit(model).optimizer.built
+    True
+    >>> _ = model.fit(np.ones((4, 2)), np.ones((4, 1)), verbose=0)
+    """
+    optimizer = getattr(model, "optimizer", None)
+    if (_backend() != "tensorflow" or optimizer is None or optimizer.built
+            or not model.built):
+        return model
+    with model.distribute_strategy.scope():
+        optimizer.build(model.trainable_variables)
+    return model
+
+
 def _backend():
     import keras
 

@@ -123,3 +123,53 @@ def test_padded_batches_under_xla_train_like_the_exact_path():
         np.testing.assert_allclose(b, a, atol=1e-4)
     outputs = [model(x, training=False) for model in models]
     np.testing.assert_allclose(outputs[1], outputs[0], atol=1e-4)
+
+
+def _count_train_step_traces(model):
+    """Wraps `model.train_step` (an instance attribute, which `fit` reads):
+    its Python body runs once per trace of the compiled step."""
+    traces = []
+    train_step = model.train_step
+
+    def counted(data):
+        traces.append(1)
+        return train_step(data)
+
+    model.train_step = counted
+    return traces
+
+
+def _dense_model(optimizer="adam"):
+    import keras
+
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    model.compile(optimizer=optimizer, loss="mse", jit_compile=False)
+    return model
+
+
+@pytest.mark.tf_only("tf.function traces again a step that created variables")
+def test_a_built_optimizer_lets_fit_trace_its_step_once():
+    import numpy as np
+
+    x, y = np.ones((8, 3), "float32"), np.zeros((8, 2), "float32")
+    keras_default = _dense_model()
+    traces = _count_train_step_traces(keras_default)
+    keras_default.fit(x, y, batch_size=4, verbose=0)
+    assert len(traces) == 2  # Keras alone: the optimizer is made inside the first trace
+
+    model = runtime.build_optimizer_before_fit(_dense_model())
+    assert model.optimizer.built
+    traces = _count_train_step_traces(model)
+    history = model.fit(x, y, batch_size=4, epochs=2, verbose=0)
+    assert len(traces) == 1
+    assert history.history["loss"][1] < history.history["loss"][0]  # the built optimizer trains
+
+
+def test_building_the_optimizer_leaves_what_it_cannot_build_alone():
+    import keras
+
+    unbuilt = keras.Sequential([keras.layers.Dense(2)])  # no input shape: no variables yet
+    unbuilt.compile(optimizer="adam", loss="mse")
+    assert not runtime.build_optimizer_before_fit(unbuilt).optimizer.built
+    uncompiled = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    assert runtime.build_optimizer_before_fit(uncompiled) is uncompiled  # no optimizer yet

@@ -16,6 +16,7 @@ from keras_attention.layers.quantization import (
     quantized_sublayers,
     restore_quantization,
 )
+from keras_attention.runtime import build_optimizer_before_fit
 from keras_attention.validation import (
     check_call_bool,
     check_non_negative_int,
@@ -175,6 +176,13 @@ class Seq2SeqModel(keras.Model):
         raise NotImplementedError
 
     # Generation ----------------------------------------------------------
+    def fit(self, *args, **kwargs):
+        """`keras.Model.fit`, with the optimizer's variables created first,
+        so that TensorFlow traces the train step once, not twice
+        (`keras_attention.runtime.build_optimizer_before_fit`)."""
+        build_optimizer_before_fit(self)
+        return super().fit(*args, **kwargs)
+
     def generate(
         self,
         encoder_token_ids,

@@ -552,3 +552,29 @@ def test_quantize_drops_the_compiled_generation_of_the_float_weights():
 def test_quantized_sublayers_must_be_a_dict():
     with pytest.raises(ValueError, match=r"Received: quantized_sublayers=\['query'\]"):
         TransformerSeq2Seq(20, quantized_sublayers=["query"], **SMALL)
+
+
+@pytest.mark.tf_only("tf.function traces again a step that created variables")
+def test_fit_traces_the_train_step_once():
+    """Seq2SeqModel.fit builds the optimizer before Keras traces the step
+    (Keras alone makes Adam's moments in the first trace, and TensorFlow then
+    traces a second time)."""
+    from keras_attention.data import make_task
+
+    keras.utils.set_random_seed(0)
+    seq2seq = transformer_seq2seq(16, **SMALL)
+    seq2seq.compile(optimizer="adam", jit_compile=False,
+                    loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    traces = []
+    train_step = seq2seq.train_step
+
+    def counted(data):
+        traces.append(1)
+        return train_step(data)
+
+    seq2seq.train_step = counted
+    x, y = make_task("copy", 16, max_length=4)
+    history = seq2seq.fit(x, y, batch_size=8, epochs=2, verbose=0)
+    assert len(traces) == 1
+    assert seq2seq.optimizer.iterations.numpy() == 4
+    assert history.history["loss"][1] < history.history["loss"][0]

@@ -304,6 +304,7 @@ def _fit_classifier(model, training, validation, config, strategy, extra_callbac
             restore_best_weights=True,
         ))
     callbacks += list(extra_callbacks)
+    runtime.build_optimizer_before_fit(model)  # the memory network and the UT are not Seq2SeqModels
     if config["architecture"] == "memory_network":
         history = model.fit(
             *training, batch_size=config["batch_size"], epochs=config["epochs"],

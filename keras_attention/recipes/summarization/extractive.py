@@ -79,6 +79,7 @@ def train(config, splits, strategy, execution, extra_callbacks):
                 monitor="val_loss", patience=config["epochs"], restore_best_weights=True))
         print(f"Training an extractive summarizer with {model.count_params():,} parameters "
               f"on {strategy.num_replicas_in_sync} replica(s).")
+        runtime.build_optimizer_before_fit(model)  # one trace of the train step on TensorFlow
         history = model.fit(*fit_train, validation_data=fit_validation,
                             batch_size=config["batch_size"], epochs=config["epochs"],
                             shuffle=True, verbose=2, callbacks=callbacks + extra_callbacks)
