@@ -3,6 +3,7 @@
 import pytest
 
 from keras_attention import runtime
+from tests.test_case import count_train_step_traces
 
 
 def test_auto_on_a_cpu_follows_native_bf16_and_never_compiles():
@@ -125,20 +126,6 @@ def test_padded_batches_under_xla_train_like_the_exact_path():
     np.testing.assert_allclose(outputs[1], outputs[0], atol=1e-4)
 
 
-def _count_train_step_traces(model):
-    """Wraps `model.train_step` (an instance attribute, which `fit` reads):
-    its Python body runs once per trace of the compiled step."""
-    traces = []
-    train_step = model.train_step
-
-    def counted(data):
-        traces.append(1)
-        return train_step(data)
-
-    model.train_step = counted
-    return traces
-
-
 def _dense_model(optimizer="adam"):
     import keras
 
@@ -153,13 +140,13 @@ def test_a_built_optimizer_lets_fit_trace_its_step_once():
 
     x, y = np.ones((8, 3), "float32"), np.zeros((8, 2), "float32")
     keras_default = _dense_model()
-    traces = _count_train_step_traces(keras_default)
+    traces = count_train_step_traces(keras_default)
     keras_default.fit(x, y, batch_size=4, verbose=0)
     assert len(traces) == 2  # Keras alone: the optimizer is made inside the first trace
 
     model = runtime.build_optimizer_before_fit(_dense_model())
     assert model.optimizer.built
-    traces = _count_train_step_traces(model)
+    traces = count_train_step_traces(model)
     history = model.fit(x, y, batch_size=4, epochs=2, verbose=0)
     assert len(traces) == 1
     assert history.history["loss"][1] < history.history["loss"][0]  # the built optimizer trains

@@ -15,6 +15,7 @@ from keras_attention import decoding
 from keras_attention.models import GenerationResult, rnn_seq2seq, transformer_seq2seq
 from keras_attention.models.transformer_seq2seq import TransformerSeq2Seq
 from tests.models.generation_checks import SOURCE
+from tests.test_case import count_train_step_traces
 
 SMALL = dict(num_layers=1, hidden_dim=16, num_heads=2, intermediate_dim=32, dropout=0.0,
              max_length=32)
@@ -565,14 +566,7 @@ def test_fit_traces_the_train_step_once():
     seq2seq = transformer_seq2seq(16, **SMALL)
     seq2seq.compile(optimizer="adam", jit_compile=False,
                     loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    traces = []
-    train_step = seq2seq.train_step
-
-    def counted(data):
-        traces.append(1)
-        return train_step(data)
-
-    seq2seq.train_step = counted
+    traces = count_train_step_traces(seq2seq)
     x, y = make_task("copy", 16, max_length=4)
     history = seq2seq.fit(x, y, batch_size=8, epochs=2, verbose=0)
     assert len(traces) == 1
