@@ -18,8 +18,10 @@ import argparse
 import os
 import platform
 import statistics
+import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -27,6 +29,7 @@ import keras  # noqa: E402 (after KERAS_BACKEND)
 
 from keras_attention.data import make_task  # noqa: E402
 from keras_attention.models import transformer_seq2seq  # noqa: E402
+from tests.test_case import count_train_step_traces  # noqa: E402
 
 FITS = {"keras": lambda model, *a, **k: keras.Model.fit(model, *a, **k),
         "ours": lambda model, *a, **k: model.fit(*a, **k)}
@@ -41,14 +44,7 @@ def first_epoch(fit_name, jit_compile, pointer_generator, data):
     model.compile(optimizer=keras.optimizers.Adam(3e-3), jit_compile=jit_compile,
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True,
                                                                   ignore_class=0))
-    traces = []
-    train_step = model.train_step
-
-    def counted(batch):
-        traces.append(1)
-        return train_step(batch)
-
-    model.train_step = counted
+    traces = count_train_step_traces(model)
     started = time.perf_counter()
     FITS[fit_name](model, *data, batch_size=64, epochs=1, verbose=0)
     return time.perf_counter() - started, len(traces)
