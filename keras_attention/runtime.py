@@ -160,9 +160,9 @@ def build_optimizer_before_fit(model):
     train step; returns `model`.
 
     On TensorFlow without a distribution strategy, Keras creates the
-    optimizer's variables (Adam's moments, say) inside the
-    first trace of the train step, and a `tf.function` that creates
-    variables is traced a second time: every `fit` traced its step twice.
+    optimizer's variables (Adam's moments, say) inside the first trace of
+    the train step, and a `tf.function` that creates variables is traced a
+    second time: every `fit` traced its step twice.
     Measured on 2 CPU cores (`bench/first_epoch.py`, bench/RESULTS.md), the
     first epoch of a one-layer `transformer_seq2seq`: 11.5 s in graph mode,
     6.0 s with the optimizer built first; under XLA, 25.7 s and 21.8 s. On

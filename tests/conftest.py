@@ -126,9 +126,8 @@ def _cache_jax_compilations(tmp_path_factory):
         if not jax.config.jax_compilation_cache_dir:
             jax.config.update("jax_compilation_cache_dir",
                               str(tmp_path_factory.mktemp("jax_compilation_cache")))
-            # Every program, however fast it compiles (a layer test's small jitted
-            # steps compile in 0.05-0.2 s, again for each model): 2 layer modules
-            # took 184 s against 197 s when only those over 0.2 s were written.
+            # Every program, however fast it compiled: 2 layer modules took 184 s
+            # against 197 s when only those over 0.2 s were written.
             jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
             compilation_cache.reset_cache()  # JAX decided on no cache at its first compile
     yield

@@ -175,7 +175,7 @@ class Seq2SeqModel(keras.Model):
         """The number of target token ids (the logits' last dimension)."""
         raise NotImplementedError
 
-    # Generation ----------------------------------------------------------
+    # Training ------------------------------------------------------------
     def fit(self, *args, **kwargs):
         """`keras.Model.fit`, with the optimizer's variables created first,
         so that TensorFlow traces the train step once, not twice
@@ -183,6 +183,7 @@ class Seq2SeqModel(keras.Model):
         build_optimizer_before_fit(self)
         return super().fit(*args, **kwargs)
 
+    # Generation ----------------------------------------------------------
     def generate(
         self,
         encoder_token_ids,
