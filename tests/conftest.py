@@ -27,8 +27,10 @@ backend it is skipped with that reason, so that `make test-jax` and
 `@pytest.mark.same_path_on("torch", reason="why")` marks a parametrized case
 that runs exactly the code of a sibling case on the named backends (on torch
 nothing compiles, so an "xla" case is the eager one again; on JAX
-`compile_function` is `jax.jit` for the "graph" and "xla" cases): it is
-skipped there with that reason. `tests/test_case.py` has the usual pairs.
+`compile_function` is `jax.jit` for the "graph" and "xla" cases), or a test
+whose work another test does there with more checks (the reason names it):
+it is skipped there with that reason. `tests/test_case.py` has the usual
+pairs.
 
 The modules of `LONG_MODULES` are collected first, so that xdist starts them
 first (the Makefile's `--no-loadscope-reorder`).
@@ -80,7 +82,8 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers",
         "same_path_on(*backends, reason): on those backends this case runs the code of a "
-        "sibling case again; skipped, with the reason, under those KERAS_BACKENDs",
+        "sibling case (or another test) again; skipped, with the reason, under those "
+        "KERAS_BACKENDs",
     )
 
 
@@ -181,17 +184,15 @@ def pytest_collection_finish(session):
 def pytest_collection_modifyitems(config, items):
     _long_modules_first(items)
     backend = keras.backend.backend()
-    if backend == "tensorflow":
-        return
     for item in items:
         marker = item.get_closest_marker("tf_only")
-        if marker is not None:
+        if marker is not None and backend != "tensorflow":
             why = marker.args[0] if marker.args else "needs TensorFlow"
             item.add_marker(
                 pytest.mark.skip(reason=f"TensorFlow only ({why}); backend={backend}")
             )
         marker = item.get_closest_marker("backend_independent")
-        if marker is not None:
+        if marker is not None and backend != "tensorflow":
             why = marker.args[0] if marker.args else "touches no backend"
             item.add_marker(pytest.mark.skip(
                 reason=f"backend-independent ({why}): runs under TensorFlow; backend={backend}"))

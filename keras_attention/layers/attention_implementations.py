@@ -374,7 +374,7 @@ def fused_attention(query, value, key, parts, steps, bias=None):
         query_heads, key_heads, value_heads, value_dim = _same_head_sizes(
             query_heads, key_heads, value_heads
         )
-        context = ops.dot_product_attention(
+        context = _dot_product_attention(
             query_heads, key_heads, value_heads, scale=1.0, is_causal=True
         )[..., :value_dim]
         return steps.fused_output(context)
@@ -412,7 +412,7 @@ def fused_context(query_heads, key_heads, value_heads, mask=None, bias=None):
     if mask is None:
         if bias is not None:
             bias = ops.cast(bias, query_heads.dtype)
-        context = ops.dot_product_attention(
+        context = _dot_product_attention(
             query_heads, key_heads, value_heads, bias=bias, scale=1.0
         )
         return context[..., :value_dim]
@@ -422,12 +422,12 @@ def fused_context(query_heads, key_heads, value_heads, mask=None, bias=None):
         mask, ops.logical_and(ops.logical_not(has_key)[:, :, None], first_key)
     )
     if bias is None:
-        context = ops.dot_product_attention(
+        context = _dot_product_attention(
             query_heads, key_heads, value_heads, mask=visible[:, None], scale=1.0
         )
     else:
         bias = ops.where(visible[:, None], bias, _FUSED_MASKED_BIAS)
-        context = ops.dot_product_attention(
+        context = _dot_product_attention(
             query_heads, key_heads, value_heads,
             bias=ops.cast(bias, query_heads.dtype), scale=1.0,
         )
@@ -438,6 +438,44 @@ def fused_context(query_heads, key_heads, value_heads, mask=None, bias=None):
 # What a masked key's bias becomes on the fused path (float16: -inf, whose
 # exp() is 0 as well; every row has a visible key, so no row is all -inf).
 _FUSED_MASKED_BIAS = -1e30
+
+
+def _dot_product_attention(query_heads, key_heads, value_heads, bias=None, **kwargs):
+    """`keras.ops.dot_product_attention` with the heads in a dtype the
+    device compiles (`_kernel_dtype`), the context in the heads' dtype."""
+    compute_dtype = keras.backend.standardize_dtype(query_heads.dtype)
+    kernel_dtype = _kernel_dtype(compute_dtype)
+    if kernel_dtype == compute_dtype:
+        return ops.dot_product_attention(
+            query_heads, key_heads, value_heads, bias=bias, **kwargs
+        )
+    query_heads, key_heads, value_heads = (
+        ops.cast(x, kernel_dtype) for x in (query_heads, key_heads, value_heads)
+    )
+    if bias is not None:
+        bias = ops.cast(bias, kernel_dtype)
+    context = ops.dot_product_attention(
+        query_heads, key_heads, value_heads, bias=bias, **kwargs
+    )
+    return ops.cast(context, compute_dtype)
+
+
+def _kernel_dtype(compute_dtype):
+    """The dtype the heads enter `keras.ops.dot_product_attention` in.
+
+    JAX asks float16 heads for float32 logits with the dot algorithm
+    `F16_F16_F32`, which XLA's CPU refuses when it compiles ("The precision
+    'F16_F16_F32' is not supported by dot_general on CPU"). JAX falls back
+    to the default algorithm only when an op runs eagerly, so every `jit`
+    failed, `fit` and `predict` under `mixed_float16` among them. On a JAX
+    CPU, float16 heads therefore enter as float32 (there is no fused kernel
+    on a CPU to lose) and the context returns as float16. Anything else:
+    `compute_dtype` itself.
+    """
+    if (compute_dtype == "float16" and keras.backend.backend() == "jax"
+            and default_device() == "cpu"):
+        return "float32"
+    return compute_dtype
 
 
 def _same_head_sizes(query_heads, key_heads, value_heads):

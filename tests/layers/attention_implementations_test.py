@@ -20,6 +20,7 @@ from keras_attention.layers.attention_implementations import (
 )
 from tests.layers.factories import empty_row_output
 from tests.test_case import (
+    FIT_JIT_COMPILE,
     IMPLEMENTATION_TOLERANCE,
     PRECISION_TOLERANCE,
     gradients,
@@ -127,14 +128,14 @@ def case_inputs(case, seed=1):
     return query, value, kwargs
 
 
-def output_and_gradients(layer, query, value, kwargs):
+def output_and_gradients(layer, query, value, kwargs, jit_on_jax=False):
     def loss_terms(q, v):
         out = ops.cast(call(layer, q, v, kwargs), "float32")
         return out * ops.sin(out)
 
     q, v = to_tensor(query), to_tensor(value)
     out = to_numpy(ops.cast(call(layer, q, v, kwargs), "float32"))
-    return out, gradients(loss_terms, [q, v], layer.trainable_weights)
+    return out, gradients(loss_terms, [q, v], layer.trainable_weights, jit_on_jax)
 
 
 def build_pair(exact, fused, query, value, kwargs):
@@ -207,7 +208,8 @@ def test_fused_path_under_mixed_precision(name, policy):
     call(mixed, query, value, kwargs)
     mixed.set_weights(exact.get_weights())
     expected = to_numpy(call(exact, query, value, kwargs))
-    out, grads = output_and_gradients(mixed, query, value, kwargs)
+    # Gradients compiled as `fit` compiles them (JAX's CPU refused float16 heads there).
+    out, grads = output_and_gradients(mixed, query, value, kwargs, jit_on_jax=True)
     assert np.isfinite(out).all(), policy
     # Absolute and relative: the outputs reach ~7, where one bfloat16 ulp is 0.03.
     tolerance = 3 * PRECISION_TOLERANCE[policy]
@@ -219,6 +221,41 @@ def test_fused_path_under_mixed_precision(name, policy):
     np.testing.assert_array_equal(
         out[1, 3], np.broadcast_to(empty_row_output(mixed), out[1, 3].shape)
     )
+
+
+@pytest.mark.parametrize("policy", sorted(PRECISION_TOLERANCE))
+def test_fused_path_trains_and_predicts_compiled_under_mixed_precision(policy):
+    """`fit` and `predict` compile the fused path under both policies: on
+    JAX's CPU, float16 heads made XLA refuse JAX's float32-logits algorithm
+    ("The precision 'F16_F16_F32' is not supported by dot_general on CPU")
+    at compile time, so no compiled call ran. Causal self-attention takes
+    the kernel's `is_causal` path, padded cross-attention the masked one."""
+    keras.utils.set_random_seed(0)
+    x = keras.Input((T, DIM))
+    memory = keras.Input((S, DIM))
+    causal = layers.SelfAttention(num_heads=2, implementation="fused", dtype=policy)
+    cross = layers.MultiHeadAttention(2, 4, implementation="fused", dtype=policy)
+    hidden = causal(x, use_causal_mask=True)
+    model = keras.Model([x, memory], cross(hidden, memory, value_mask=memory_padding(memory)))
+    model.compile(optimizer="sgd", loss="mse", jit_compile=FIT_JIT_COMPILE)
+    rng = np.random.default_rng(0)
+    inputs = [rng.normal(size=(B, T, DIM)).astype("float32"),
+              rng.normal(size=(B, S, DIM)).astype("float32")]
+    before = [to_numpy(w).copy() for w in model.trainable_weights]
+    history = model.fit(inputs, inputs[0], batch_size=B, epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0]), policy
+    assert all(not np.array_equal(b, to_numpy(w))
+               for b, w in zip(before, model.trainable_weights))
+    predicted = model.predict(inputs, batch_size=B, verbose=0)
+    eager = to_numpy(ops.cast(model(inputs), "float32"))
+    np.testing.assert_allclose(predicted.astype("float32"), eager,
+                               atol=PRECISION_TOLERANCE[policy])
+
+
+def memory_padding(memory):
+    """Keys 4 and 5 of every example are padding, as a symbolic mask."""
+    return ops.logical_and(ops.less(ops.arange(S), 4)[None],
+                           ops.ones_like(memory[..., 0], "bool"))
 
 
 def test_fused_dropout_in_training_runs_the_exact_path():

@@ -47,6 +47,9 @@ def test_save_and_reload(tmp_path):
 
 
 @pytest.mark.slow_on("torch", reason="trains to an accuracy target, eagerly")
+@pytest.mark.same_path_on("tensorflow", reason=(
+    "tests/examples_test.py's reverse demo trains this model on this task under XLA, "
+    "and checks beam search and the alignment too"))
 def test_learns_to_reverse_with_bahdanau_attention():
     keras.utils.set_random_seed(0)
     x, y = make_task("reverse", 3000, seed=0)

@@ -11,7 +11,7 @@ from tests.models.generation_checks import (
     assert_cached_generation_equals_recomputation,
     assert_greedy_equivalences,
 )
-from tests.test_case import EAGER_AND_XLA
+from tests.test_case import EAGER_AND_XLA, GRAPH_FIT_JIT_COMPILE
 
 SMALL = dict(num_layers=2, hidden_dim=16, num_heads=2, intermediate_dim=32, dropout=0.0,
              max_length=32)
@@ -177,7 +177,7 @@ def test_learns_to_reverse_sequences_end_to_end():
 
 def test_mixed_precision_trains_and_generates_finite():
     model = small_model(dtype="mixed_bfloat16")
-    model.compile(optimizer="adam", jit_compile=False,
+    model.compile(optimizer="adam", jit_compile=GRAPH_FIT_JIT_COMPILE,
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0))
     x, y = make_task("copy", 32, vocab_size=20, max_length=5)
     history = model.fit(x, y, epochs=1, verbose=0)
