@@ -469,7 +469,8 @@ def _kernel_dtype(compute_dtype):
     to the default algorithm only when an op runs eagerly, so every `jit`
     failed, `fit` and `predict` under `mixed_float16` among them. On a JAX
     CPU, float16 heads therefore enter as float32 (there is no fused kernel
-    on a CPU to lose) and the context returns as float16. Anything else:
+    on a CPU to lose) and the context returns as float16, as keras-hub does
+    for the same failure (keras-team/keras-hub#2354). Anything else:
     `compute_dtype` itself.
     """
     if (compute_dtype == "float16" and keras.backend.backend() == "jax"
