@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 export KERAS_BACKEND := tensorflow
 export TF_CPP_MIN_LOG_LEVEL := 3
 
-.PHONY: demo test test-jax test-torch lint install install-torch install-extras wheel-smoke docs
+.PHONY: demo test test-large test-all test-jax test-torch lint install install-torch install-extras wheel-smoke docs
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,13 +22,23 @@ demo: install
 # Test modules go to WORKERS processes whole (module fixtures are built once),
 # in the order tests/conftest.py gives: the long ones first, so that no long
 # module starts last while the other worker idles. (xdist's own order, most
-# tests first, started the few long ones last.)
+# tests first, started the few long ones last.) With JUNIT_DIR set (CI), each
+# run writes its report there, named after its target (.ci/report.py reads them).
 WORKERS ?= 2
-# --durations=20: each run ends with its 20 slowest tests (issue 22: CI time is watched).
-PYTEST := $(BIN)/python -m pytest -n $(WORKERS) --dist loadfile --no-loadscope-reorder -q --durations=20
+PYTEST = $(BIN)/python -m pytest -n $(WORKERS) --dist loadfile --no-loadscope-reorder -q \
+	--durations=20 $(if $(JUNIT_DIR),--junitxml=$(JUNIT_DIR)/$@.xml)
 
+# Two tiers (tests/conftest.py): `make test` is the default tier on
+# TensorFlow, a few minutes; the `large` tier trains, exports and converts
+# end to end. `make test-all` is what CI runs: both tiers on TensorFlow, then
+# JAX, torch and the wheel.
 test: install-extras
-	$(PYTEST)
+	$(PYTEST) -m "not large"
+
+test-large: install-extras
+	$(PYTEST) -m large
+
+test-all: test test-large test-jax test-torch wheel-smoke
 
 # What runs where: `make test` runs every test under TensorFlow; `make
 # test-jax` and `make test-torch` the backend-neutral ones (README: Backends):

@@ -68,6 +68,7 @@ def pairs_file(tmp_path):
 ## What works
 
 
+@pytest.mark.large
 def test_generate_writes_one_line_per_input_line(run_dir, tmp_path, capsys):
     (tmp_path / "in.txt").write_bytes("\ufeffMarch 3, 2021\r\nmai 1er, 2003 ünïcode\n".encode())
     cli.main(["generate", str(run_dir), "--input", str(tmp_path / "in.txt"),
@@ -281,6 +282,7 @@ def test_a_refused_export_dir_is_one_line(run_dir, tmp_path, monkeypatch, capsys
     assert os.listdir(tmp_path / "taken") == ["file"]
 
 
+@pytest.mark.large
 def test_the_installed_script_prints_one_line_and_no_traceback(run_dir, tmp_path):
     """The console script in a fresh process: status 1, one stderr line."""
     (tmp_path / "in.txt").write_bytes(b"\xff\n")

@@ -32,6 +32,12 @@ whose work another test does there with more checks (the reason names it):
 it is skipped there with that reason. `tests/test_case.py` has the usual
 pairs.
 
+`@pytest.mark.large` marks a test that trains to a quality bar, starts
+processes, or compiles, exports or converts whole programs end to end (each
+took 4 s or more on 2 cores). `make test` (the README's command) leaves the
+large tier out; `make test-large` runs it alone and `make test-all` (CI)
+runs both tiers on every backend, as keras-hub's `--run_large` does.
+
 The modules of `LONG_MODULES` are collected first, so that xdist starts them
 first (the Makefile's `--no-loadscope-reorder`).
 """
@@ -78,6 +84,11 @@ def pytest_configure(config):
         "markers",
         "backend_independent(reason): touches no backend (pure Python, files); runs "
         "under TensorFlow only, skipped, with the reason, under KERAS_BACKEND=jax or torch",
+    )
+    config.addinivalue_line(
+        "markers",
+        "large: trains, starts processes, or compiles, exports or converts whole programs; "
+        "left out of `make test`, run by `make test-large` and `make test-all`",
     )
     config.addinivalue_line(
         "markers",
@@ -217,3 +228,49 @@ def _seed_and_policy():
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)
+
+
+# Trained runs made once per test run (tests/made_once.py), for the tests that
+# only read them ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def quick_translation_run(tmp_path_factory):
+    """`(run_dir, scores, calls)` of the translation recipe's quick config,
+    trained once per test run: `calls` is what the recipe asked of
+    `data.never_generated_ids` (a count) and `Seq2SeqModel.generate` (each
+    call's `suppress_token_ids`) meanwhile. Tests that change the folder copy
+    it first."""
+    from tests.made_once import made_once
+
+    folder, (scores, calls) = made_once(tmp_path_factory, "quick_translation",
+                                        _train_quick_translation)
+    return folder / "translation", scores, calls
+
+
+def _train_quick_translation(folder):
+    from keras_attention import data
+    from keras_attention.models import Seq2SeqModel
+    from tests.recipes import load_recipe
+
+    recipe = load_recipe("translation")
+    config = dict(recipe.recipe_config.get_quick_config(),
+                  output_dir=str(folder / "translation"))
+    calls = {"never_generated_ids": 0, "suppressed": []}
+    never_generated_ids, generate = data.never_generated_ids, Seq2SeqModel.generate
+
+    def counted(*args, **kwargs):
+        calls["never_generated_ids"] += 1
+        return never_generated_ids(*args, **kwargs)
+
+    def recorded(self, *args, **kwargs):
+        suppressed = kwargs.get("suppress_token_ids")
+        calls["suppressed"].append(None if suppressed is None else list(suppressed))
+        return generate(self, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(data, "never_generated_ids", counted)
+        patch.setattr(Seq2SeqModel, "generate", recorded)
+        scores = recipe.train_and_evaluate(config)
+    assert 0.0 <= scores["bleu"] <= 100.0 and 0.0 <= scores["chrf"] <= 100.0
+    return scores, calls

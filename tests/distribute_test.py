@@ -307,6 +307,7 @@ def finished_epochs(records):
 # Tests ---------------------------------------------------------------------
 
 
+@pytest.mark.large
 def test_two_mirrored_replicas_follow_the_one_device_loss_curve(tmp_path):
     process = start({"job": "parity", "dir": str(tmp_path)}, tmp_path, "parity")
     assert wait_all([process]) == [0], tail(process)
@@ -321,6 +322,7 @@ def test_two_mirrored_replicas_follow_the_one_device_loss_curve(tmp_path):
         np.testing.assert_allclose(two, one, rtol=1e-5, err_msg=architecture)
 
 
+@pytest.mark.large
 def test_jax_data_parallel_on_two_devices_follows_the_one_device_loss_curve(tmp_path):
     process = start({"job": "jax_parity", "dir": str(tmp_path)}, tmp_path, "jax_parity",
                     backend="jax", jax_cpu_devices=2)
@@ -352,6 +354,7 @@ def test_jax_data_parallel_on_two_devices_follows_the_one_device_loss_curve(tmp_
     assert report["odd_batch_run_written"] is False
 
 
+@pytest.mark.large
 def test_two_worker_processes_train_one_model_together(tmp_path):
     def spec(i):
         return {"job": "worker", "log": str(tmp_path / f"worker{i}.jsonl"), "epochs": 3}
@@ -369,6 +372,7 @@ def test_two_worker_processes_train_one_model_together(tmp_path):
     np.testing.assert_array_equal(weights[0], weights[1])
 
 
+@pytest.mark.large
 def test_a_killed_worker_resumes_from_backup_and_restore_without_losing_an_epoch(tmp_path):
     backup_dir = str(tmp_path / "backup")
 

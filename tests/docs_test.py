@@ -120,6 +120,7 @@ DOC_PAGES = sorted(
 )
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("page", DOC_PAGES)
 def test_docs_page_python_blocks_run(page, monkeypatch):
     blocks = page_python_blocks((DOCS / page).read_text(encoding="utf-8"))

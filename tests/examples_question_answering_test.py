@@ -64,15 +64,52 @@ SOURCES = ["Mary went to the kitchen. John moved to the office. | Where is Mary?
            "John moved to the office. | Where is John?"]
 
 
-def test_memory_network_quick_config_trains_saves_plots_and_the_cli_answers_the_same(tmp_path):
+@pytest.mark.large
+def test_memory_network_quick_config_trains_mirrored_saves_plots_and_the_cli_answers_the_same(
+        monkeypatch, tmp_path):
+    """The quick config under the distribution it names (`mirrored`, with a
+    backup folder): one training checks the strategy, the saved run and the
+    CLI's answers."""
+    import keras
+    import tensorflow as tf
+
     from keras_attention import cli, data
 
     recipe = load_recipe()
     output = tmp_path / "qa"
-    config = dict(recipe.recipe_config.get_quick_config(), output_dir=str(output))
+    config = recipe.parse_settings(["--preset=quick", "--distribution=mirrored",
+                                    f"--backup_dir={tmp_path / 'backup'}"])
+    config.update(output_dir=str(output))
     assert config["architecture"] == "memory_network"
+    assert config == dict(recipe.recipe_config.get_quick_config(), distribution="mirrored",
+                          backup_dir=str(tmp_path / "backup"), output_dir=str(output))
+    seen = {}
+    build = recipe.memory_network
+
+    def build_and_record(*args, **kwargs):
+        seen["model"] = build(*args, **kwargs)
+        seen["strategy"] = tf.distribute.get_strategy()
+        return seen["model"]
+
+    monkeypatch.setattr(recipe, "memory_network", build_and_record)
+    fit = keras.Model.fit
+
+    def fit_and_record(self, *args, **kwargs):
+        seen["callbacks"] = kwargs["callbacks"]
+        seen["record"] = json.loads((tmp_path / "backup" / "config.json").read_text())
+        return fit(self, *args, **kwargs)
+
+    monkeypatch.setattr(keras.Model, "fit", fit_and_record)
     scores = recipe.train_and_evaluate(config)
     assert 0.0 <= scores["mean_accuracy"] <= 100.0
+    assert isinstance(seen["strategy"], tf.distribute.MirroredStrategy)
+    for variable in (seen["model"].trainable_variables[0], seen["model"].optimizer.iterations):
+        assert isinstance(variable.value, tf.distribute.DistributedValues), variable.path
+    assert any(isinstance(c, keras.callbacks.BackupAndRestore) for c in seen["callbacks"])
+    # The backup folder records the settings it belongs to (not those a resume may change).
+    assert seen["record"]["num_examples"] == config["num_examples"]
+    assert "epochs" not in seen["record"]
+
     for name in ("model.keras", "source.spm", "target.spm", "config.json", "attention.png",
                  "training.png"):
         assert (output / name).exists(), name
@@ -89,6 +126,7 @@ def test_memory_network_quick_config_trains_saves_plots_and_the_cli_answers_the_
     _check_cli_evaluate(cli, output, tmp_path)
 
 
+@pytest.mark.large
 def test_transformer_quick_config_and_the_cli_answers_the_same(tmp_path):
     from keras_attention import cli
 
@@ -118,42 +156,6 @@ def test_unknown_architecture_is_refused(tmp_path):
     with pytest.raises(ValueError, match=r"architecture.*Received: architecture='lstm'"):
         recipe.train_and_evaluate(config)
     assert not (tmp_path / "qa").exists()
-
-
-def test_memory_network_trains_under_the_distribution_of_its_config(monkeypatch, tmp_path):
-    import keras
-    import tensorflow as tf
-
-    recipe = load_recipe()
-    config = recipe.parse_settings(["--preset=quick", "--distribution=mirrored",
-                                    f"--backup_dir={tmp_path / 'backup'}"])
-    config.update(num_examples=200, epochs=1, output_dir=str(tmp_path / "qa"))
-    seen = {}
-    build = recipe.memory_network
-
-    def build_and_record(*args, **kwargs):
-        seen["model"] = build(*args, **kwargs)
-        seen["strategy"] = tf.distribute.get_strategy()
-        return seen["model"]
-
-    monkeypatch.setattr(recipe, "memory_network", build_and_record)
-    fit = keras.Model.fit
-
-    def fit_and_record(self, *args, **kwargs):
-        seen["callbacks"] = kwargs["callbacks"]
-        seen["record"] = json.loads((tmp_path / "backup" / "config.json").read_text())
-        return fit(self, *args, **kwargs)
-
-    monkeypatch.setattr(keras.Model, "fit", fit_and_record)
-    scores = recipe.train_and_evaluate(config)
-    assert 0.0 <= scores["mean_accuracy"] <= 100.0
-    assert isinstance(seen["strategy"], tf.distribute.MirroredStrategy)
-    for variable in (seen["model"].trainable_variables[0], seen["model"].optimizer.iterations):
-        assert isinstance(variable.value, tf.distribute.DistributedValues), variable.path
-    assert any(isinstance(c, keras.callbacks.BackupAndRestore) for c in seen["callbacks"])
-    # The backup folder records the settings it belongs to (not those a resume may change).
-    assert seen["record"]["num_examples"] == 200 and "epochs" not in seen["record"]
-    assert (tmp_path / "qa" / "model.keras").exists()
 
 
 def test_memory_network_compiles_with_xla_by_default_and_flags_override():
@@ -198,6 +200,7 @@ def test_restarts_keep_the_network_with_the_best_validation_accuracy(monkeypatch
                                     distribute.get_strategy("default"))
 
 
+@pytest.mark.large
 def test_universal_transformer_quick_config_trains_plots_halting_and_the_cli_answers_the_same(
         tmp_path):
     from keras_attention import cli, data

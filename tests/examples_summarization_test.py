@@ -33,6 +33,7 @@ def test_lead_and_training_pairs():
     assert recipe.training_pairs(records, False) == [("d", "a")]
 
 
+@pytest.mark.large
 def test_quick_config_saves_a_run_with_rouge_and_the_lead_baseline(run_dir):
     output, scores, _ = run_dir
     for name in ("model.keras", "source.spm", "target.spm", "config.json", "attention.png",
@@ -50,6 +51,7 @@ def test_quick_config_saves_a_run_with_rouge_and_the_lead_baseline(run_dir):
         "length_penalty": 1.0, "coverage_penalty": 0.0, "suppress_token_ids": [0, 1, 2]}
 
 
+@pytest.mark.large
 def test_cli_generate_equals_the_recipe_and_evaluate_reports_rouge(run_dir, tmp_path):
     from keras_attention import cli, data
 
@@ -118,6 +120,7 @@ def extractive_run(tmp_path_factory):
     return output, recipe.train_and_evaluate(config)
 
 
+@pytest.mark.large
 def test_extractive_quick_config_saves_a_run_that_picks_a_sentence(extractive_run, tmp_path):
     from keras_attention import cli, data, runs
 

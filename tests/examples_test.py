@@ -23,6 +23,7 @@ def load_demo():
     return module
 
 
+@pytest.mark.large
 def test_reverse_demo_learns_to_reverse_and_to_align(capsys):
     demo = load_demo()
     config = dict(demo.get_config(), num_train=3000, num_test=100, epochs=6, max_length=6)
@@ -58,6 +59,7 @@ def test_each_recipe_script_runs_the_packaged_recipe_with_its_arguments(recipe, 
     ("examples/question_answering/train.py", "--num_hops=x", "num_hops"),
     ("examples/reverse_demo.py", "--attention=dot", "`attention` must be one of"),
 ])
+@pytest.mark.large
 def test_each_example_script_reports_a_bad_setting_in_one_line(script, argument, message):
     """In a fresh process, as a user runs it: status 1, one stderr line
     naming the script and the setting, no traceback, nothing trained."""

@@ -12,37 +12,9 @@ def load_recipe():
     return recipes.load_recipe("translation")
 
 
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
-    """The quick run's folder and scores, and what the recipe asked of
-    `data.never_generated_ids` and `Seq2SeqModel.generate` meanwhile."""
-    from keras_attention import data
-    from keras_attention.models import Seq2SeqModel
-
-    recipe = load_recipe()
-    output = tmp_path_factory.mktemp("runs") / "translation"
-    config = dict(recipe.recipe_config.get_quick_config(), output_dir=str(output))
-    calls = {"never_generated_ids": 0, "suppressed": []}
-    never_generated_ids, generate = data.never_generated_ids, Seq2SeqModel.generate
-
-    def counted(*args, **kwargs):
-        calls["never_generated_ids"] += 1
-        return never_generated_ids(*args, **kwargs)
-
-    def recorded(self, *args, **kwargs):
-        calls["suppressed"].append(kwargs.get("suppress_token_ids"))
-        return generate(self, *args, **kwargs)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(data, "never_generated_ids", counted)
-        patch.setattr(Seq2SeqModel, "generate", recorded)
-        scores = recipe.train_and_evaluate(config)
-    assert 0.0 <= scores["bleu"] <= 100.0 and 0.0 <= scores["chrf"] <= 100.0
-    return output, scores, calls
-
-
-def test_recipe_saves_a_complete_run_and_no_partial_folder(run_dir):
-    output, scores, _ = run_dir
+@pytest.mark.large
+def test_recipe_saves_a_complete_run_and_no_partial_folder(quick_translation_run):
+    output, scores, _ = quick_translation_run
     for name in ("model.keras", "source.spm", "target.spm", "config.json", "attention.png",
                  "training.png"):
         assert (output / name).exists(), name
@@ -57,18 +29,21 @@ def test_recipe_saves_a_complete_run_and_no_partial_folder(run_dir):
 
 
 
-def test_the_evaluation_decodes_with_the_settings_the_run_records(run_dir):
-    output, _, calls = run_dir
+@pytest.mark.large
+def test_the_evaluation_decodes_with_the_settings_the_run_records(quick_translation_run):
+    output, _, calls = quick_translation_run
     saved = json.loads((output / "config.json").read_text())["decoding"]
     assert calls["never_generated_ids"] == 1  # one decoding_settings(...) for all
     assert calls["suppressed"] and all(s == saved["suppress_token_ids"]
                                        for s in calls["suppressed"])
 
 
-def test_cli_generate_matches_the_reloaded_model_and_evaluate_scores(run_dir, tmp_path, capsys):
+@pytest.mark.large
+def test_cli_generate_matches_the_reloaded_model_and_evaluate_scores(
+        quick_translation_run, tmp_path, capsys):
     from keras_attention import cli
 
-    output, _, _ = run_dir
+    output, _, _ = quick_translation_run
     sources = ["March 3, 2021", "the 1st of may, 1999"]
     (tmp_path / "in.txt").write_text("\n".join(sources) + "\n", encoding="utf-8")
     cli.main(["generate", str(output), "--input", str(tmp_path / "in.txt"),

@@ -132,6 +132,7 @@ def exported(tmp_path_factory):
     return cases, json.loads(process.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_saved_model_serves_what_generate_outputs(exported, name):
     cases, results = exported
@@ -144,11 +145,13 @@ def test_saved_model_serves_what_generate_outputs(exported, name):
     assert "shape=(None,), dtype=tf.string, name='inputs'" in served["input"]
 
 
+@pytest.mark.large
 def test_serving_process_imports_none_of_our_python(exported):
     _, results = exported
     assert results["imported"] == []
 
 
+@pytest.mark.large
 def test_saved_model_serves_any_batch_size(exported):
     cases, results = exported
     name = list(CASES)[-1]  # the last export loaded
@@ -157,6 +160,7 @@ def test_saved_model_serves_any_batch_size(exported):
                                                                    verbose=0)
 
 
+@pytest.mark.large
 def test_generation_is_compiled_with_xla(exported):
     cases, _ = exported
     run_dir = cases["translation_transformer_beam"][0]
@@ -165,6 +169,7 @@ def test_generation_is_compiled_with_xla(exported):
     assert b"_XlaMustCompile" in graph
 
 
+@pytest.mark.large
 def test_export_refuses_bad_input(exported, tmp_path, monkeypatch):
     cases, _ = exported
     run_dir = cases["translation_transformer_beam"][0]
@@ -201,6 +206,7 @@ def test_export_refuses_bad_input(exported, tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "full", "poetry"]
 
 
+@pytest.mark.large
 def test_export_searches_without_the_runs_suppressed_ids(exported, tmp_path, monkeypatch):
     from keras_attention.models import Seq2SeqModel
 
@@ -229,6 +235,7 @@ def test_export_refuses_a_model_without_cached_generation(tmp_path):
         export_run(tmp_path / "run", tmp_path / "out")
 
 
+@pytest.mark.large
 def test_failed_export_leaves_nothing(exported, tmp_path, monkeypatch):
     cases, _ = exported
     run_dir = cases["translation_rnn_greedy"][0]
@@ -242,6 +249,7 @@ def test_failed_export_leaves_nothing(exported, tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.large
 def test_cli_export_writes_a_saved_model_and_refuses_bad_input(exported, tmp_path, capsys):
     cases, results = exported
     run_dir = cases["translation_rnn_greedy"][0]

@@ -88,6 +88,7 @@ def probed(backend):
     return probe(backend, STEPS if backend == "jax" else STEPS[:-1])
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_core_imports_no_tensorflow_or_toolkit_library(backend):
     loaded = probed(backend)

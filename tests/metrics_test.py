@@ -269,6 +269,7 @@ def test_callback_passes_suppressed_ids_and_checks_them_before_the_first_epoch()
     assert int(keras.ops.convert_to_numpy(seq2seq.optimizer.iterations)) == 0
 
 
+@pytest.mark.large
 def test_callback_with_a_real_model_in_fit():
     keras.utils.set_random_seed(0)
     x, y = make_task("copy", 64, vocab_size=9, min_length=2, max_length=4, seed=0)

@@ -53,6 +53,7 @@ def _fail(*args, **kwargs):
 ## Writing
 
 
+@pytest.mark.large
 def test_save_writes_a_self_describing_run_that_loads(model, tokenizer, tmp_path):
     path = _save(tmp_path / "run", model, tokenizer, extra={"answer_notes": "x"})
     assert path == str(tmp_path / "run")

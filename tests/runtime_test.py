@@ -75,6 +75,7 @@ def test_dtype_policy_scope_sets_and_restores_the_global_policy():
     assert keras.config.dtype_policy().name == before
 
 
+@pytest.mark.large
 def test_padded_batches_under_xla_train_like_the_exact_path():
     """The fast path (batches padded to fixed shapes, XLA) against the exact
     one (length-bucketed batches, run eagerly): same tokens, same losses,

@@ -41,6 +41,13 @@ GRAPH_AND_XLA = [
     pytest.param(True, id="xla"),
 ]
 
+# The reason of `slow_on("jax", "torch", reason=LEARNS_ON_TENSORFLOW)`: tests
+# that train a model to an accuracy target run on TensorFlow; on JAX, `fit`
+# is what tests/recipes/backends_test.py's recipes trained on JAX exercise,
+# and on both, every layer's `run_layer_test` fits it one step.
+LEARNS_ON_TENSORFLOW = ("trains to an accuracy target: on this backend `fit` is checked by "
+                        "run_layer_test and, on JAX, by tests/recipes/backends_test.py")
+
 # Absolute tolerances of mixed precision against float32 for |x| <= 3
 # (reliability.md D3; measured on Keras MHA: 1.3e-3 and 1.3e-2).
 PRECISION_TOLERANCE = {"mixed_float16": 1e-2, "mixed_bfloat16": 5e-2}

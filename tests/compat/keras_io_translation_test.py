@@ -13,7 +13,7 @@ import pytest
 from keras import ops
 
 from keras_attention.compat import keras_hub as compat_hub
-from tests.test_case import to_numpy
+from tests.test_case import LEARNS_ON_TENSORFLOW, to_numpy
 
 # The example's hyperparameters, shrunk.
 ENG_VOCAB_SIZE = SPA_VOCAB_SIZE = 24
@@ -74,6 +74,8 @@ def synthetic_pairs(count, seed=0):
     return inputs, spa[:, 1:]
 
 
+@pytest.mark.large
+@pytest.mark.slow_on("jax", "torch", reason=LEARNS_ON_TENSORFLOW)
 def test_the_example_trains_with_only_the_import_changed():
     keras.utils.set_random_seed(0)
     transformer = build_transformer(compat_hub)
@@ -98,6 +100,7 @@ def copy_weights(theirs, ours):
             target.set_weights(source.get_weights())
 
 
+@pytest.mark.large
 def test_the_example_computes_keras_hubs_outputs_with_copied_weights():
     keras_hub = pytest.importorskip("keras_hub")
     keras.utils.set_random_seed(1)

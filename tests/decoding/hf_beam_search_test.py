@@ -124,6 +124,7 @@ def run_ours(num_beams, compiled=False, rules=None, **beam_args):
     return tokens, scores
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("case", BEAM_CASES, ids=lambda c: f"lp{c['length_penalty']}-"
                          f"es{c['early_stopping']}")
 def test_beam_tokens_and_scores_equal_transformers(reference, case):
@@ -141,6 +142,7 @@ def test_the_table_makes_the_settings_matter(reference):
     assert len(outputs) >= 4
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("num_beams", [1, K], ids=["greedy", "beam"])
 @pytest.mark.parametrize("rules_index", range(len(RULES)), ids=lambda i: "-".join(RULES[i][0]))
 def test_generation_rules_in_the_search_equal_transformers(reference, num_beams, rules_index):

@@ -54,6 +54,7 @@ BUCKET_CASES = [
 ]
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("num_buckets,max_distance,bidirectional", BUCKET_CASES)
 def test_buckets_are_t5s_for_every_relative_position(num_buckets, max_distance,
                                                      bidirectional, t5):

@@ -211,6 +211,7 @@ def test_cached_steps_with_bias_rows_equal_the_full_call_with_bias(compiled, rng
     np.testing.assert_allclose(np.concatenate(outputs, 1), full, atol=1e-5)
 
 
+@pytest.mark.large
 def test_bias_arguments_pass_every_layer_check(rng, tmp_path):
     run_layer_test(
         TransformerDecoderBlock,

@@ -129,6 +129,7 @@ def test_matches_transformers_encoder_layers(family, rng):
     np.testing.assert_allclose(y[padding], expected[padding], atol=1e-5)
 
 
+@pytest.mark.large
 def test_self_attention_bias_reaches_the_attention(rng, tmp_path):
     """`self_attention_bias` is the attention's `attention_bias`: the block
     follows the pre-norm equation with the biased attention, a zero bias

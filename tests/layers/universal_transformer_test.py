@@ -153,6 +153,7 @@ def test_attention_scores_per_step_and_attention_mask(rng):
     assert not np.allclose(scores[0, 0], scores[0, 1])
 
 
+@pytest.mark.large
 def test_ponder_cost_is_trained_by_fit(rng):
     x = rng.normal(size=(8, 5, 8)).astype("float32")
     inputs = keras.Input((5, 8))

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from keras_attention.models import chosen_sentences, extractive_summarizer
-from tests.test_case import FIT_JIT_COMPILE, to_numpy
+from tests.test_case import FIT_JIT_COMPILE, LEARNS_ON_TENSORFLOW, to_numpy
 
 INPUTS = {
     "token_ids": np.array([[5, 6, 7, 8, 9, 0], [4, 4, 0, 0, 0, 0]], "int32"),
@@ -50,6 +50,8 @@ def test_mixed_precision_is_finite(policy):
     assert (logits[1, 1:] < -1e8).all()
 
 
+@pytest.mark.large
+@pytest.mark.slow_on("jax", "torch", reason=LEARNS_ON_TENSORFLOW)
 def test_learns_which_sentence_holds_a_marker_under_xla():
     """The label is the sentence holding token 7, wherever it stands.
 

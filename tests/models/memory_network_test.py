@@ -4,6 +4,7 @@ import pytest
 
 from keras_attention.models import hop_attention, memory_network
 from tests.stories import encoded_stories
+from tests.test_case import LEARNS_ON_TENSORFLOW
 
 
 @pytest.fixture(scope="module")
@@ -11,7 +12,8 @@ def stories_and_tokenizer():
     return encoded_stories(3000, 300, max_sentences=6, max_memories=10)
 
 
-@pytest.mark.slow_on("torch", reason="trains to an accuracy target, eagerly")
+@pytest.mark.large
+@pytest.mark.slow_on("jax", "torch", reason=LEARNS_ON_TENSORFLOW)
 def test_learns_the_last_place_of_a_person_under_xla(stories_and_tokenizer):
     (x, y), (x_test, y_test), tokenizer, answers = stories_and_tokenizer
     model = memory_network(tokenizer.vocabulary_size(), len(answers), hidden_dim=20,

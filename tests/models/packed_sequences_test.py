@@ -83,6 +83,7 @@ POSITIONS = [{"position": "sinusoidal"}, {"position": "learned", "norm_first": F
 POSITION_IDS = ["sinusoidal", "learned_post_norm", "rotary_mqa"]
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("kwargs", POSITIONS, ids=POSITION_IDS)
 def test_packed_batch_gives_the_per_example_losses_of_unpacked_batches(kwargs):
     packed_model, unpacked_model = models(**kwargs)
@@ -157,6 +158,7 @@ def test_a_fully_padded_row_changes_nothing_and_stays_finite():
         np.testing.assert_allclose(g, expected, atol=1e-6, rtol=1e-5)
 
 
+@pytest.mark.large
 def test_loss_of_fit_is_the_mean_over_the_same_tokens():
     """The recipe's loss (ignore_class=0, the mean over the batch's tokens)
     of a packed batch equals that of an unpacked batch of the same tokens;
@@ -180,6 +182,7 @@ def test_loss_of_fit_is_the_mean_over_the_same_tokens():
         np.testing.assert_allclose(packed_eval[key], unpacked_eval[key], rtol=1e-5)
 
 
+@pytest.mark.large
 def test_packed_model_saves_generates_and_refuses_pointer_generator(tmp_path):
     packed_model, unpacked_model = models()
     assert packed_model.get_config()["packed"] is True

@@ -19,6 +19,7 @@ def small_model(**kwargs):
     return rnn_seq2seq(20, **{"embedding_dim": 8, "units": 16, **kwargs})
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("jit_compile", EAGER_AND_XLA)
 @pytest.mark.parametrize("attention", ATTENTIONS)
 def test_cached_generation_equals_full_recomputation(attention, jit_compile):
@@ -27,6 +28,7 @@ def test_cached_generation_equals_full_recomputation(attention, jit_compile):
     assert_cached_generation_equals_recomputation(model, jit_compile)
 
 
+@pytest.mark.large
 def test_greedy_equivalences_and_beam_search():
     model = small_model(input_feeding=False)
     assert_greedy_equivalences(model)

@@ -29,6 +29,7 @@ def model():
     return transformer_seq2seq(20, target_vocabulary_size=24, **SMALL)
 
 
+@pytest.mark.large
 def test_samplers_and_the_older_keyword_form_give_the_same_tokens(model):
     pairs = [
         (decoding.GreedySampler(), dict(strategy="greedy")),
@@ -150,6 +151,7 @@ def test_special_token_ids_are_checked_against_the_target_vocabulary(build, patt
 # Compilation ------------------------------------------------------------------
 
 
+@pytest.mark.large
 def test_no_retrace_for_same_shapes_and_new_sampler_numbers():
     keras.utils.set_random_seed(0)
     model = transformer_seq2seq(20, **SMALL)
@@ -255,6 +257,7 @@ def saved_model_tokens(tmp_path_factory):
     return code, json.loads(_python(code, "tensorflow"))
 
 
+@pytest.mark.large
 @pytest.mark.tf_only("saves under TensorFlow, then loads in one subprocess per backend")
 @pytest.mark.parametrize("backend", ["jax", "torch"])
 def test_a_saved_model_generates_the_same_tokens_on_every_backend(saved_model_tokens, backend):
@@ -290,6 +293,7 @@ def unending_model():
     return model
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("name", sorted(SUPPRESSING_SAMPLERS))
 def test_suppressed_token_ids_are_never_generated(unending_model, name):
     model, sampler = unending_model, SUPPRESSING_SAMPLERS[name]
@@ -341,6 +345,7 @@ def _no_work(*args, **kwargs):
     raise AssertionError("encoded before the arguments were checked")
 
 
+@pytest.mark.large
 def test_each_suppression_compiles_once_and_is_reused():
     keras.utils.set_random_seed(0)
     model = transformer_seq2seq(20, target_vocabulary_size=24, **SMALL)
@@ -379,6 +384,7 @@ def ending_model():
     return model
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("name", sorted(RULE_SAMPLERS))
 def test_generation_rules_reach_every_sampler(unending_model, ending_model, name):
     """(Uncompiled, to save time: the compiled rules are checked against
@@ -403,6 +409,7 @@ def test_generation_rules_reach_every_sampler(unending_model, ending_model, name
     assert not np.isin(tokens[:, 0], picked).any()
 
 
+@pytest.mark.large
 def test_a_hf_beam_sampler_suppresses_on_log_probabilities(unending_model):
     """With the "hf" beam form, `suppress_token_ids` become the rule
     `transformers` applies (-inf on the log-probabilities, no
@@ -479,6 +486,7 @@ def test_arguments_a_hf_beam_search_cannot_use_are_refused_before_any_work(model
         model.search(SOURCE, "greedy", 4, rules={"min_length": 2})
 
 
+@pytest.mark.large
 def test_each_set_of_rules_compiles_once():
     keras.utils.set_random_seed(0)
     model = transformer_seq2seq(20, target_vocabulary_size=24, **SMALL)
@@ -516,6 +524,7 @@ def test_a_max_length_beyond_memory_is_refused_before_any_work(model, monkeypatc
             model.generate(SOURCE, 10**9, sampler)
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("architecture", ["transformer_tied", "rnn"])
 def test_a_quantized_model_round_trips_through_a_keras_file(architecture, tmp_path):
     """The model is rebuilt in float from its constructor arguments: the
@@ -539,6 +548,7 @@ def test_a_quantized_model_round_trips_through_a_keras_file(architecture, tmp_pa
     np.testing.assert_array_equal(loaded.generate(SOURCE, 6), model.generate(SOURCE, 6))
 
 
+@pytest.mark.large
 def test_quantize_drops_the_compiled_generation_of_the_float_weights():
     keras.utils.set_random_seed(0)
     model = transformer_seq2seq(20, target_vocabulary_size=24, **SMALL)

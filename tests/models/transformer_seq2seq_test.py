@@ -11,7 +11,7 @@ from tests.models.generation_checks import (
     assert_cached_generation_equals_recomputation,
     assert_greedy_equivalences,
 )
-from tests.test_case import EAGER_AND_XLA, GRAPH_FIT_JIT_COMPILE
+from tests.test_case import EAGER_AND_XLA, GRAPH_FIT_JIT_COMPILE, LEARNS_ON_TENSORFLOW
 
 SMALL = dict(num_layers=2, hidden_dim=16, num_heads=2, intermediate_dim=32, dropout=0.0,
              max_length=32)
@@ -34,10 +34,12 @@ def model():
      {"position": "learned", "norm_first": False}],
     ids=["sinusoidal", "rotary_mqa", "learned_post_norm"],
 )
+@pytest.mark.large
 def test_cached_generation_equals_full_recomputation(kwargs, jit_compile):
     assert_cached_generation_equals_recomputation(small_model(**kwargs), jit_compile)
 
 
+@pytest.mark.large
 def test_beam_of_one_top_k_of_one_and_zero_temperature_equal_greedy(model):
     assert_greedy_equivalences(model)
 
@@ -74,6 +76,7 @@ def test_attention_of_generated_tokens_ignores_source_padding(model):
     )
 
 
+@pytest.mark.large
 def test_prompt_is_kept_and_batches_give_the_same_tokens(model):
     prompt = np.array([[7, 8], [9, 9]], "int32")
     out = model.generate(SOURCE, 5, decoder_prompt=prompt)
@@ -101,6 +104,7 @@ def test_bad_generation_arguments(kwargs, pattern, model):
         model.generate(SOURCE, **kwargs)
 
 
+@pytest.mark.large
 def test_save_and_reload_gives_identical_outputs_and_generations(tmp_path):
     model = small_model(position="rotary")
     inputs = {"encoder_token_ids": SOURCE, "decoder_token_ids": SOURCE}
@@ -123,6 +127,7 @@ def test_loss_ignores_padding():
     )
 
 
+@pytest.mark.large
 def test_a_start_token_with_the_pad_id_is_not_masked():
     """Marian and T5 start the decoder with their pad id: the training call
     must give the logits the cached decoder gives after that start (it
@@ -158,7 +163,8 @@ def test_models_saved_before_the_start_mask_load_with_identical_outputs():
     np.testing.assert_allclose(logits, saved["logits"], atol=1e-6)
 
 
-@pytest.mark.slow_on("torch", reason="trains to an accuracy target, eagerly")
+@pytest.mark.large
+@pytest.mark.slow_on("jax", "torch", reason=LEARNS_ON_TENSORFLOW)
 def test_learns_to_reverse_sequences_end_to_end():
     """Training, caching and decoding agree: near-perfect exact match."""
     keras.utils.set_random_seed(0)
@@ -175,6 +181,7 @@ def test_learns_to_reverse_sequences_end_to_end():
     assert exact_match(beam, test_y) >= 0.95
 
 
+@pytest.mark.large
 def test_mixed_precision_trains_and_generates_finite():
     model = small_model(dtype="mixed_bfloat16")
     model.compile(optimizer="adam", jit_compile=GRAPH_FIT_JIT_COMPILE,
@@ -192,6 +199,7 @@ def test_invalid_builder_args():
         transformer_seq2seq(10, **SMALL, pad_token_id=1, start_token_id=1)
 
 
+@pytest.mark.large
 @pytest.mark.tf_only("tf.data input pipeline")
 def test_fits_on_a_tf_data_dataset_of_inputs_and_labels():
     import tensorflow as tf
@@ -214,6 +222,7 @@ def pointer_model(**kwargs):
     return small_model(pointer_generator=True, **kwargs)
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("jit_compile", EAGER_AND_XLA)
 def test_pointer_generator_cached_generation_equals_full_recomputation(jit_compile):
     assert_cached_generation_equals_recomputation(pointer_model(), jit_compile)
@@ -228,6 +237,7 @@ def test_pointer_generator_outputs_log_probabilities_and_a_coverage_loss():
     assert model.get_config()["coverage_loss_weight"] == 2.0
 
 
+@pytest.mark.large
 def test_pointer_generator_greedy_equivalences_and_beam_attention():
     model = pointer_model()
     assert_greedy_equivalences(model)
@@ -236,6 +246,7 @@ def test_pointer_generator_greedy_equivalences_and_beam_attention():
     assert (result.attention[1, :, 2:] == 0).all()  # copy attention skips padding
 
 
+@pytest.mark.large
 def test_pointer_generator_save_and_reload(tmp_path):
     model = pointer_model()
     inputs = {"encoder_token_ids": SOURCE, "decoder_token_ids": SOURCE}
@@ -245,7 +256,8 @@ def test_pointer_generator_save_and_reload(tmp_path):
     np.testing.assert_array_equal(reloaded.generate(SOURCE, 6), model.generate(SOURCE, 6))
 
 
-@pytest.mark.slow_on("torch", reason="trains to an accuracy target, eagerly")
+@pytest.mark.large
+@pytest.mark.slow_on("jax", "torch", reason=LEARNS_ON_TENSORFLOW)
 def test_pointer_generator_learns_to_copy_under_xla():
     keras.utils.set_random_seed(0)
     x, y = make_task("copy", 1500, vocab_size=40, max_length=8, seed=0)
@@ -310,12 +322,14 @@ FAMILY_COMPILE = [
 ]
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("jit_compile", FAMILY_COMPILE)
 @pytest.mark.parametrize("family", sorted(FAMILY_OPTIONS))
 def test_family_options_cached_generation_equals_full_recomputation(family, jit_compile):
     assert_cached_generation_equals_recomputation(family_model(family), jit_compile)
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("family", sorted(FAMILY_OPTIONS))
 def test_family_options_save_and_reload_identically(family, tmp_path):
     model = family_model(family)
@@ -329,6 +343,7 @@ def test_family_options_save_and_reload_identically(family, tmp_path):
         assert model.get_config()[option] == value
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("family", ["bart", "t5_v1_1"])
 def test_family_options_under_mixed_bfloat16_are_finite(family):
     model = family_model(family, dtype="mixed_bfloat16")
@@ -475,6 +490,7 @@ def test_family_options_rebuild_transformers_models(family):
         np.testing.assert_allclose(result.logits[row, :upto], full[row, :upto], atol=1e-4)
 
 
+@pytest.mark.large
 def test_shared_tied_model_quantizes_to_int8():
     model = family_model("marian")
     inputs = {"encoder_token_ids": SOURCE, "decoder_token_ids": SOURCE[:, :4]}

@@ -5,7 +5,7 @@ import pytest
 from keras_attention.models import FactEncoding, halting_steps, universal_transformer_qa
 from keras_attention.models.universal_transformer_qa import most_recent_first
 from tests.stories import STORY, encoded_stories
-from tests.test_case import run_layer_test, to_numpy
+from tests.test_case import LEARNS_ON_TENSORFLOW, run_layer_test, to_numpy
 
 QUESTION = np.array([[9, 4], [5, 0]], "int32")
 
@@ -84,7 +84,8 @@ def test_halting_steps_follow_the_facts_in_reading_order():
     np.testing.assert_array_equal(steps, [[4, 4, 1, 4, 0]])
 
 
-@pytest.mark.slow_on("torch", reason="trains to an accuracy target, eagerly")
+@pytest.mark.large
+@pytest.mark.slow_on("jax", "torch", reason=LEARNS_ON_TENSORFLOW)
 def test_learns_the_last_place_of_a_person():
     (x, y), (x_test, y_test), tokenizer, answers = encoded_stories(
         2000, 200, max_sentences=4, max_memories=4

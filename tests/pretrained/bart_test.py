@@ -67,6 +67,7 @@ def _assert_same_tokens(ours, theirs, pad):
     assert (ours[:, theirs.shape[1]:] == pad).all()
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("name", ["marian", "bart", "mbart"])
 def test_greedy_tokens_match_transformers(tmp_path, name):
     family, options = CONFIGURATIONS[name]
@@ -81,6 +82,7 @@ def test_greedy_tokens_match_transformers(tmp_path, name):
     assert info["generation"]["decoder_start_token_id"] == hf_checkpoints.ids(family)[2]
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("name", ["marian", "bart"])
 def test_beam_tokens_match_transformers(tmp_path, name):
     family, options = CONFIGURATIONS[name]
@@ -112,6 +114,7 @@ def test_options_follow_the_family():
     assert mbart["start_token_id"] == 0
 
 
+@pytest.mark.large
 @pytest.mark.slow_on("jax", reason=quantization_checks.SLOW_ON_JAX)
 @pytest.mark.parametrize("name", ["marian", "bart_scaled_relu_untied"])
 def test_int8_quantized_close_to_float_and_round_trips(tmp_path, name):

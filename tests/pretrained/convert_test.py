@@ -145,6 +145,7 @@ def run_dir_path(run_dir):
     return pathlib.Path(run_dir)
 
 
+@pytest.mark.large
 def test_generate_gives_the_strings_of_transformers(converted, tmp_path):
     """`keras-attention generate` with the recorded settings (beam 4 and the
     checkpoint's length penalty), and greedy, as `transformers` decodes."""
@@ -156,6 +157,7 @@ def test_generate_gives_the_strings_of_transformers(converted, tmp_path):
     assert any(greedy) and len(set(greedy)) > 1  # the strings depend on the source
 
 
+@pytest.mark.large
 def test_greedy_checkpoint_and_generation_rules(tmp_path):
     """A greedy checkpoint with `no_repeat_ngram_size` and `min_length`: the
     rules are recorded and applied; `--num_beams 4` searches as
@@ -172,6 +174,7 @@ def test_greedy_checkpoint_and_generation_rules(tmp_path):
         model, tokenizer, TEXTS, num_beams=4)
 
 
+@pytest.mark.large
 def test_evaluate_gives_scores(converted, tmp_path):
     family, _, _, _, run_dir = converted
     if family == "marian":
@@ -236,6 +239,7 @@ def test_a_swapped_tokenizer_is_one_run_folder_error(converted, tmp_path):
     assert message.endswith(f"Received: run_dir={str(swapped)!r}")
 
 
+@pytest.mark.large
 def test_a_larger_tokenizer_is_refused_a_smaller_one_allowed(tmp_path):
     folder = tmp_path / "checkpoint"
     make_checkpoint(folder, "t5")

@@ -32,6 +32,7 @@ def _serve(export_dir, texts):
     return [text.decode("utf-8") for text in outputs[SIGNATURE_OUTPUT].numpy()]
 
 
+@pytest.mark.large
 def test_saved_model_serves_the_strings_of_transformers(converted):
     model, tokenizer, run_dir, root = converted
     beam = export_run(run_dir, root / "beam")  # the checkpoint's beam 4
@@ -43,6 +44,7 @@ def test_saved_model_serves_the_strings_of_transformers(converted):
     assert _serve(greedy, [TEXTS[1]]) == expected[1:2]  # another batch size
 
 
+@pytest.mark.large
 def test_cli_export_of_a_converted_run(converted, tmp_path):
     model, tokenizer, run_dir, _ = converted
     cli.main(["export", str(run_dir), str(tmp_path / "exported"), "--num_beams", "2"])
@@ -50,6 +52,7 @@ def test_cli_export_of_a_converted_run(converted, tmp_path):
         model, tokenizer, TEXTS[:2], num_beams=2)
 
 
+@pytest.mark.large
 def test_a_setting_the_graph_cannot_honour_is_refused_naming_it(converted, tmp_path,
                                                                 monkeypatch):
     from keras_attention.runs import converted as converted_kind

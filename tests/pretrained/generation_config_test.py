@@ -160,6 +160,7 @@ CONFIGS = [
 ]
 
 
+@pytest.mark.large
 def test_the_settings_give_the_tokens_of_transformers(tmp_path):
     rng = np.random.default_rng(3)
     table = rng.normal(scale=2.0, size=(B, L, V, V)).astype("float32")

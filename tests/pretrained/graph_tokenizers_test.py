@@ -50,6 +50,7 @@ def test_marian(marian_folder):  # noqa: F811 (the imported fixture)
     assert_same_in_a_graph(graph, theirs, texts + GERMAN[:5], target=True)
 
 
+@pytest.mark.large
 def test_bart(bart_folder):  # noqa: F811
     theirs = transformers.BartTokenizer.from_pretrained(str(bart_folder))
     graph = graph_tokenizers.graph_tokenizer(tokenizers.BartTokenizer.from_folder(bart_folder))

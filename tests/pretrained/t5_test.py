@@ -97,6 +97,7 @@ def test_unsupported_feed_forward_is_an_error_naming_it():
         t5_options({"model_type": "t5", "feed_forward_proj": "gated-tanh"})
 
 
+@pytest.mark.large
 @pytest.mark.slow_on("jax", reason=quantization_checks.SLOW_ON_JAX)
 @pytest.mark.parametrize("name", ["t5_v1_0", "t5_v1_1"])
 def test_int8_quantized_close_to_float_and_round_trips(tmp_path, name):

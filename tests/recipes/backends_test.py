@@ -22,7 +22,8 @@ import tensorflow as tf
 from keras_attention import distribute, runs, runtime
 from keras_attention.export import export_run
 
-pytestmark = pytest.mark.tf_only("exports and generates in this (TensorFlow) process")
+pytestmark = [pytest.mark.tf_only("exports and generates in this (TensorFlow) process"),
+              pytest.mark.large]  # every test reads a recipe trained on JAX
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TEXTS = ["March 3, 2021", "the 1st of may, 1999", "Thu 22 Apr 2049", "12/25/1990", ""]

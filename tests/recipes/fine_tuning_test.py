@@ -47,6 +47,7 @@ def fine_tune_config(**overrides):
             "label_smoothing": 0.0, **overrides}
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("family", ["marian", "t5"])
 def test_converted_model_fits_synthetic_pairs(tmp_path, family):
     """Marian and T5 start the decoder with their pad id: the examples start
@@ -113,6 +114,7 @@ def test_without_init_from_nothing_changes():
     assert keras.__version__
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("family", ["marian"])
 def test_train_translation_init_from_a_converted_run(tmp_path, family):
     """`train translation --init_from=RUN_DIR`: 40 pairs fine-tune the
@@ -147,6 +149,7 @@ def test_train_translation_init_from_a_converted_run(tmp_path, family):
         p.name for p in (tmp_path / "converted" / "tokenizer").iterdir())
 
 
+@pytest.mark.large
 def test_train_summarization_init_from_a_converted_t5_run(tmp_path):
     """`train summarization --init_from=RUN_DIR` with a converted T5 (which
     starts the decoder with its pad id) on 40 built-in abstracts."""

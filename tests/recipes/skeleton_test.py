@@ -142,6 +142,7 @@ def test_no_rescue_possible_says_so_in_one_line(tokenizer, tmp_path, monkeypatch
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.large
 def test_a_recipe_run_appearing_during_training_is_rescued(tmp_path):
     """The real question-answering recipe, another run saved meanwhile by a callback."""
     recipe = load_recipe("question_answering")

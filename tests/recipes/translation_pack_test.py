@@ -10,6 +10,7 @@ from keras_attention import runs
 from tests.recipes import load_recipe
 
 
+@pytest.mark.large
 def test_quick_recipe_trains_packed_and_saves_a_run_that_generates(tmp_path):
     recipe = load_recipe("translation")
     output = tmp_path / "run"

@@ -57,6 +57,7 @@ def test_averaging_more_epochs_than_trained_is_refused_before_training(tmp_path)
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.large
 def test_quick_recipe_trains_with_every_setting_and_saves_a_run_that_loads(tmp_path, capsys):
     recipe = load_recipe("translation")
     output = tmp_path / "run"
