@@ -3,7 +3,7 @@
 The machine these numbers come from is a shared 2-vCPU VM, so every
 comparison is made inside one process: variants are timed round-robin
 (interleaved), after warm-up, and the figure reported is the median of the
-repetitions. See /work/shared/reference/performance.md for the method.
+repetitions. See ../shared/reference/performance.md (beside the checkout) for the method.
 """
 
 import json

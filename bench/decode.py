@@ -2,10 +2,10 @@
 
 A benchmark run by hand, not a test, one process per backend:
 
-    cd /work/main && TF_CPP_MIN_LOG_LEVEL=3 KERAS_BACKEND=tensorflow \
+    TF_CPP_MIN_LOG_LEVEL=3 KERAS_BACKEND=tensorflow \
         .venv/bin/python bench/decode.py [--reps 5] [--batch 8] \
         [--new-tokens 64] [--source-length 32] [--no-eager] [--quick]
-    cd /work/main && KERAS_BACKEND=jax .venv/bin/python bench/decode.py
+    KERAS_BACKEND=jax .venv/bin/python bench/decode.py
 
 On JAX the variants are `ours_greedy`, `ours_beam4` and `keras_hub_greedy`
 (compiled with `jax.jit` over the variables' values in a

@@ -7,7 +7,7 @@ Run by hand (not a test):
         [--rounds 4] [--warmup 15]
 
 The data is Tatoeba English->German (`eng-deu.tsv` of the shared data folder:
-`--data`, else `../shared/data/translation/` or `/work/shared/data/translation/`
+`--data`, else the `shared/data/translation/` folder beside the checkout,
 when present), else the recipe's built-in date pairs. The configuration is the
 recipe's `eng_deu` preset (2+2 layers, d=256, 8 heads, FFN 512, SentencePiece
 4000 per language, sentences cut to 24 tokens, batches of 128 pairs) with the
@@ -47,7 +47,9 @@ from keras_attention import data  # noqa: E402 (after the backend is chosen)
 from keras_attention.recipes.translation import config as recipe_config  # noqa: E402
 from keras_attention.recipes.translation import train as recipe  # noqa: E402
 
-DATA_FOLDERS = ("../shared/data/translation", "/work/shared/data/translation")
+DATA_FOLDERS = ("../shared/data/translation",  # beside the checkout: from its root, or
+                os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared",
+                             "data", "translation"))  # wherever this is run from
 
 
 def find_data(path):

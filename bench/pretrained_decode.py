@@ -3,7 +3,7 @@
 A benchmark run by hand, not a test (`tests/bench/pretrained_decode_test.py`
 runs its `--quick` mode):
 
-    cd /work/main && TF_CPP_MIN_LOG_LEVEL=3 .venv/bin/python bench/pretrained_decode.py \
+    TF_CPP_MIN_LOG_LEVEL=3 .venv/bin/python bench/pretrained_decode.py \
         [--reps 3] [--new-tokens 64] [--beam-batch-tokens N] [--batches 1,16] \
         [--threads 2] [--checkpoint DIR] [--engines ...] [--quick]
 

@@ -17,13 +17,12 @@ malformed data file, a bad argument) ends with one line on stderr,
 
 import argparse
 import contextlib
-import importlib
 import json
 import os
 import sys
 
-from keras_attention import files, runs
-from keras_attention.recipes import registry
+from keras_attention import files, recipes, runs
+from keras_attention.runs import registry
 
 RECIPES = registry.recipe_names()  # when the CLI is imported: `train`'s choices
 # The errors the library raises for what a user gave it: a ValueError naming
@@ -59,28 +58,9 @@ def _non_negative_int(text):
     return value
 
 
-def _recipe_module(recipe):
-    """The recipe's module, as the registry names it (it has `main(argv)`;
-    `keras_attention.recipes.<recipe>` for the built-in recipes).
-
-    Raises:
-        ValueError: naming the recipe, when this installation lacks its module.
-    """
-    name = registry.recipe(recipe).module
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as error:
-        if error.name is None or not (name + ".").startswith(error.name + "."):
-            raise  # a module the recipe imports is missing: not the user's doing
-        raise ValueError(
-            f"Argument `recipe` names a recipe this installation lacks ({name} is missing; "
-            f"reinstall keras_attention). Received: recipe={recipe!r}"
-        ) from None
-
-
 def train(recipe, overrides):
     """Runs a recipe's `main` with `--key=value` overrides; returns its scores."""
-    return _recipe_module(recipe).main(list(overrides))
+    return recipes.recipe_main(recipe)(list(overrides))
 
 
 def _read_lines(path):
@@ -190,8 +170,8 @@ def export(args):
 
 def convert(args):
     """Writes a run folder of a Hugging Face checkpoint folder
-    (`keras_attention.pretrained.convert.convert_checkpoint`)."""
-    from keras_attention.pretrained.convert import convert_checkpoint
+    (`keras_attention.runs.convert.convert_checkpoint`)."""
+    from keras_attention.runs.convert import convert_checkpoint
 
     path = convert_checkpoint(args.checkpoint_dir, args.run_dir, recipe=args.recipe,
                               overwrite=args.overwrite)

@@ -272,8 +272,7 @@ def concrete_values(x):
         return None
 
 
-# --- Layer-input checks moved from keras_attention/layers/base_attention.py
-# (issue 13: validators live here); names kept.
+# --- Layer-input checks: the validators of the layers' inputs live here.
 
 
 def check_query_block_size(value):
@@ -299,7 +298,7 @@ def check_rank3(name, shape, layout):
 
 
 # --- Sequence lengths: checked at trace time where they are static, and by a
-# run-time assertion in a TensorFlow graph where they are not (issue 22).
+# run-time assertion in a TensorFlow graph where they are not.
 
 
 def _static_length(x, axis):

@@ -12,7 +12,7 @@ import types
 import keras
 import pytest
 
-from keras_attention import cli, data, runs
+from keras_attention import cli, data, recipes, runs
 from keras_attention.models import Seq2SeqModel, transformer_seq2seq
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -147,7 +147,7 @@ def test_every_command_has_a_help_line(capsys):
 
 def test_train_calls_the_packaged_recipes_main(monkeypatch, capsys):
     ran = []
-    monkeypatch.setattr(cli, "_recipe_module", lambda name: types.SimpleNamespace(
+    monkeypatch.setattr(recipes, "recipe_module", lambda name: types.SimpleNamespace(
         main=lambda argv: ran.append((name, argv)) or {"bleu": 1.0}))
     assert cli.main(["train", "translation", "--epochs=1", "--preset=quick"]) == {"bleu": 1.0}
     cli.main(["train", "question_answering", "--help"])  # the recipe's parser lists settings
@@ -161,7 +161,7 @@ def test_train_calls_the_packaged_recipes_main(monkeypatch, capsys):
 
 def test_train_imports_the_recipe_from_the_package(monkeypatch):
     imported = []
-    monkeypatch.setattr(cli.importlib, "import_module", lambda name: imported.append(name) or
+    monkeypatch.setattr(recipes.importlib, "import_module", lambda name: imported.append(name) or
                         types.SimpleNamespace(main=lambda argv: argv))
     assert cli.main(["train", "summarization", "--epochs=2"]) == ["--epochs=2"]
     assert imported == ["keras_attention.recipes.summarization"]
@@ -174,7 +174,7 @@ def test_a_bad_recipe_setting_is_one_line(monkeypatch, capsys):
     def refuse(argv):
         raise ValueError("Argument `epochs` must be a positive integer. Received: epochs=-1")
 
-    monkeypatch.setattr(cli, "_recipe_module", lambda name: types.SimpleNamespace(main=refuse))
+    monkeypatch.setattr(recipes, "recipe_module", lambda name: types.SimpleNamespace(main=refuse))
     code = _run_console_script(monkeypatch, "train", "translation", "--epochs=-1")
     assert _one_error_line(code, capsys) == (
         "keras-attention: error: Argument `epochs` must be a positive integer. "
@@ -309,10 +309,10 @@ def test_a_recipe_module_this_installation_lacks_is_one_line(monkeypatch, capsys
     def missing(name):
         raise ModuleNotFoundError(f"No module named {name!r}", name=name)
 
-    monkeypatch.setattr(cli.importlib, "import_module", missing)
+    monkeypatch.setattr(recipes.importlib, "import_module", missing)
     line = _one_error_line(_run_console_script(monkeypatch, "train", "translation"), capsys)
     assert "keras_attention.recipes.translation is missing" in line
-    monkeypatch.setattr(cli.importlib, "import_module", lambda name: (_ for _ in ()).throw(
+    monkeypatch.setattr(recipes.importlib, "import_module", lambda name: (_ for _ in ()).throw(
         ModuleNotFoundError("No module named 'keras'", name="keras")))
     with pytest.raises(ModuleNotFoundError, match="keras"):  # not a user error
         cli.main(["train", "translation"])

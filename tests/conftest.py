@@ -166,7 +166,7 @@ LONG_MODULES = (  # measured with --durations (junit), 2 December 2026
     "tests/layers/universal_transformer_test.py",
     "tests/layers/transformer_decoder_block_test.py",
     "tests/examples_summarization_test.py",
-    "tests/pretrained/convert_test.py",
+    "tests/runs/convert_test.py",
 )
 
 

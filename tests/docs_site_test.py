@@ -106,7 +106,7 @@ def test_api_pages_show_equations_signatures_and_examples(site):
     assert "fast_defaults" in _page(site, "api/runtime")
 
 
-# The pages a new user follows from install to a served translator (issue 6).
+# The pages a new user follows from install to a served translator.
 WORKFLOW_PAGES = ["index.md", "recipes/translation.md", "guides/export.md"]
 
 

@@ -13,7 +13,7 @@ before any training, trains, saves a run folder and returns the scores.
 - `keras_attention.recipes.question_answering`: an End-To-End Memory Network
   or a Transformer on bAbI stories, per-task accuracy, exact match and F1.
 
-Each recipe is one registration in `keras_attention.recipes.registry` and one
+Each recipe is one registration in `keras_attention.runs.registry` and one
 `RecipeSpec` (its configuration, data, model, decoding settings and
 evaluation) that `keras_attention.recipes.skeleton.run_recipe` runs: the
 setup and the ending (folders, seeds, distribution, saving the run) are
@@ -24,6 +24,48 @@ written once, there.
 The submodules are imported on use (each brings TensorFlow and Keras).
 """
 
-from keras_attention.recipes import registry
+import importlib
+
+from keras_attention.runs import registry
 
 RECIPES = registry.recipe_names()  # the built-in ones; see `registry` for the rest
+
+
+def recipe_module(name):
+    """The module of the built-in recipe `name` (`keras_attention.recipes.<name>`:
+    its `main(argv)` and its `SPEC`); imports Keras and TensorFlow.
+
+    Raises:
+        ValueError: naming `recipe`, for a name that is not registered, one
+            whose `main` is registered rather than built in, or a built-in
+            recipe whose module this installation lacks.
+    """
+    if registry.recipe(name).main is not None:
+        raise ValueError(f"Argument `recipe` must be a built-in recipe: {name!r} is registered "
+                         f"with its own `main`. Received: recipe={name!r}")
+    module = f"{__name__}.{name}"
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as error:
+        if error.name is None or not (module + ".").startswith(error.name + "."):
+            raise  # a module the recipe imports is missing: not the user's doing
+        raise ValueError(
+            f"Argument `recipe` names a recipe this installation lacks ({module} is missing; "
+            f"reinstall keras_attention). Received: recipe={name!r}"
+        ) from None
+
+
+def recipe_main(name):
+    """What `keras-attention train NAME` runs: the registered recipe's `main`,
+    or the built-in recipe's (`recipe_module(name).main`).
+
+    Raises:
+        ValueError: naming `recipe`, for a name that is not registered.
+    """
+    main = registry.recipe(name).main
+    return main if main is not None else recipe_module(name).main
+
+
+def recipe_spec(name):
+    """The `RecipeSpec` of the built-in recipe `name` (imports Keras, TensorFlow)."""
+    return recipe_module(name).SPEC

@@ -30,7 +30,8 @@ from collections.abc import Callable
 import keras
 
 from keras_attention import distribute, runs, runtime, settings, visualize
-from keras_attention.recipes import backup, checks, registry
+from keras_attention.recipes import backup, checks
+from keras_attention.runs import registry
 
 
 @dataclasses.dataclass(frozen=True)

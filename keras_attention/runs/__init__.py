@@ -28,12 +28,12 @@ only through it. Folders saved before the marker and the self-describing
 The package has one module per job: `layout` (file names, `RunFolderError`),
 `folders` (output folders, writing, rescue), `metadata` (`config.json`),
 `legacy` (older folders), `source_formats`, `inference` (how each model kind
-answers, the decoding -> generation mapping), `evaluation` (each recipe's
+answers, the decoding -> generation mapping), `registry` (recipes and model
+kinds), `convert` (a Hugging Face checkpoint into a run folder), `evaluation` (each recipe's
 file format and scores) and `saved_run` (`SavedRun`). Recipes and model
-kinds are looked up in `keras_attention.recipes.registry`.
+kinds are looked up in `registry`, which holds them as objects.
 """
 
-from keras_attention.recipes.registry import recipe_names as _recipe_names
 from keras_attention.runs.folders import (
     RunNotSavedError,
     check_output_dir,
@@ -55,6 +55,7 @@ from keras_attention.runs.layout import (
     RunFolderError,
 )
 from keras_attention.runs.metadata import read_metadata
+from keras_attention.runs.registry import recipe_names as _recipe_names
 from keras_attention.runs.saved_run import SavedRun, load_run
 from keras_attention.runs.source_formats import (
     SOURCE_FIELDS,

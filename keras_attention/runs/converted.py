@@ -1,12 +1,12 @@
 """The `"converted"` model kind: a run folder holding a converted Hugging Face
-checkpoint (`keras-attention convert`, `keras_attention.pretrained.convert`).
+checkpoint (`keras-attention convert`, `keras_attention.runs.convert`).
 
 Its `config.json` sets `converted_from` (`{"family": ..., "checkpoint": ...}`,
 the kind's marker), names `tokenizer` for both tokenizers (the checkpoint's
 files, copied unchanged) and holds the checkpoint's generation settings in
 `decoding` (`DECODING_KEYS`). `generate_kwargs` is the kind's one mapping from
 those settings to `Seq2SeqModel.generate` (the functions
-`keras_attention.recipes.registry` names for the kind).
+`keras_attention.runs.registry` holds for the kind).
 """
 
 import numbers

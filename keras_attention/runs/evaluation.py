@@ -1,6 +1,6 @@
 """How a saved run of each recipe is evaluated on a file (`SavedRun.evaluate`,
 `keras-attention evaluate`): the examples of the recipe's file format, and
-its scores (the functions `keras_attention.recipes.registry` names)."""
+its scores (the functions `keras_attention.runs.registry` holds)."""
 
 
 def translation_examples(path, limit, run):

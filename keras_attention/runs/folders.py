@@ -9,7 +9,7 @@ import tempfile
 import time
 
 from keras_attention import files
-from keras_attention.recipes import registry
+from keras_attention.runs import registry
 from keras_attention.runs.layout import (
     CONFIG_FILE,
     FORMAT_VERSION,
@@ -165,7 +165,7 @@ def save_run(output_dir, model, source_tokenizer, target_tokenizer, *, recipe, c
         output_dir: str or path-like, the run folder.
         model: a Keras model, saved as `model.keras`.
         source_tokenizer, target_tokenizer: SentencePiece tokenizers.
-        recipe: a registered recipe's name (`keras_attention.recipes.registry`).
+        recipe: a registered recipe's name (`keras_attention.runs.registry`).
         config: dict, the recipe's settings (JSON-able).
         scores: dict, the recipe's test scores (JSON-able).
         decoding: dict of generation settings, `source_length` and

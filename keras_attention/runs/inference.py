@@ -1,5 +1,5 @@
 """How each model kind answers input lines, and which of its sizes a run
-folder's tokenizers must match (the functions `keras_attention.recipes.registry`
+folder's tokenizers must match (the functions `keras_attention.runs.registry`
 names for the built-in model kinds).
 
 `decoding_settings` and `generate_kwargs` are the one mapping from a run's
@@ -153,3 +153,29 @@ def selector_vocabularies(run):
 
 
 __all__ = ["decode", "decoding_settings", "generate_kwargs"]
+
+
+def sentencepiece_tokenizers(run):
+    """`(source, target)`: the SentencePiece models `config.json`'s
+    `tokenizers` names (the recipes' runs; `registry.ModelKind.tokenizers`' default).
+
+    Raises:
+        RunFolderError: naming a missing, corrupt or truncated file.
+    """
+    from keras_attention import data
+
+    def load(name):
+        path = run.path(name)
+        try:
+            tokenizer = data.load_tokenizer(path)
+            tokenizer.vocabulary_size()
+        except Exception as error:  # the backends raise different errors for a bad proto
+            message = str(error).strip().splitlines()[-1:] or [type(error).__name__]
+            raise run.folder_error(path, f"not a SentencePiece model, corrupt or truncated "
+                                         f"({message[0][:200]})") from None
+        return tokenizer
+
+    names = run.metadata["tokenizers"]
+    run.path(names["source"])
+    run.path(names["target"])
+    return load(names["source"]), load(names["target"])

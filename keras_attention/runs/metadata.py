@@ -4,7 +4,7 @@ when loading (older layouts converted by `keras_attention.runs.legacy`)."""
 import json
 import os
 
-from keras_attention.recipes import registry
+from keras_attention.runs import registry
 from keras_attention.runs.layout import (
     CONFIG_FILE,
     DECODING_KEYS,
@@ -48,7 +48,7 @@ def make_metadata(recipe, config, scores, decoding, source_format, extra, tokeni
                 f"{recipe} recipe's decoding settings from. Received: decoding=None"
             ) from None
     if decoding is not None:
-        decoding = check_decoding(decoding, "decoding", registry.load(kind.decoding_keys))
+        decoding = check_decoding(decoding, "decoding", kind.decoding_keys)
     if source_format is None:
         source_format = legacy_source_format(recipe, config, memory)
     check_source_format(source_format)
@@ -164,9 +164,9 @@ def check_metadata(metadata, path, received):
                      f"only a {' or '.join(kind.recipes)} run has")
     try:
         if metadata.get("decoding") is not None or kind.decodes:
-            check_decoding(metadata.get("decoding"), "decoding", registry.load(kind.decoding_keys))
+            check_decoding(metadata.get("decoding"), "decoding", kind.decoding_keys)
             if kind.decodes:
-                registry.load(kind.generation)(metadata["decoding"])  # its types and values
+                kind.generation(metadata["decoding"])  # its types and values
         check_source_format(metadata.get("source_format"))
     except ValueError as error:
         raise refuse(f"has bad settings ({error})") from None

@@ -4,7 +4,7 @@ parts against each other before any work."""
 import os
 import zipfile
 
-from keras_attention.recipes import registry
+from keras_attention.runs import registry
 from keras_attention.runs.layout import CONFIG_FILE, MODEL_FILE, RunFolderError
 from keras_attention.runs.metadata import read_metadata
 
@@ -19,7 +19,7 @@ class SavedRun:
 
     The parts are checked against each other when the folder is read, before
     any decoding: `model.keras` must be the model kind `config.json`
-    describes for its recipe (`keras_attention.recipes.registry`), and each
+    describes for its recipe (`keras_attention.runs.registry`), and each
     tokenizer's vocabulary size the model's (a memory network's answer
     classes, its output size). A tokenizer or model copied from another run
     is one `RunFolderError` naming the file.
@@ -68,7 +68,7 @@ class SavedRun:
         self.answer_classes = self.metadata.get("answer_classes")
         self.selection = self.metadata.get("selection")
         self.path(MODEL_FILE)
-        self.source_tokenizer, self.target_tokenizer = registry.load(self.kind.tokenizers)(self)
+        self.source_tokenizer, self.target_tokenizer = self.kind.tokenizers(self)
         self.model = self._model()
         self._check_parts()
 
@@ -106,9 +106,9 @@ class SavedRun:
     def _check_parts(self):
         """The model is of the kind `config.json` describes, and the tokenizers'
         sizes are the model's (a part copied from another run is named)."""
-        if not registry.load(self.kind.matches)(self.model):
+        if not self.kind.matches(self.model):
             found = next((kind for kind in registry.model_kinds()
-                          if registry.load(kind.matches)(self.model)), None)
+                          if kind.matches(self.model)), None)
             what = (found.description if found else
                     f"a {type(self.model).__name__} of no known kind")
             raise RunFolderError(
@@ -117,7 +117,7 @@ class SavedRun:
                 f"({self.model.name!r}), but a {self.recipe} run of this folder's settings "
                 f"needs {self.kind.description} (a model.keras of another run?). "
                 f"Received: run_dir={self.run_dir!r}")
-        for name, size, model_size, what, *smaller in registry.load(self.kind.vocabularies)(self):
+        for name, size, model_size, what, *smaller in self.kind.vocabularies(self):
             if model_size is None or size == model_size or (smaller and smaller[0]
                                                             and size < model_size):
                 continue
@@ -171,7 +171,7 @@ class SavedRun:
         self._check_search(strategy, num_beams)
         if not texts:
             return []
-        return registry.load(self.kind.answer)(self, texts, strategy, num_beams, verbose)
+        return self.kind.answer(self, texts, strategy, num_beams, verbose)
 
     def _check_search(self, strategy, num_beams):
         """Refuses a beam search of a model that does not decode."""
@@ -201,7 +201,7 @@ class SavedRun:
         from keras_attention.validation import check_positive_int
 
         limit = check_positive_int("max_examples", max_examples, allow_none=True)
-        return registry.load(registry.recipe(self.recipe).examples)(path, limit, self)
+        return registry.recipe(self.recipe).examples(path, limit, self)
 
     def evaluate(self, path, max_examples=None, strategy=None, num_beams=None, verbose=0):
         """The recipe's scores on a file (see `evaluation_examples`).
@@ -213,35 +213,9 @@ class SavedRun:
         self._check_search(strategy, num_beams)
         sources, references = self.evaluation_examples(path, max_examples)
         hypotheses = self.generate(sources, strategy, num_beams, verbose=verbose)
-        scores = registry.load(registry.recipe(self.recipe).scores)(hypotheses, references)
+        scores = registry.recipe(self.recipe).scores(hypotheses, references)
         scores["examples"] = len(sources)
         return scores
-
-
-def sentencepiece_tokenizers(run):
-    """`(source, target)`: the SentencePiece models `config.json`'s
-    `tokenizers` names (the recipes' runs; `ModelKind.tokenizers`' default).
-
-    Raises:
-        RunFolderError: naming a missing, corrupt or truncated file.
-    """
-    from keras_attention import data
-
-    def load(name):
-        path = run.path(name)
-        try:
-            tokenizer = data.load_tokenizer(path)
-            tokenizer.vocabulary_size()
-        except Exception as error:  # the backends raise different errors for a bad proto
-            message = str(error).strip().splitlines()[-1:] or [type(error).__name__]
-            raise run.folder_error(path, f"not a SentencePiece model, corrupt or truncated "
-                                         f"({message[0][:200]})") from None
-        return tokenizer
-
-    names = run.metadata["tokenizers"]
-    run.path(names["source"])
-    run.path(names["target"])
-    return load(names["source"]), load(names["target"])
 
 
 def load_run(run_dir):
@@ -255,4 +229,4 @@ def load_run(run_dir):
     return run.model, run.source_tokenizer, run.target_tokenizer, run.metadata
 
 
-__all__ = ["SavedRun", "load_run", "sentencepiece_tokenizers"]
+__all__ = ["SavedRun", "load_run"]

@@ -86,7 +86,7 @@ def test_bad_sampler_arguments(kwargs, pattern, model):
         model.generate(SOURCE, **kwargs)
 
 
-# Token ids outside the vocabulary (issue 12, item 4) ------------------------
+# Token ids outside the vocabulary ---------------------------------------------
 
 
 @pytest.mark.parametrize("jit_compile", [True, False], ids=["compiled", "eager"])

@@ -280,7 +280,7 @@ def test_pointer_generator_needs_one_vocabulary():
         transformer_seq2seq(10, pointer_generator=1)
 
 
-# The options of issue 23 in the combinations of the three families (the
+# Each checkpoint family's options in combination (the
 # relative position bias of T5 aside: its stand-in here is learned positions).
 FAMILY_OPTIONS = {
     "bart": dict(norm_first=False, activation="gelu", position="learned",

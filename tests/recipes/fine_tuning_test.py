@@ -122,9 +122,9 @@ def test_train_translation_init_from_a_converted_run(tmp_path, family):
     answers with the checkpoint's tokenizer and settings, and the weights
     are not the converted ones."""
     from keras_attention import runs
-    from keras_attention.pretrained.convert import convert_checkpoint
-    from tests.pretrained.convert_test import make_checkpoint
+    from keras_attention.runs.convert import convert_checkpoint
     from tests.pretrained.tokenizers_test import ENGLISH, GERMAN
+    from tests.runs.convert_test import make_checkpoint
 
     make_checkpoint(tmp_path / "checkpoint", family)
     converted = convert_checkpoint(tmp_path / "checkpoint", tmp_path / "converted")
@@ -154,10 +154,10 @@ def test_train_summarization_init_from_a_converted_t5_run(tmp_path):
     """`train summarization --init_from=RUN_DIR` with a converted T5 (which
     starts the decoder with its pad id) on 40 built-in abstracts."""
     from keras_attention import runs
-    from keras_attention.pretrained.convert import convert_checkpoint
     from keras_attention.recipes.summarization import config as summarization_config
     from keras_attention.recipes.summarization import train as summarization
-    from tests.pretrained.convert_test import make_checkpoint
+    from keras_attention.runs.convert import convert_checkpoint
+    from tests.runs.convert_test import make_checkpoint
 
     make_checkpoint(tmp_path / "checkpoint", "t5")
     converted = convert_checkpoint(tmp_path / "checkpoint", tmp_path / "converted")

@@ -1,7 +1,7 @@
 """The `"converted"` model kind's decoding settings: recorded from a
 checkpoint's generation settings, mapped to `generate` in one place, and
 refused naming the key when a `config.json` holds a bad one. (Converting
-and decoding real checkpoints: tests/pretrained/convert_test.py.)"""
+and decoding real checkpoints: tests/runs/convert_test.py.)"""
 
 import json
 

@@ -1,6 +1,6 @@
-"""The `export` hook of the `"converted"` model kind: a converted Hugging Face
-checkpoint's run folder as a SavedModel serving strings to strings
-(`keras-attention export RUN_DIR EXPORT_DIR`, `keras_attention.export`).
+"""How the `"converted"` model kind exports (`keras_attention.export.ARCHIVES`):
+a converted Hugging Face checkpoint's run folder as a SavedModel serving
+strings to strings (`keras-attention export RUN_DIR EXPORT_DIR`).
 
 The graph encodes with the checkpoint's tokenizer as TensorFlow ops
 (`graph_tokenizers.graph_tokenizer`), decodes with the run's generation

@@ -13,8 +13,10 @@ translator = tf.saved_model.load("exported/translation")
 translator.serve(tf.constant(["March 3, 2021"]))  # tf.string (B,)
 ```
 
-This module uses TensorFlow directly: it is serving code, like the data
-pipelines, not a layer.
+This package uses TensorFlow directly: it is serving code, like the data
+pipelines, not a layer. How each model kind is exported is one table,
+`ARCHIVES` (`register_archive` adds a kind): a recipe's run here
+(`recipe_archive`), a converted checkpoint's in `keras_attention.export.converted`.
 """
 
 import hashlib
@@ -45,8 +47,8 @@ def export_run(run_dir, export_dir, *, strategy=None, num_beams=None):
             question-answering recipe (a `Seq2SeqModel`: transformer, RNN or
             pointer-generator), or by `keras-attention convert` (its
             checkpoint's tokenizer and generation settings; see
-            `keras_attention.pretrained.export_converted`). The run's model
-            kind builds the graph (`registry.ModelKind.export`).
+            `keras_attention.export.converted`). The run's model kind
+            builds the graph (`ARCHIVES`).
         export_dir: where to write the SavedModel; must not exist or be an
             empty folder (and not the working directory or a parent of it).
         strategy: `"greedy"` or `"beam"`; default: the recipe's.
@@ -117,16 +119,26 @@ def export_run(run_dir, export_dir, *, strategy=None, num_beams=None):
     num_beams = check_positive_int("num_beams", num_beams, allow_none=True)
     run = runs.SavedRun(run_dir)
     _check_model(run)
-    from keras_attention.recipes import registry
-
-    archive = registry.load(run.kind.export)(run, strategy, num_beams)
+    archive = ARCHIVES[run.kind.name](run, strategy, num_beams)
     _write(archive, export_dir)
     return export_dir
 
 
+def register_archive(kind, build):
+    """Makes the runs of the model kind named `kind`
+    (`keras_attention.runs.registry.ModelKind`, with `exports=True`)
+    exportable: `build(run, strategy, num_beams)` -> the
+    `keras.export.ExportArchive` of a `runs.SavedRun` (a bad setting is a
+    `ValueError` raised before any work); returns `build`."""
+    if not callable(build):
+        raise ValueError(f"Argument `build` must be callable. Received: build={build!r}")
+    ARCHIVES[kind] = build
+    return build
+
+
 def recipe_archive(run, strategy, num_beams):
-    """The `export` hook of the `"seq2seq"` model kind (`registry.ModelKind`):
-    the `keras.export.ExportArchive` of a recipe's run, its SentencePiece
+    """How the `"seq2seq"` model kind exports (`ARCHIVES`): the
+    `keras.export.ExportArchive` of a recipe's run, its SentencePiece
     `source.spm` / `target.spm` as TensorFlow Text ops."""
     from keras_attention.validation import check_positive_int
 
@@ -174,7 +186,7 @@ def _decoding_settings(run, strategy, num_beams):
 
 
 def _check_model(run):
-    if not run.kind.exports:
+    if not run.kind.exports or run.kind.name not in ARCHIVES:
         raise ValueError(
             f"Argument `run_dir` must hold a `Seq2SeqModel` (transformer, RNN or "
             f"pointer-generator) to export; its model is "
@@ -308,4 +320,9 @@ def _sentencepiece(proto):
     return tf_text.SentencepieceTokenizer(model=proto, out_type=tf.int32, name=name)
 
 
-__all__ = ["export_run", "recipe_archive", "serving_archive"]
+from keras_attention.export.converted import converted_archive  # noqa: E402 (needs nothing above)
+
+#: `{model kind name: build(run, strategy, num_beams)}`: how each kind exports.
+ARCHIVES = {"seq2seq": recipe_archive, "converted": converted_archive}
+
+__all__ = ["ARCHIVES", "export_run", "recipe_archive", "register_archive", "serving_archive"]

@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from keras_attention import cli, data, runs
+from keras_attention import cli, data, export, recipes, runs
 from keras_attention.models import transformer_seq2seq
-from keras_attention.recipes import registry
+from keras_attention.runs import converted, evaluation, inference, registry
 
 
 def shout(run, texts, strategy, num_beams, verbose):
@@ -24,15 +24,19 @@ def test_the_built_in_recipes_and_kinds():
     assert registry.kind_of_metadata({"converted_from": {}}).name == "converted"
     assert registry.kind_of_metadata({"selection": {}}).name == "sentence_selector"
     assert registry.kind_of_metadata({}).name == "seq2seq"
-    for name in registry.recipe_names():  # every reference resolves
+    for name in registry.recipe_names():  # the functions themselves; training in recipes
         recipe = registry.recipe(name)
-        assert callable(registry.load(recipe.examples)) and callable(registry.load(recipe.scores))
-        assert registry.recipe_spec(name).name == name
+        assert recipe.examples is getattr(evaluation, f"{name}_examples")
+        assert recipe.scores is getattr(evaluation, f"{name}_scores")
+        assert recipe.main is None and recipes.recipe_spec(name).name == name
     for kind in registry.model_kinds():
-        for reference in (kind.matches, kind.answer, kind.vocabularies, kind.tokenizers,
-                          kind.generation):
-            assert callable(registry.load(reference))
-        assert isinstance(registry.load(kind.decoding_keys), tuple)
+        for hook in (kind.matches, kind.answer, kind.vocabularies, kind.tokenizers,
+                     kind.generation):
+            assert callable(hook)
+        assert isinstance(kind.decoding_keys, tuple)
+        assert kind.exports == (kind.name in export.ARCHIVES)
+    assert registry.model_kind("converted").generation is converted.generate_kwargs
+    assert registry.model_kind("seq2seq").tokenizers is inference.sentencepiece_tokenizers
 
 
 def test_unknown_names_are_refused():
@@ -42,20 +46,19 @@ def test_unknown_names_are_refused():
         registry.model_kind("nope")
     with pytest.raises(ValueError, match=r"must set `marker`.*Received: kind='other'"):
         registry.register_model_kind(registry.ModelKind(
-            name="other", marker=None, description="", matches="", answer="",
-            vocabularies="", recipes=(), decodes=True, exports=True))
+            name="other", marker=None, description="", matches=None, answer=None,
+            vocabularies=None, recipes=(), decodes=True, exports=True))
 
 
 @pytest.fixture
 def converted_kind():
+    original = registry.model_kind("converted")
     kind = registry.register_model_kind(registry.ModelKind(
         name="converted", marker="converted_from", description="a converted checkpoint",
-        matches="keras_attention.runs.inference:is_seq2seq",
-        answer="tests.recipes.registry_test:shout",
-        vocabularies="keras_attention.runs.inference:seq2seq_vocabularies",
+        matches=inference.is_seq2seq, answer=shout, vocabularies=inference.seq2seq_vocabularies,
         recipes=("translation",), decodes=True, exports=False))
     yield kind
-    registry.remove_model_kind("converted")
+    registry.register_model_kind(original)
 
 
 def test_a_new_model_kind_is_one_registration(converted_kind, tmp_path, capsys):
@@ -86,9 +89,8 @@ def test_a_new_model_kind_is_one_registration(converted_kind, tmp_path, capsys):
 
 def test_a_new_recipe_is_one_registration(monkeypatch):
     registry.register_recipe(registry.Recipe(
-        name="poetry", module="tests.recipes.registry_test",
-        examples="keras_attention.runs.evaluation:translation_examples",
-        scores="keras_attention.runs.evaluation:translation_scores"))
+        name="poetry", examples=evaluation.translation_examples,
+        scores=evaluation.translation_scores, main=main))
     try:
         assert "poetry" in registry.recipe_names()
         assert cli.main(["train", "poetry", "--epochs=1"]) == ["--epochs=1"]

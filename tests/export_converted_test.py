@@ -8,8 +8,8 @@ import tensorflow as tf
 
 from keras_attention import cli
 from keras_attention.export import SIGNATURE_INPUT, SIGNATURE_OUTPUT, export_run
-from keras_attention.pretrained.convert import convert_checkpoint
-from tests.pretrained.convert_test import TEXTS, make_checkpoint, reference_strings
+from keras_attention.runs.convert import convert_checkpoint
+from tests.runs.convert_test import TEXTS, make_checkpoint, reference_strings
 
 pytestmark = pytest.mark.backend_independent("a TensorFlow SavedModel: exporting needs the "
                                               "TensorFlow backend")

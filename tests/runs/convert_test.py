@@ -12,7 +12,7 @@ import torch
 import transformers
 
 from keras_attention import cli, runs
-from keras_attention.pretrained.convert import convert_checkpoint
+from keras_attention.runs.convert import convert_checkpoint
 from tests.pretrained import hf_checkpoints
 from tests.pretrained.tokenizers_test import ENGLISH, GERMAN, train_spm
 
