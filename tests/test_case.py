@@ -27,11 +27,14 @@ BACKEND = keras.backend.backend()
 # whose case that would run the other's code again is skipped (the
 # `same_path_on` marker, tests/conftest.py). EAGER_AND_XLA: eager and
 # compiled generation or decoding; on torch nothing compiles (`jit_compile` is
-# ignored, `compile_function` is None), so "xla" is "eager" again.
+# ignored, `compile_function` is None), so "xla" is "eager" again; on JAX the
+# eager case is left to TensorFlow (`slow_on`).
 # GRAPH_AND_XLA: `compile_function` cases; on JAX both are `jax.jit`, so
 # "graph" is "xla" again (on torch both skip themselves: no compiler).
 EAGER_AND_XLA = [
-    pytest.param(False, id="eager"),
+    pytest.param(False, id="eager", marks=pytest.mark.slow_on(
+        "jax", reason="JAX runs eager ops one compile per op and shape; the xla case checks "
+                      "the same loop compiled, as JAX users run it, and TensorFlow the eager one")),
     pytest.param(True, id="xla", marks=pytest.mark.same_path_on(
         "torch", reason="nothing compiles on torch: the eager case")),
 ]

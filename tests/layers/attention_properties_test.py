@@ -3,6 +3,7 @@
 import functools
 
 import hypothesis.extra.numpy as hnp
+import keras
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -11,8 +12,10 @@ from hypothesis import strategies as st
 from keras_attention import layers, masks
 from tests.layers.factories import DIM, FACTORIES
 
+# On JAX, eager ops compile once per op and shape, so each example of new
+# shapes compiles again: fewer examples there, the full 25 on TensorFlow and torch.
 SETTINGS = settings(
-    max_examples=25,
+    max_examples=8 if keras.backend.backend() == "jax" else 25,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],

@@ -84,6 +84,9 @@ POSITION_IDS = ["sinusoidal", "learned_post_norm", "rotary_mqa"]
 
 
 @pytest.mark.large
+@pytest.mark.slow_on("jax", reason="the same keras.ops loss arithmetic as on TensorFlow, with a "
+                                   "compile per example length on JAX; the packed fit and "
+                                   "generation tests below run there")
 @pytest.mark.parametrize("kwargs", POSITIONS, ids=POSITION_IDS)
 def test_packed_batch_gives_the_per_example_losses_of_unpacked_batches(kwargs):
     packed_model, unpacked_model = models(**kwargs)
