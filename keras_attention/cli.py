@@ -24,7 +24,6 @@ import sys
 from keras_attention import files, recipes, runs
 from keras_attention.runs import registry
 
-RECIPES = registry.recipe_names()  # when the CLI is imported: `train`'s choices
 # The errors the library raises for what a user gave it: a ValueError naming
 # the argument (RunFolderError and UnicodeDecodeError are ValueErrors too) or
 # an OSError naming the file.

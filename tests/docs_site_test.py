@@ -11,6 +11,7 @@ import sys
 import pytest
 
 import keras_attention
+from keras_attention.runs import registry
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PUBLIC_MODULES = [name for name in keras_attention.__all__ if name != "__version__"]
@@ -155,7 +156,7 @@ def test_workflow_commands_are_valid_and_use_runs_the_page_trains(page, monkeypa
         if argv[0] == "train":
             recipe, overrides = argv[1], dict(
                 arg[2:].partition("=")[::2] for arg in argv[2:] if arg.startswith("--"))
-            assert recipe in cli.RECIPES, argv
+            assert recipe in registry.recipe_names(), argv
             config = _recipe_config_module(recipe)
             known = set(config.get_config()) | {"preset", "help"}
             assert set(overrides) <= known, f"docs/{page}: unknown setting in {argv}"

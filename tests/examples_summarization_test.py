@@ -62,9 +62,10 @@ def test_cli_generate_equals_the_recipe_and_evaluate_reports_rouge(run_dir, tmp_
               "--output", str(tmp_path / "out.txt")])
     lines = (tmp_path / "out.txt").read_text(encoding="utf-8").split("\n")[:-1]
     model, tokenizer, _, metadata = recipe.runs.load_run(output)
-    expected, _ = recipe.summarize(model, documents, tokenizer,
-                                   recipe.decoding_settings(metadata["config"], tokenizer))
-    assert lines == expected
+    summarizer = recipe.runs.TextToText(model, tokenizer, tokenizer,
+                                        recipe.decoding_settings(metadata["config"], tokenizer),
+                                        recipe="summarization")
+    assert lines == summarizer.generate(documents)
     records = [json.dumps({"document": d, "summary": "a summary"}) for d in documents]
     (tmp_path / "test.jsonl").write_text("\n".join(records) + "\n", encoding="utf-8")
     scores = cli.main(["evaluate", str(output), "--data", str(tmp_path / "test.jsonl")])

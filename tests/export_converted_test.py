@@ -55,12 +55,12 @@ def test_cli_export_of_a_converted_run(converted, tmp_path):
 @pytest.mark.large
 def test_a_setting_the_graph_cannot_honour_is_refused_naming_it(converted, tmp_path,
                                                                 monkeypatch):
-    from keras_attention.runs import converted as converted_kind
+    from keras_attention.runs import GenerationConfig
 
     _, _, run_dir, _ = converted
-    mapping = converted_kind.generate_kwargs
-    monkeypatch.setattr(converted_kind, "generate_kwargs",
-                        lambda *args: {**mapping(*args), "temperature": 0.7})
+    mapping = GenerationConfig.generate_kwargs
+    monkeypatch.setattr(GenerationConfig, "generate_kwargs",
+                        lambda self: {**mapping(self), "temperature": 0.7})
     with pytest.raises(ValueError, match=r"cannot honour .*Received: temperature=0\.7$"):
         export_run(run_dir, tmp_path / "exported")
     assert not (tmp_path / "exported").exists()

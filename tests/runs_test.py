@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from keras_attention import data, files, runs
+from keras_attention.decoding.samplers import BeamSampler
 from keras_attention.models import transformer_seq2seq
 
 DECODING = {"source_length": 12, "target_length": 8, "strategy": "greedy", "num_beams": 1,
@@ -64,11 +65,12 @@ def test_save_writes_a_self_describing_run_that_loads(model, tokenizer, tmp_path
         "format_version": runs.FORMAT_VERSION, "keras_attention": keras_attention_version(),
         "recipe": "translation", "config": {"a": 1}, "scores": {"bleu": 1.0},
         "tokenizers": {"source": "source.spm", "target": "target.spm"},
-        "decoding": DECODING, "source_format": "text", "answer_notes": "x",
+        "decoding": dict(DECODING, length_penalty=0.0, coverage_penalty=0.0),  # every key
+        "source_format": "text", "answer_notes": "x",
     }
     run = runs.SavedRun(tmp_path / "run")
-    assert (run.recipe, run.config, run.decoding, run.source_format, run.answer_classes) == (
-        "translation", {"a": 1}, DECODING, "text", None)
+    assert (run.recipe, run.config, run.generation, run.source_format, run.answer_classes) == (
+        "translation", {"a": 1}, runs.GenerationConfig(**DECODING), "text", None)
     ids = {"encoder_token_ids": np.array([[5, 6]]), "decoder_token_ids": np.array([[2, 7]])}
     np.testing.assert_allclose(run.model(ids), model(ids), atol=1e-6)
     np.testing.assert_array_equal(run.source_tokenizer("May 1"), tokenizer("May 1"))
@@ -110,11 +112,11 @@ def test_generate_never_generates_the_runs_suppressed_ids(model, tokenizer, tmp_
                         / "config.json").read_text())
     assert saved["decoding"]["suppress_token_ids"] == [0, 1, 2]
     run = runs.SavedRun(tmp_path / "run")
-    assert run.decoding["suppress_token_ids"] == data.never_generated_ids(tokenizer)
+    assert list(run.generation.suppress_token_ids) == data.never_generated_ids(tokenizer)
     calls = _capture_generate(run, monkeypatch)
     assert run.generate(["May 1"], strategy="beam", num_beams=2) == [""]
     assert calls[0]["suppress_token_ids"] == [0, 1, 2]
-    assert (calls[0]["strategy"], calls[0]["num_beams"]) == ("beam", 2)
+    assert calls[0]["sampler"] == BeamSampler(num_beams=2)
     # A folder saved without the key (before it existed) suppresses nothing.
     decoding = {k: v for k, v in DECODING.items() if k != "suppress_token_ids"}
     run = runs.SavedRun(_save(tmp_path / "older", model, tokenizer, decoding=decoding))
@@ -230,11 +232,13 @@ def test_save_refuses_bad_settings_before_writing(model, tokenizer, tmp_path):
         (dict(recipe="poetry"), r"`recipe` must be one of.*Received: recipe='poetry'"),
         (dict(decoding={"source_length": 4}), r"`decoding` must set `target_length`"),
         (dict(decoding=dict(DECODING, beams=2)), r"`decoding` has unknown keys \['beams'\]"),
-        (dict(decoding=dict(DECODING, num_beams=0)), r"num_beams'\]=0"),
+        (dict(decoding=dict(DECODING, num_beams=0)), r"`num_beams`.*Received: num_beams=0"),
         (dict(decoding=dict(DECODING, suppress_token_ids=[1, -1])),
-         r"`decoding\['suppress_token_ids'\]` must be a list of token ids.*Received"),
+         r"`suppress_token_ids` must be a list of token ids.*Received"),
         (dict(decoding=dict(DECODING, suppress_token_ids=1)),
-         r"`decoding\['suppress_token_ids'\]` must be a list"),
+         r"`suppress_token_ids` must be a list"),
+        (dict(decoding=runs.GenerationConfig(4, 4, length_penalty_form="hf")),
+         r"`decoding` must score beams in this model kind's form"),
         (dict(source_format="{passage} | {question}"), r"`source_format`.*Received"),
         (dict(extra={"recipe": "x"}), r"`extra` must not set keys config.json uses"),
         (dict(recipe="summarization", decoding=None), r"`decoding` must be given.*max_source"),
@@ -360,8 +364,7 @@ def test_old_question_answering_folder_loads_and_evaluates(model, tokenizer, tmp
     runs.check_output_dir(run_dir, overwrite=True)  # a new run may replace it
     run = runs.SavedRun(run_dir)
     assert run.metadata["format_version"] == 0
-    assert run.decoding == {"source_length": 12, "target_length": 5, "strategy": "greedy",
-                            "num_beams": 1}
+    assert run.generation == runs.GenerationConfig(source_length=12, target_length=5)
     assert run.source_format == "{question} | {context}"
     squad = tmp_path / "squad.jsonl"
     squad.write_text(json.dumps({"id": "q1", "context": "May 1 1999.", "question": "When?",
@@ -376,8 +379,9 @@ def test_old_translation_folder_decodes_as_its_config_says(model, tokenizer, tmp
     run_dir = _save_legacy(tmp_path / "old", model, tokenizer, {
         "recipe": "translation", "config": config, "scores": {}})
     run = runs.SavedRun(run_dir)
-    assert run.decoding == {"source_length": 10, "target_length": 10, "strategy": "beam",
-                            "num_beams": 3, "length_penalty": 0.6}
+    assert run.generation == runs.GenerationConfig(source_length=10, target_length=10,
+                                                   strategy="beam", num_beams=3,
+                                                   length_penalty=0.6)
     assert run.source_format == "text"
     pairs = tmp_path / "pairs.tsv"
     pairs.write_text("March 3, 2021\t2021-03-03\nMay 1, 1999\t1999-05-01\n")
@@ -407,7 +411,7 @@ def test_memory_network_run_answers_from_its_classes(tokenizer, tmp_path):
     runs.save_run(tmp_path / "qa", network, tokenizer, tokenizer, recipe="question_answering",
                   config={"max_memories": 4}, scores={}, extra={"answer_classes": classes})
     run = runs.SavedRun(tmp_path / "qa")
-    assert run.metadata["decoding"] is None and run.decoding == {}
+    assert run.metadata["decoding"] is None and run.generation is None
     assert run.source_format == "{story} | {question}" and run.answer_classes == classes
     answers = run.generate(["Mary went to the kitchen. John left. | Where is Mary?", "| Who?"])
     assert len(answers) == 2 and set(answers) <= set(classes)

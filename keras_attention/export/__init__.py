@@ -139,14 +139,10 @@ def register_archive(kind, build):
 def recipe_archive(run, strategy, num_beams):
     """How the `"seq2seq"` model kind exports (`ARCHIVES`): the
     `keras.export.ExportArchive` of a recipe's run, its SentencePiece
-    `source.spm` / `target.spm` as TensorFlow Text ops."""
-    from keras_attention.validation import check_positive_int
-
-    settings = _decoding_settings(run, strategy, num_beams)
-    sampler = _sampler(settings)  # validates the beam settings
-    check_positive_int("target_length", settings["target_length"])
-    return _build_archive(run.model, run.source_tokenizer, run.target_tokenizer, settings,
-                          sampler)
+    `source.spm` / `target.spm` as TensorFlow Text ops, searching as the
+    run's `GenerationConfig` with `strategy` and `num_beams` says."""
+    generation = run.generation.with_search(strategy, num_beams)
+    return _build_archive(run.model, run.source_tokenizer, run.target_tokenizer, generation)
 
 
 def _write(archive, export_dir):
@@ -170,21 +166,6 @@ def _write(archive, export_dir):
         raise failure from None
 
 
-def _decoding_settings(run, strategy, num_beams):
-    """The run's decoding settings (`SavedRun.decoding`, as `keras-attention
-    generate` uses them), with `strategy` and `num_beams` overrides."""
-    from keras_attention import runs
-
-    settings = runs.decoding_settings(run.decoding, strategy, num_beams)
-    if settings["strategy"] not in _STRATEGIES:
-        raise ValueError(
-            f"Argument `strategy` must be given: the run decodes with "
-            f"{settings['strategy']!r}, and only {', '.join(map(repr, _STRATEGIES))} export. "
-            f"Received: strategy=None, run_dir={run.run_dir!r}"
-        )
-    return settings
-
-
 def _check_model(run):
     if not run.kind.exports or run.kind.name not in ARCHIVES:
         raise ValueError(
@@ -195,20 +176,7 @@ def _check_model(run):
         )
 
 
-def _sampler(settings):
-    """The run's greedy or beam sampler (`keras_attention.decoding`)."""
-    from keras_attention import decoding
-
-    if settings["strategy"] == "beam":
-        return decoding.BeamSampler(
-            num_beams=settings["num_beams"],
-            length_penalty=settings["length_penalty"],
-            coverage_penalty=settings["coverage_penalty"],
-        )
-    return decoding.GreedySampler()
-
-
-def _build_archive(model, source_tokenizer, target_tokenizer, settings, sampler):
+def _build_archive(model, source_tokenizer, target_tokenizer, generation):
     import tensorflow as tf
 
     from keras_attention import data
@@ -220,15 +188,16 @@ def _build_archive(model, source_tokenizer, target_tokenizer, settings, sampler)
         else _sentencepiece(target_proto)
     )
     special = data.special_token_ids(target_tokenizer)
-    source_length = settings["source_length"]
+    source_length = generation.source_length
+    search = generation.generate_kwargs()  # max_length, sampler, suppress_token_ids
 
     @tf.function(jit_compile=True, autograph=False)
     def generate(source):
         # The model's own cached search, as `generate` runs it, on int32
         # `source (B, S)` with `B` and `S` known only at run time: the best
         # hypothesis of each row `(B, L)`, padded after its end token.
-        return model.search(source, sampler, settings["target_length"],
-                            suppress_token_ids=settings["suppress_token_ids"]).token_ids
+        return model.search(source, search["sampler"], search["max_length"],
+                            suppress_token_ids=search["suppress_token_ids"]).token_ids
 
     def encode(inputs):
         # Sources as `data.encode_sources` builds them: cut to

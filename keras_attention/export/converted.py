@@ -4,8 +4,8 @@ strings to strings (`keras-attention export RUN_DIR EXPORT_DIR`).
 
 The graph encodes with the checkpoint's tokenizer as TensorFlow ops
 (`graph_tokenizers.graph_tokenizer`), decodes with the run's generation
-settings as `keras-attention generate` does (the kind's one mapping
-`runs.converted.generate_kwargs`: the Hugging Face beam form, the generation
+settings as `keras-attention generate` does (the run's `GenerationConfig`
+and its `generate_kwargs`: the Hugging Face beam form, the generation
 rules, `decoder_start_token_id`, the suppressed ids) through
 `Seq2SeqModel.search` compiled with XLA, and detokenizes as
 `batch_decode(..., skip_special_tokens=True)`.
@@ -25,7 +25,7 @@ translator.serve(tf.constant(["I am a small frog."]))  # tf.string (1,)
 """
 
 #: The `generate` keyword arguments the exported graph honours, beyond
-#: `sampler` and `max_length`: the rest of `runs.converted.generate_kwargs`'s
+#: `sampler` and `max_length`: the rest of `GenerationConfig.generate_kwargs`'s
 #: output is `decoding.GenerationRules`.
 _SEARCH_KEYS = ("suppress_token_ids", "decoder_start_token_id")
 _RULE_KEYS = ("min_length", "no_repeat_ngram_size", "forced_bos_token_id",
@@ -50,9 +50,8 @@ def converted_archive(run, strategy, num_beams):
 
     from keras_attention.decoding import GenerationRules
     from keras_attention.pretrained.graph_tokenizers import graph_tokenizer
-    from keras_attention.runs.converted import generate_kwargs
-
-    kwargs = generate_kwargs(run.decoding, strategy, num_beams)
+    generation = run.generation.with_search(strategy, num_beams)
+    kwargs = generation.generate_kwargs()
     sampler, max_length = kwargs.pop("sampler"), kwargs.pop("max_length")
     unknown = sorted(set(kwargs) - set(_SEARCH_KEYS) - set(_RULE_KEYS))
     if unknown:
@@ -66,7 +65,7 @@ def converted_archive(run, strategy, num_beams):
     rules = GenerationRules(**{key: kwargs[key] for key in _RULE_KEYS if key in kwargs})
     search = {key: kwargs[key] for key in _SEARCH_KEYS if key in kwargs}
     model = run.model
-    source_length = run.decoding["source_length"]
+    source_length = generation.source_length
     source_tokens = graph_tokenizer(run.source_tokenizer)
     target_tokens = (source_tokens if run.target_tokenizer is run.source_tokenizer
                      else graph_tokenizer(run.target_tokenizer))

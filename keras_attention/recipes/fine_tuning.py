@@ -126,16 +126,18 @@ def _cut(row, max_length):
     return row[: max_length - 1] + row[-1:] if len(row) > max_length else row
 
 
-def make_examples(pairs, tokenizer, model, decoding, max_length, max_target_length=None):
+def make_examples(pairs, tokenizer, model, generation, max_length, max_target_length=None):
     """Teacher-forcing arrays of `(source, target)` text pairs: `({
     "encoder_token_ids": (N, S), "decoder_token_ids": (N, T)}, labels (N, T))`
     with `decoder_token_ids = [decoder_start] + labels[:-1]`, padded with the
     model's pad id (ignored by the loss); sources cut to `max_length` ids,
-    targets to `max_target_length` (default: `max_length`)."""
+    targets to `max_target_length` (default: `max_length`); the decoder
+    starts as `generation` (the checkpoint's `GenerationConfig`) says."""
     import numpy as np
 
     pad = model.pad_token_id
-    start = decoding.get("decoder_start_token_id", model.start_token_id)
+    start = generation.decoder_start_token_id
+    start = model.start_token_id if start is None else start
     sources = [_cut(r, max_length) for r in encode(tokenizer, [s for s, _ in pairs])]
     targets = [_cut(r, max_target_length or max_length)
                for r in encode(tokenizer, [t for _, t in pairs], target=True)]
@@ -180,12 +182,13 @@ def fine_tune(config, metadata, train_pairs, validation_pairs, jit_compile=False
     (`converted_from`, plus `fine_tuned_from`: the folder it started from)
     and whose `tokenizer_files` are the checkpoint's, copied unchanged."""
     from keras_attention.recipes import skeleton
+    from keras_attention.runs import GenerationConfig
 
     model, tokenizer = load_converted(config["init_from"], metadata)
-    decoding = metadata.get("decoding") or {}
+    generation = GenerationConfig.from_dict(metadata["decoding"], "hf")
     lengths = ((config["max_length"],) if "max_length" in config
                else (config["max_source_length"], config["max_target_length"]))
-    arrays = [make_examples(pairs, tokenizer, model, decoding, *lengths)
+    arrays = [make_examples(pairs, tokenizer, model, generation, *lengths)
               for pairs in (train_pairs, validation_pairs)]
     callbacks = list(callbacks)
     if config.get("keep_best_epoch"):
@@ -209,22 +212,14 @@ def fine_tune(config, metadata, train_pairs, validation_pairs, jit_compile=False
 
 
 def decoding_settings(config):
-    """The converted run's generation settings (`config.json`'s `decoding`),
-    which the fine-tuned run keeps and evaluates with."""
-    return check_init_from(config, [config])["decoding"]
+    """The converted run's generation settings (its `config.json`'s
+    `decoding`, a `runs.GenerationConfig` of the Hugging Face form), which
+    the fine-tuned run keeps and evaluates with."""
+    from keras_attention.runs import GenerationConfig
 
-
-def generate_texts(model, tokenizer, texts, decoding, verbose=1):
-    """Outputs of `model` for `texts` decoded with a converted run's
-    `decoding` (`keras_attention.runs.converted`), detokenized."""
-    from keras_attention.runs import converted
-
-    token_ids = converted.encode_sources(texts, tokenizer, decoding["source_length"])
-    generated = model.generate(token_ids, batch_size=64, verbose=verbose,
-                               **converted.generate_kwargs(decoding))
-    return tokenizer.decode(generated)
+    return GenerationConfig.from_dict(check_init_from(config, [config])["decoding"], "hf")
 
 
 __all__ = ["FINE_TUNE_LEARNING_RATE", "FIXED_SETTINGS", "check_init_from", "compile_settings",
-           "decoding_settings", "fine_tune", "generate_texts", "load_converted",
+           "decoding_settings", "fine_tune", "load_converted",
            "make_examples", "unused_settings"]

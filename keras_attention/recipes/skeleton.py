@@ -11,15 +11,17 @@ what every recipe does around its own training and scoring.
    (`spec.execution`) and writes the backup record;
 4. trains (`spec.train`, which builds the model with `spec.build_model`)
    and times it;
-5. computes the decoding settings once (`spec.decoding_settings`): the run
-   folder records them and the evaluation decodes with them;
-6. scores the test split (`spec.evaluate`);
+5. computes the decoding settings once (`spec.decoding_settings`, a
+   `runs.GenerationConfig`): the run folder records them and the
+   evaluation decodes with them;
+6. scores the test split (`spec.evaluate`, through `Trained.text_to_text`:
+   the `runs.TextToText` that `keras-attention generate` reads back);
 7. on the chief, saves the run (`runs.save_run_or_rescue`: a failure after
    training keeps the run in a rescue folder beside the output folder and
    says where), then writes the plots (`spec.finish`, `training.png`).
 
 The decoding settings are computed once, in step 5: the evaluation, the
-run folder and the plots all use that one dict.
+run folder and the plots all use that one `GenerationConfig`.
 """
 
 import dataclasses
@@ -57,6 +59,25 @@ class Trained:
     extra: dict = dataclasses.field(default_factory=dict)
     tokenizer_files: list | None = None
 
+    def text_to_text(self, generation, recipe, config=None, source_format="text"):
+        """The `runs.TextToText` of the trained parts: the model, tokenizers
+        and generation settings the run folder will hold, of the kind
+        `extra` describes (a fine-tuned checkpoint is `"converted"`, a
+        memory network an answer classifier). The recipes evaluate through it.
+
+        Args:
+            generation: the recipe's `GenerationConfig` (`decoding_settings`),
+                `None` for a model that does not decode.
+            recipe: the recipe's name.
+            config: dict, the recipe's settings.
+            source_format: how one input line is made.
+        """
+        return runs.TextToText(
+            self.model, self.source_tokenizer, self.target_tokenizer, generation,
+            kind=registry.kind_of_metadata(self.extra), recipe=recipe,
+            source_format=source_format, config=config,
+            answer_classes=self.extra.get("answer_classes"), selection=self.extra.get("selection"))
+
 
 @dataclasses.dataclass(frozen=True)
 class RecipeSpec:
@@ -77,7 +98,8 @@ class RecipeSpec:
         train: `train(config, data, strategy, execution, callbacks) ->
             Trained`; `callbacks` (a list) go to its `fit` too.
         decoding_settings: `decoding_settings(config, target_tokenizer) ->
-            dict or None` (`None`: a model kind that does not decode).
+            runs.GenerationConfig or None` (`None`: a model kind that does
+            not decode).
         evaluate: `evaluate(trained, data, config, decoding) -> scores`,
             decoding with `decoding`.
         model_kind: `model_kind(config) -> str`, the registered model kind

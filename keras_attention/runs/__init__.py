@@ -19,18 +19,21 @@ until then; and when saving a trained run fails (a full disk, another run
 that appeared meanwhile), `save_run_or_rescue` keeps it in a new
 `OUTPUT.rescue-<time>` folder beside the destination and says where.
 `SavedRun` loads a folder, checks its parts against each other (the model's
-kind against the recipe, the tokenizers against the model's vocabulary),
-generates with its decoding settings and evaluates it; the CLI
+kind against the recipe, the tokenizers against the model's vocabulary) and
+is the folder's `TextToText`: a model, its tokenizers and its one
+`GenerationConfig`, with `generate(texts)` and `evaluate(pairs)`. The CLI
 (`keras-attention generate|evaluate`) and `keras_attention.export` read runs
-only through it. Folders saved before the marker and the self-describing
+only through it; the recipes evaluate through a `TextToText` of their
+trained parts. Folders saved before the marker and the self-describing
 `config.json` existed still load.
 
 The package has one module per job: `layout` (file names, `RunFolderError`),
 `folders` (output folders, writing, rescue), `metadata` (`config.json`),
-`legacy` (older folders), `source_formats`, `inference` (how each model kind
-answers, the decoding -> generation mapping), `registry` (recipes and model
-kinds), `convert` (a Hugging Face checkpoint into a run folder), `evaluation` (each recipe's
-file format and scores) and `saved_run` (`SavedRun`). Recipes and model
+`legacy` (older folders), `source_formats`, `generation`
+(`GenerationConfig`), `text_to_text` (`TextToText`), `inference` (how each
+model kind answers), `registry` (recipes and model kinds), `convert` (a
+Hugging Face checkpoint into a run folder), `evaluation` (each recipe's file
+format and scores) and `saved_run` (`SavedRun`). Recipes and model
 kinds are looked up in `registry`, which holds them as objects.
 """
 
@@ -42,7 +45,7 @@ from keras_attention.runs.folders import (
     save_run,
     save_run_or_rescue,
 )
-from keras_attention.runs.inference import decode, decoding_settings, generate_kwargs
+from keras_attention.runs.generation import GenerationConfig
 from keras_attention.runs.layout import (
     CONFIG_FILE,
     DECODING_KEYS,
@@ -55,36 +58,32 @@ from keras_attention.runs.layout import (
     RunFolderError,
 )
 from keras_attention.runs.metadata import read_metadata
-from keras_attention.runs.registry import recipe_names as _recipe_names
 from keras_attention.runs.saved_run import SavedRun, load_run
 from keras_attention.runs.source_formats import (
     SOURCE_FIELDS,
     check_source_format,
     format_source,
 )
-
-RECIPES = _recipe_names()  # the built-in recipes (`registry.recipe_names()`: all registered)
+from keras_attention.runs.text_to_text import TextToText
 
 __all__ = [
     "CONFIG_FILE",
     "DECODING_KEYS",
     "FORMAT_VERSION",
+    "GenerationConfig",
     "MARKER",
     "MODEL_FILE",
-    "RECIPES",
     "RUN_FILES",
     "SOURCE_FIELDS",
     "TOKENIZER_FILES",
     "TOKENIZER_FOLDER",
+    "TextToText",
     "RunFolderError",
     "RunNotSavedError",
     "SavedRun",
     "check_output_dir",
     "check_source_format",
-    "decode",
-    "decoding_settings",
     "format_source",
-    "generate_kwargs",
     "is_run_folder",
     "load_run",
     "read_metadata",

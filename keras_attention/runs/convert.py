@@ -58,15 +58,45 @@ def convert_checkpoint(checkpoint_dir, run_dir, *, recipe=None, overwrite=False)
     ValueError: Argument `folder` must be a local ... Received: folder='no-such-folder'
     """
     from keras_attention import runs
-    from keras_attention.pretrained.checkpoint import read_config
-    from keras_attention.pretrained.tokenizers import load_tokenizer, tokenizer_files
 
     if not isinstance(overwrite, bool):
         raise ValueError(f"Argument `overwrite` must be a bool. Received: overwrite={overwrite!r}")
-    if recipe is not None and recipe not in ("translation", "summarization"):
-        raise ValueError("Argument `recipe` must be 'translation' or 'summarization' for a "
-                         f"converted checkpoint. Received: recipe={recipe!r}")
+    _check_recipe(recipe)
     runs.check_output_dir(run_dir, overwrite=overwrite)
+    converted, family, config, paths = load_checkpoint(checkpoint_dir, recipe)
+    tokenizer = converted.source_tokenizer
+    return runs.save_run(
+        run_dir, converted.model, tokenizer, tokenizer, recipe=converted.recipe,
+        config={"checkpoint_config": config}, scores={}, decoding=converted.generation,
+        source_format="text", overwrite=overwrite, tokenizer_files=paths,
+        extra={"converted_from": {
+            "family": family, "checkpoint": os.fspath(checkpoint_dir),
+            "architecture": ARCHITECTURES[family],
+            "vocabulary_size": tokenizer.vocabulary_size,
+            "tokenizer_files": [os.path.basename(path) for path in paths],
+        }},
+    )
+
+
+def load_checkpoint(checkpoint_dir, recipe=None):
+    """A Hugging Face checkpoint folder as a `TextToText` of the `"converted"`
+    kind, checked as `convert_checkpoint` checks it (`TextToText.from_checkpoint`).
+
+    Returns:
+        `(text_to_text, family, config, tokenizer_paths)`: the `TextToText`,
+        the family (`"marian"`, `"bart"` or `"t5"`), the checkpoint's
+        `config.json` dict and its tokenizer files.
+
+    Raises:
+        ValueError, FileNotFoundError: as `convert_checkpoint`.
+    """
+    from keras_attention.pretrained.checkpoint import read_config
+    from keras_attention.pretrained.loading import load_pretrained
+    from keras_attention.pretrained.tokenizers import load_tokenizer, tokenizer_files
+    from keras_attention.runs.generation import GenerationConfig
+    from keras_attention.runs.text_to_text import TextToText
+
+    _check_recipe(recipe)
     config = read_config(checkpoint_dir)
     family = config.get("model_type")
     if family in ARCHITECTURES and family not in DEFAULT_RECIPES:
@@ -76,9 +106,6 @@ def convert_checkpoint(checkpoint_dir, run_dir, *, recipe=None, overwrite=False)
             f"`keras_attention.pretrained.load_pretrained` for a {family} checkpoint. "
             f"Received: model_type={family!r}")
     paths = tokenizer_files(checkpoint_dir, family) if family in DEFAULT_RECIPES else None
-    from keras_attention.pretrained.loading import load_pretrained
-    from keras_attention.runs.converted import decoding_from_generation
-
     model, info = load_pretrained(checkpoint_dir)  # refuses another architecture
     tokenizer = load_tokenizer(checkpoint_dir, family)
     vocabulary = min(model.source_vocabulary_size, model.target_vocabulary_size)
@@ -88,19 +115,16 @@ def convert_checkpoint(checkpoint_dir, run_dir, *, recipe=None, overwrite=False)
             f"{vocabulary} of its model (a smaller tokenizer is allowed, a larger one would "
             f"give ids the model lacks). Received: checkpoint_dir={os.fspath(checkpoint_dir)!r}")
     source_length = config.get("max_position_embeddings") or DEFAULT_SOURCE_LENGTH
-    decoding = decoding_from_generation(info["generation"], source_length)
-    checkpoint = os.fspath(checkpoint_dir)
-    return runs.save_run(
-        run_dir, model, tokenizer, tokenizer, recipe=recipe or DEFAULT_RECIPES[family],
-        config={"checkpoint_config": config}, scores={}, decoding=decoding,
-        source_format="text", overwrite=overwrite, tokenizer_files=paths,
-        extra={"converted_from": {
-            "family": family, "checkpoint": checkpoint,
-            "architecture": ARCHITECTURES[family],
-            "vocabulary_size": tokenizer.vocabulary_size,
-            "tokenizer_files": [os.path.basename(path) for path in paths],
-        }},
-    )
+    generation = GenerationConfig.from_generate_kwargs(info["generation"], source_length)
+    converted = TextToText(model, tokenizer, tokenizer, generation, kind="converted",
+                           recipe=recipe or DEFAULT_RECIPES[family])
+    return converted, family, config, paths
 
 
-__all__ = ["DEFAULT_RECIPES", "convert_checkpoint"]
+def _check_recipe(recipe):
+    if recipe is not None and recipe not in ("translation", "summarization"):
+        raise ValueError("Argument `recipe` must be 'translation' or 'summarization' for a "
+                         f"converted checkpoint. Received: recipe={recipe!r}")
+
+
+__all__ = ["DEFAULT_RECIPES", "convert_checkpoint", "load_checkpoint"]

@@ -168,14 +168,11 @@ def save_run(output_dir, model, source_tokenizer, target_tokenizer, *, recipe, c
         recipe: a registered recipe's name (`keras_attention.runs.registry`).
         config: dict, the recipe's settings (JSON-able).
         scores: dict, the recipe's test scores (JSON-able).
-        decoding: dict of generation settings, `source_length` and
-            `target_length` (positive ints) and optionally `strategy`,
-            `num_beams`, `length_penalty`, `coverage_penalty` and
-            `suppress_token_ids` (a list of target ids never generated,
-            e.g. `data.never_generated_ids(target_tokenizer)`); `None`: the
-            recipe's, read from `config` as folders before format 1 are read
-            (and none for a run with `answer_classes` or `selection` in
-            `extra`).
+        decoding: the run's `GenerationConfig` (or the dict of its JSON
+            form, `GenerationConfig.to_dict`), saved once as `decoding`;
+            `None`: the recipe's, read from `config` as folders before
+            format 1 are read (and none for a run with `answer_classes` or
+            `selection` in `extra`).
         source_format: how one input line is made: `"text"` (the line is the
             source) or a template naming `SOURCE_FIELDS`, e.g.
             `"{context} | {question}"`; `None`: the recipe's (see

@@ -1,69 +1,37 @@
 """How each model kind answers input lines, and which of its sizes a run
 folder's tokenizers must match (the functions `keras_attention.runs.registry`
-names for the built-in model kinds).
-
-`decoding_settings` and `generate_kwargs` are the one mapping from a run's
-decoding settings (`config.json`'s `decoding`, a recipe's
-`decoding_settings(...)`) to `Seq2SeqModel.generate`: the recipes' evaluation,
-`SavedRun.generate` and `keras_attention.export` all go through them.
+names for the built-in model kinds). Each answer hook is called by
+`TextToText.generate` with the `TextToText` itself.
 """
-
-
-def decoding_settings(decoding, strategy=None, num_beams=None):
-    """A run's decoding settings with every key set: `strategy` and
-    `num_beams` overridden where given, penalties 0 and nothing suppressed
-    where the run did not say (folders saved before those keys existed)."""
-    settings = dict(decoding)
-    settings["strategy"] = strategy or settings.get("strategy", "greedy")
-    settings["num_beams"] = num_beams or settings.get("num_beams", 1)
-    settings.setdefault("length_penalty", 0.0)
-    settings.setdefault("coverage_penalty", 0.0)
-    settings.setdefault("suppress_token_ids", [])
-    return settings
-
-
-def generate_kwargs(decoding, strategy=None, num_beams=None):
-    """The keyword arguments of `Seq2SeqModel.generate` for a run's decoding
-    settings (`max_length` is the `target_length`).
-
-    Example:
-
-    >>> generate_kwargs({"source_length": 32, "target_length": 16, "strategy": "beam",
-    ...                  "num_beams": 4}, num_beams=2)["num_beams"]
-    2
-    """
-    settings = decoding_settings(decoding, strategy, num_beams)
-    return {"max_length": settings["target_length"], "strategy": settings["strategy"],
-            "num_beams": settings["num_beams"], "length_penalty": settings["length_penalty"],
-            "coverage_penalty": settings["coverage_penalty"],
-            "suppress_token_ids": settings["suppress_token_ids"]}
-
-
-def decode(model, texts, source_tokenizer, decoding, *, strategy=None, num_beams=None,
-           batch_size=64, verbose=0, **kwargs):
-    """`model.generate` on `texts` encoded as `decoding` says (cut to its
-    `source_length`); returns what `generate` returns (token ids `(N, L)`,
-    or a result with `return_scores=True` and the like in `kwargs`)."""
-    from keras_attention import data
-
-    token_ids = data.encode_sources(texts, source_tokenizer, decoding["source_length"])
-    return model.generate(token_ids, batch_size=batch_size, verbose=verbose,
-                          **generate_kwargs(decoding, strategy, num_beams), **kwargs)
 
 
 ## The model kinds: what answers a line
 
 
-def generate_texts(run, texts, strategy, num_beams, verbose):
-    """A seq2seq run's outputs: decoded with its settings, detokenized."""
+def encode_sources(texts, tokenizer, source_length):
+    """`(N, S)` int32 ids of `texts` by a recipe's SentencePiece tokenizer,
+    cut to `source_length`."""
     from keras_attention import data
 
-    generated = decode(run.model, texts, run.source_tokenizer, run.decoding, strategy=strategy,
-                       num_beams=num_beams, verbose=verbose)
-    return data.detokenize(run.target_tokenizer, generated)
+    return data.encode_sources(texts, tokenizer, source_length)
 
 
-def answer_from_memory(run, texts, strategy, num_beams, verbose):
+def detokenize(tokenizer, token_ids):
+    """The strings of generated ids, cut at the end token."""
+    from keras_attention import data
+
+    return data.detokenize(tokenizer, token_ids)
+
+
+def generate_texts(text_to_text, texts, generation, verbose):
+    """A decoding kind's outputs: encoded, searched with `generation`'s search
+    and detokenized (`TextToText.search`, `TextToText.detokenize`)."""
+    generated = text_to_text.search(texts, generation.strategy, generation.num_beams,
+                                    verbose=verbose)
+    return text_to_text.detokenize(generated)
+
+
+def answer_from_memory(run, texts, generation, verbose):
     """An answer classifier's answers to `"story | question"` lines."""
     import numpy as np
 
@@ -76,7 +44,7 @@ def answer_from_memory(run, texts, strategy, num_beams, verbose):
     return [run.answer_classes[i] for i in np.argmax(logits, axis=-1)]
 
 
-def select_sentences(run, texts, strategy, num_beams, verbose):
+def select_sentences(run, texts, generation, verbose):
     """The sentence an extractive summarizer keeps of each document."""
     from keras_attention import data
     from keras_attention.models import chosen_sentences
@@ -152,7 +120,7 @@ def selector_vocabularies(run):
              embedding_vocabulary(run.model), "vocabulary")]
 
 
-__all__ = ["decode", "decoding_settings", "generate_kwargs"]
+__all__ = []
 
 
 def sentencepiece_tokenizers(run):

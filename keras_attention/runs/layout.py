@@ -1,5 +1,7 @@
 """What a run folder holds: its file names, format version and read error."""
 
+from keras_attention.runs.generation import dict_keys
+
 FORMAT_VERSION = 1  # of config.json; 0 names a folder saved before format 1
 MARKER = ".keras_attention_run"
 MODEL_FILE = "model.keras"
@@ -7,8 +9,7 @@ CONFIG_FILE = "config.json"
 TOKENIZER_FILES = {"source": "source.spm", "target": "target.spm"}
 TOKENIZER_FOLDER = "tokenizer"  # a converted checkpoint's tokenizer files, unchanged
 RUN_FILES = (MODEL_FILE, TOKENIZER_FILES["source"], TOKENIZER_FILES["target"], CONFIG_FILE)
-DECODING_KEYS = ("source_length", "target_length", "strategy", "num_beams", "length_penalty",
-                 "coverage_penalty", "suppress_token_ids")
+DECODING_KEYS = dict_keys("gnmt")  # a recipe run's `decoding` (`GenerationConfig.to_dict`)
 
 
 class RunFolderError(ValueError):

@@ -5,9 +5,9 @@ import json
 import os
 
 from keras_attention.runs import registry
+from keras_attention.runs.generation import GenerationConfig
 from keras_attention.runs.layout import (
     CONFIG_FILE,
-    DECODING_KEYS,
     FORMAT_VERSION,
     TOKENIZER_FILES,
     RunFolderError,
@@ -48,7 +48,7 @@ def make_metadata(recipe, config, scores, decoding, source_format, extra, tokeni
                 f"{recipe} recipe's decoding settings from. Received: decoding=None"
             ) from None
     if decoding is not None:
-        decoding = check_decoding(decoding, "decoding", kind.decoding_keys)
+        decoding = check_decoding(decoding, kind.length_penalty_form).to_dict()
     if source_format is None:
         source_format = legacy_source_format(recipe, config, memory)
     check_source_format(source_format)
@@ -59,33 +59,18 @@ def make_metadata(recipe, config, scores, decoding, source_format, extra, tokeni
     }
 
 
-def check_decoding(decoding, name, keys=DECODING_KEYS):
-    """`decoding` as a dict, or a ValueError saying what is wrong with it
-    (`keys`: those it may hold, its model kind's `decoding_keys`)."""
-    from keras_attention.validation import check_positive_int
-
-    if not isinstance(decoding, dict):
-        raise ValueError(f"Argument `{name}` must be a dict. Received: {name}={decoding!r}")
-    unknown = sorted(set(decoding) - set(keys))
-    if unknown:
-        raise ValueError(
-            f"Argument `{name}` has unknown keys {unknown} (known: {', '.join(keys)}). "
-            f"Received: {name}={decoding!r}"
-        )
-    for key in ("source_length", "target_length"):
-        if key not in decoding:
-            raise ValueError(f"Argument `{name}` must set `{key}`. Received: {name}={decoding!r}")
-        check_positive_int(f"{name}['{key}']", decoding[key])
-    if decoding.get("num_beams") is not None:
-        check_positive_int(f"{name}['num_beams']", decoding["num_beams"])
-    suppressed = decoding.get("suppress_token_ids", [])
-    if not isinstance(suppressed, list) or not all(
-            isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in suppressed):
-        raise ValueError(
-            f"Argument `{name}['suppress_token_ids']` must be a list of token ids (ints >= 0). "
-            f"Received: {name}={decoding!r}"
-        )
-    return dict(decoding)
+def check_decoding(decoding, length_penalty_form="gnmt"):
+    """`decoding` (a `GenerationConfig`, or the dict of its JSON form) as a
+    `GenerationConfig` of its model kind's form, or a `ValueError` naming
+    what is wrong with it."""
+    if isinstance(decoding, GenerationConfig):
+        if decoding.length_penalty_form != length_penalty_form:
+            raise ValueError(
+                f"Argument `decoding` must score beams in this model kind's form, "
+                f"{length_penalty_form!r}. "
+                f"Received: length_penalty_form={decoding.length_penalty_form!r}")
+        return decoding
+    return GenerationConfig.from_dict(decoding, length_penalty_form)
 
 
 def read_metadata(run_dir):
@@ -164,9 +149,7 @@ def check_metadata(metadata, path, received):
                      f"only a {' or '.join(kind.recipes)} run has")
     try:
         if metadata.get("decoding") is not None or kind.decodes:
-            check_decoding(metadata.get("decoding"), "decoding", kind.decoding_keys)
-            if kind.decodes:
-                kind.generation(metadata["decoding"])  # its types and values
+            check_decoding(metadata.get("decoding"), kind.length_penalty_form)
         check_source_format(metadata.get("source_format"))
     except ValueError as error:
         raise refuse(f"has bad settings ({error})") from None

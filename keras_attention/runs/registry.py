@@ -20,6 +20,10 @@ registry.register_model_kind(registry.ModelKind(
 ))
 ```
 
+where `tag_lines(text_to_text, texts, generation, verbose)` returns one string
+per line (`text_to_text`, a `TextToText`, holds the model, tokenizers and
+settings).
+
 The registry holds objects, never names of modules to import: it sits in
 `keras_attention.runs`, below the recipes, `export` and the CLI, and imports
 nothing above it. A built-in recipe's training lives in
@@ -31,7 +35,6 @@ Reading the registry imports neither Keras nor TensorFlow.
 import dataclasses
 
 from keras_attention.runs import converted, evaluation, inference
-from keras_attention.runs.layout import DECODING_KEYS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,8 +70,10 @@ class ModelKind:
         description: str, what the model is, for messages ("a Seq2SeqModel").
         matches: `matches(model)` -> whether a loaded `model.keras` is of
             this kind (checked before any work).
-        answer: `answer(run, texts, strategy, num_beams, verbose)` -> one
-            output string per text.
+        answer: `answer(text_to_text, texts, generation, verbose)` -> one
+            output string per text (`generation`: the `GenerationConfig`
+            with the caller's search, `None` for a kind that does not
+            decode).
         vocabularies: `vocabularies(run)` -> a list of `(file name, tokenizer
             size, model size, what)`: the parts of the folder that must
             agree (equal sizes), or of `(file name, tokenizer size, model
@@ -86,12 +91,13 @@ class ModelKind:
             `run.folder_error(path, what)`). Default: the SentencePiece
             `source.spm` / `target.spm` files `config.json`'s `tokenizers`
             names.
-        generation: `generation(decoding, strategy=None, num_beams=None)` ->
-            the keyword arguments of `Seq2SeqModel.generate` for a run's
-            `decoding` settings: the one mapping of the kind (`SavedRun`,
-            the recipes' evaluation and `keras_attention.export` use it).
-        decoding_keys: tuple, the keys `config.json`'s `decoding` may hold
-            for this kind.
+        length_penalty_form: `"gnmt"` or `"hf"`, how the kind's beams are
+            scored: the form of its `GenerationConfig` (and so the keys
+            `config.json`'s `decoding` may hold).
+        encode: `encode(texts, tokenizer, source_length)` -> int32 ids
+            `(N, S)` for `generate` (a decoding kind).
+        detokenize: `detokenize(tokenizer, token_ids)` -> the output strings
+            of generated ids (a decoding kind).
     """
 
     name: str
@@ -104,8 +110,9 @@ class ModelKind:
     decodes: bool
     exports: bool
     tokenizers: object = inference.sentencepiece_tokenizers
-    generation: object = inference.generate_kwargs
-    decoding_keys: tuple = DECODING_KEYS
+    length_penalty_form: str = "gnmt"
+    encode: object = inference.encode_sources
+    detokenize: object = inference.detokenize
 
 
 _RECIPES = {}
@@ -215,9 +222,10 @@ register_model_kind(ModelKind(
 register_model_kind(ModelKind(
     name="converted", marker="converted_from",
     description="a Seq2SeqModel converted from a Hugging Face checkpoint",
-    matches=inference.is_seq2seq, answer=converted.generate_texts,
+    matches=inference.is_seq2seq, answer=inference.generate_texts,
     vocabularies=converted.vocabularies, tokenizers=converted.load_tokenizers,
-    generation=converted.generate_kwargs, decoding_keys=converted.DECODING_KEYS,
+    length_penalty_form="hf", encode=converted.encode_sources,
+    detokenize=converted.detokenize,
     recipes=("translation", "summarization"), decodes=True, exports=True,
 ))
 

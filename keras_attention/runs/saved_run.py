@@ -5,12 +5,14 @@ import os
 import zipfile
 
 from keras_attention.runs import registry
+from keras_attention.runs.generation import GenerationConfig
 from keras_attention.runs.layout import CONFIG_FILE, MODEL_FILE, RunFolderError
 from keras_attention.runs.metadata import read_metadata
+from keras_attention.runs.text_to_text import TextToText
 
 
-class SavedRun:
-    """A saved run: its model, tokenizers and settings, ready to generate and evaluate.
+class SavedRun(TextToText):
+    """A saved run: the `TextToText` of a run folder.
 
     The one reader of run folders (the CLI and `keras_attention.export` use
     it). Folders saved before format 1 (no marker, `config.json` holding only
@@ -28,24 +30,16 @@ class SavedRun:
         run_dir: str or path-like, a folder saved by `save_run`.
 
     Attributes:
-        model: the Keras model.
-        source_tokenizer, target_tokenizer: the tokenizers, as the model
-            kind's `tokenizers` hook reads them: SentencePiece models for the
-            recipes' runs, a `keras_attention.pretrained.tokenizers` object
-            (the same one for both sides) for a converted checkpoint.
-        recipe: the recipe that saved the run (`registry.recipe_names()`).
-        kind: the run's `registry.ModelKind` (`kind.name`: `"seq2seq"`,
-            `"answer_classifier"`, `"sentence_selector"` or `"converted"`).
-        config: dict, the recipe's settings.
-        decoding: dict, the generation settings (`source_length`,
-            `target_length`, `strategy`, ..., `suppress_token_ids` where the
-            recipe saved them: nothing is suppressed in older folders); `{}`
-            for a model kind that does not decode.
-        source_format: how one input line is made (see `format_source`).
-        answer_classes: the answers a memory network picks from, or `None`.
-        selection: an extractive summarizer's `{"max_length", "max_sentences"}`,
-            or `None`.
+        model, source_tokenizer, target_tokenizer, kind, recipe, config,
+            source_format, answer_classes, selection: as `TextToText`'s
+            (the tokenizers as the model kind's `tokenizers` hook reads
+            them: SentencePiece models for the recipes' runs, a
+            `keras_attention.pretrained.tokenizers` object, the same one for
+            both sides, for a converted checkpoint).
+        generation: the `GenerationConfig` `config.json`'s `decoding` holds
+            (`None` for a model kind that does not decode).
         metadata: dict, the whole `config.json` (converted for older folders).
+        run_dir: str, the folder.
 
     Raises:
         RunFolderError: naming the file, for a missing folder or file, a
@@ -60,16 +54,19 @@ class SavedRun:
         if os.path.isdir(self.run_dir):
             self.path(MODEL_FILE)  # the file that makes a run, named first
         self.metadata = read_metadata(self.run_dir)
-        self.recipe = self.metadata["recipe"]
-        self.kind = registry.kind_of_metadata(self.metadata)
-        self.config = self.metadata["config"]
-        self.decoding = dict(self.metadata["decoding"] or {})
-        self.source_format = self.metadata["source_format"]
-        self.answer_classes = self.metadata.get("answer_classes")
-        self.selection = self.metadata.get("selection")
+        kind = registry.kind_of_metadata(self.metadata)
+        decoding = self.metadata["decoding"]
+        generation = (None if decoding is None else
+                      GenerationConfig.from_dict(decoding, kind.length_penalty_form))
+        # What the kind's `tokenizers` hook reads before the model is loaded.
+        self.recipe, self.kind = self.metadata["recipe"], kind
         self.path(MODEL_FILE)
-        self.source_tokenizer, self.target_tokenizer = self.kind.tokenizers(self)
-        self.model = self._model()
+        source_tokenizer, target_tokenizer = kind.tokenizers(self)
+        super().__init__(
+            self._model(), source_tokenizer, target_tokenizer, generation, kind=kind,
+            recipe=self.metadata["recipe"], source_format=self.metadata["source_format"],
+            config=self.metadata["config"], answer_classes=self.metadata.get("answer_classes"),
+            selection=self.metadata.get("selection"))
         self._check_parts()
 
     def path(self, name, folder=False):
@@ -134,88 +131,6 @@ class SavedRun:
                 f"{os.path.join(self.run_dir, name)} gives a {what} of {size}, but "
                 f"{MODEL_FILE} was trained with {model_size} (a file of another run?). "
                 f"Received: run_dir={self.run_dir!r}")
-
-    def generate(self, texts, strategy=None, num_beams=None, verbose=0):
-        """Outputs (translations, summaries or answers) for a list of input lines.
-
-        Each line is made as `source_format` says (for question answering,
-        e.g. `"context | question"`) and decoded with the run's `decoding`
-        settings (its `suppress_token_ids` are never generated); a memory
-        network picks an answer class, an extractive summarizer a sentence.
-        An empty list gives `[]` without calling the model.
-
-        Args:
-            texts: list of str.
-            strategy: `"greedy"` or `"beam"` (or any strategy of
-                `Seq2SeqModel.generate`); default: the run's. A model that
-                does not decode (a memory network, an extractive summarizer)
-                takes `None` or `"greedy"` only: there is no sequence to
-                search, its answer is the best class.
-            num_beams: positive int; default: the run's (1 only for a model
-                that does not decode).
-            verbose: Keras' progress bar (0: none).
-
-        Returns:
-            A list of `len(texts)` strings.
-
-        Raises:
-            ValueError: naming `texts`, `strategy` or `num_beams`, before
-                any work.
-        """
-        from keras_attention.validation import check_positive_int
-
-        texts = list(texts)
-        if not all(isinstance(text, str) for text in texts):
-            raise ValueError(f"Argument `texts` must be a list of str. Received: texts={texts!r}")
-        num_beams = check_positive_int("num_beams", num_beams, allow_none=True)
-        self._check_search(strategy, num_beams)
-        if not texts:
-            return []
-        return self.kind.answer(self, texts, strategy, num_beams, verbose)
-
-    def _check_search(self, strategy, num_beams):
-        """Refuses a beam search of a model that does not decode."""
-        if not self.kind.decodes and (strategy not in (None, "greedy") or (num_beams or 1) > 1):
-            name, value = ("strategy", strategy) if strategy not in (None, "greedy") else (
-                "num_beams", num_beams)
-            raise ValueError(
-                f"Argument `{name}` must be left unset for this run: its model is "
-                f"{self.kind.description}, which picks its answer in one step and has no "
-                f"sequence to search. Received: {name}={value!r}")
-
-    def evaluation_examples(self, path, max_examples=None):
-        """`(sources, references)` from a file in the recipe's format.
-
-        Translation: a TSV file of `source<TAB>target` (references: strings);
-        summarization: JSONL of document/summaries (references: lists);
-        question answering: SQuAD-style JSON/JSONL, each source made from
-        `context` and `question` by `source_format` (references: lists).
-
-        Args:
-            path: str or path-like.
-            max_examples: positive int, the first examples only; `None`: all.
-
-        Raises:
-            ValueError: from the loaders, naming the file and line.
-        """
-        from keras_attention.validation import check_positive_int
-
-        limit = check_positive_int("max_examples", max_examples, allow_none=True)
-        return registry.recipe(self.recipe).examples(path, limit, self)
-
-    def evaluate(self, path, max_examples=None, strategy=None, num_beams=None, verbose=0):
-        """The recipe's scores on a file (see `evaluation_examples`).
-
-        Returns:
-            A dict: `bleu` and `chrf` (translation), ROUGE's (summarization)
-            or `exact_match` and `f1` (question answering), and `examples`.
-        """
-        self._check_search(strategy, num_beams)
-        sources, references = self.evaluation_examples(path, max_examples)
-        hypotheses = self.generate(sources, strategy, num_beams, verbose=verbose)
-        scores = registry.recipe(self.recipe).scores(hypotheses, references)
-        scores["examples"] = len(sources)
-        return scores
 
 
 def load_run(run_dir):

@@ -13,6 +13,7 @@ from keras_attention.pretrained import load_pretrained
 from keras_attention.recipes import fine_tuning
 from keras_attention.recipes.translation import config as translation_config
 from keras_attention.recipes.translation import train as translation
+from keras_attention.runs import GenerationConfig
 from tests.pretrained import hf_checkpoints
 
 
@@ -56,8 +57,8 @@ def test_converted_model_fits_synthetic_pairs(tmp_path, family):
     model, info = load_pretrained(tmp_path)
     before = [np.array(w) for w in model.get_weights()]
     tokenizer = WordTokenizer(model.end_token_id, model.pad_token_id)
-    decoding = {"decoder_start_token_id": info["generation"]["decoder_start_token_id"]}
-    inputs, labels = fine_tuning.make_examples(synthetic_pairs(), tokenizer, model, decoding,
+    generation = GenerationConfig.from_generate_kwargs(info["generation"], source_length=5)
+    inputs, labels = fine_tuning.make_examples(synthetic_pairs(), tokenizer, model, generation,
                                                max_length=5)
     pad = model.pad_token_id
     assert (inputs["decoder_token_ids"][:, 0] == hf_checkpoints.ids(family)[2]).all()
@@ -139,7 +140,7 @@ def test_train_translation_init_from_a_converted_run(tmp_path, family):
     assert np.isfinite(scores["bleu"])
     run = runs.SavedRun(output)
     original = runs.SavedRun(converted)
-    assert run.kind.name == "converted" and run.decoding == original.decoding
+    assert run.kind.name == "converted" and run.generation == original.generation
     assert run.metadata["fine_tuned_from"] == converted
     outputs = run.generate(["I am a small frog.", "Hello, world!"])
     assert len(outputs) == 2 and all(isinstance(text, str) for text in outputs)

@@ -37,8 +37,9 @@ def _spec(tokenizer, calls, **changes):
 
     def decoding_settings(config, target_tokenizer):
         calls.append("decoding_settings")
-        return {"source_length": 12, "target_length": 6, "strategy": "greedy", "num_beams": 1,
-                "suppress_token_ids": data.never_generated_ids(target_tokenizer)}
+        return runs.GenerationConfig(
+            source_length=12, target_length=6,
+            suppress_token_ids=data.never_generated_ids(target_tokenizer))
 
     def evaluate(trained, splits, config, decoding):
         calls.append(("evaluate", decoding))
@@ -66,7 +67,7 @@ def test_the_run_records_the_decoding_the_evaluation_used(tokenizer, tmp_path):
     assert calls.count("decoding_settings") == 1
     (_, decoding), = [c for c in calls if c[0] == "evaluate"]
     metadata = json.loads((tmp_path / "run" / "config.json").read_text())
-    assert metadata["decoding"] == decoding and metadata["scores"] == scores
+    assert metadata["decoding"] == decoding.to_dict() and metadata["scores"] == scores
     assert set(scores) == {"bleu", "train_seconds", "parameters"}
 
 

@@ -130,8 +130,10 @@ def test_the_run_folder(converted):
     assert run.recipe == ("translation" if family == "marian" else "summarization")
     assert run.metadata["converted_from"]["family"] == family
     assert run.metadata["tokenizers"] == {"source": "tokenizer", "target": "tokenizer"}
-    assert run.decoding["strategy"] == "beam" and run.decoding["num_beams"] == 4
-    assert run.decoding["length_penalty"] == 0.6 and run.decoding["target_length"] == 9
+    generation = run.generation
+    assert generation.strategy == "beam" and generation.num_beams == 4
+    assert generation.length_penalty == 0.6 and generation.target_length == 9
+    assert generation.length_penalty_form == "hf"
     for name in run.metadata["converted_from"]["tokenizer_files"]:  # copied unchanged
         assert (folder / name).read_bytes() == (run_dir_path(run_dir) / "tokenizer" /
                                                 name).read_bytes()
@@ -166,9 +168,9 @@ def test_greedy_checkpoint_and_generation_rules(tmp_path):
     model, tokenizer = make_checkpoint(folder, "marian", {"no_repeat_ngram_size": 2,
                                                           "min_length": 5, "max_length": 10})
     run_dir = convert_checkpoint(folder, tmp_path / "run")
-    decoding = runs.SavedRun(run_dir).decoding
-    assert decoding["strategy"] == "greedy" and decoding["no_repeat_ngram_size"] == 2
-    assert decoding["min_length"] == 4
+    generation = runs.SavedRun(run_dir).generation
+    assert generation.strategy == "greedy" and generation.no_repeat_ngram_size == 2
+    assert generation.min_length == 4
     assert cli_generate(run_dir, TEXTS, tmp_path) == reference_strings(model, tokenizer, TEXTS)
     assert cli_generate(run_dir, TEXTS, tmp_path, "--num_beams", "4") == reference_strings(
         model, tokenizer, TEXTS, num_beams=4)
@@ -267,3 +269,14 @@ def test_mbart_is_refused_naming_it(tmp_path):
     hf_checkpoints.save_checkpoint(folder, "mbart")
     with pytest.raises(ValueError, match="Received: model_type='mbart'"):
         convert_checkpoint(folder, tmp_path / "run")
+
+
+@pytest.mark.large
+def test_a_checkpoint_folder_answers_as_its_converted_run(converted):
+    """`TextToText.from_checkpoint` converts in memory what `convert` saves."""
+    family, _, _, folder, run_dir = converted
+    in_memory = runs.TextToText.from_checkpoint(folder)
+    saved = runs.SavedRun(run_dir)
+    assert in_memory.kind is saved.kind and in_memory.recipe == saved.recipe
+    assert in_memory.generation == saved.generation
+    assert in_memory.generate(TEXTS[:3]) == saved.generate(TEXTS[:3])

@@ -10,14 +10,16 @@ from keras_attention.models import transformer_seq2seq
 from keras_attention.runs import converted, evaluation, inference, registry
 
 
-def shout(run, texts, strategy, num_beams, verbose):
-    """A model kind's answer: the input, upper-cased (for the test)."""
+def shout(text_to_text, texts, generation, verbose):
+    """A model kind's answer: the input, upper-cased (for the test), with the
+    run's generation settings."""
+    assert generation == text_to_text.generation.with_search()
     return [text.upper() for text in texts]
 
 
 def test_the_built_in_recipes_and_kinds():
     assert registry.recipe_names() == ("translation", "summarization", "question_answering")
-    assert runs.RECIPES == registry.recipe_names()
+    assert recipes.RECIPES == registry.recipe_names()  # the built-in ones
     assert [kind.name for kind in registry.model_kinds()] == [
         "seq2seq", "answer_classifier", "sentence_selector", "converted"]
     assert registry.kind_of_metadata({"answer_classes": ["a"]}).name == "answer_classifier"
@@ -31,11 +33,12 @@ def test_the_built_in_recipes_and_kinds():
         assert recipe.main is None and recipes.recipe_spec(name).name == name
     for kind in registry.model_kinds():
         for hook in (kind.matches, kind.answer, kind.vocabularies, kind.tokenizers,
-                     kind.generation):
+                     kind.encode, kind.detokenize):
             assert callable(hook)
-        assert isinstance(kind.decoding_keys, tuple)
+        assert kind.length_penalty_form in ("gnmt", "hf")
         assert kind.exports == (kind.name in export.ARCHIVES)
-    assert registry.model_kind("converted").generation is converted.generate_kwargs
+    assert registry.model_kind("converted").length_penalty_form == "hf"
+    assert registry.model_kind("converted").encode is converted.encode_sources
     assert registry.model_kind("seq2seq").tokenizers is inference.sentencepiece_tokenizers
 
 

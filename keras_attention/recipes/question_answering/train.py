@@ -356,12 +356,6 @@ def bucketed_batches(x, y, batch_size, seed=None, buckets=STORY_BUCKETS):
     return dataset.prefetch(2)
 
 
-def answer_with_memory(model, records, tokenizer, answer_classes, config):
-    x = data.encode_stories(records, tokenizer, max_memories=config["max_memories"])
-    logits = model.predict(x, batch_size=256, verbose=1)
-    return [answer_classes[i] for i in np.argmax(logits, axis=-1)]
-
-
 def sample_story(records):
     """A story to plot: the first with 4 to 12 sentences (else the first)."""
     return next((r for r in records if 4 <= len(r["story"]) <= 12), records[0])
@@ -471,24 +465,15 @@ def train_transformer(train, config, strategy, extra_callbacks=()):
 
 
 def decoding_settings(config, target_tokenizer):
-    """How this recipe decodes, as the run folder records it (`runs.save_run`),
-    pad, `<unk>` and start never generated (`data.never_generated_ids`);
-    `None` for the classifiers, which pick an answer class instead."""
+    """How this recipe decodes (`runs.GenerationConfig`), as the run folder
+    records it (`runs.save_run`), pad, `<unk>` and start never generated
+    (`data.never_generated_ids`); `None` for the classifiers, which pick an
+    answer class instead."""
     if is_classifier(config):
         return None
-    return {
-        "source_length": config["max_length"], "target_length": config["max_answer_length"],
-        "strategy": "greedy", "num_beams": 1, "length_penalty": 0.0, "coverage_penalty": 0.0,
-        "suppress_token_ids": data.never_generated_ids(target_tokenizer),
-    }
-
-
-def answer(model, sources, source_tokenizer, target_tokenizer, decoding):
-    """The transformer's answers to `sources`, decoded as `decoding` says
-    (the recipe's `decoding_settings`)."""
-    generated = runs.decode(model, sources, source_tokenizer, decoding, batch_size=128,
-                            verbose=1)
-    return data.detokenize(target_tokenizer, generated)
+    return runs.GenerationConfig(
+        source_length=config["max_length"], target_length=config["max_answer_length"],
+        suppress_token_ids=data.never_generated_ids(target_tokenizer))
 
 
 ## Evaluation
@@ -517,11 +502,11 @@ def evaluate(trained, splits, config, decoding):
     test = splits[1]
     model, tokenizer = trained.model, trained.source_tokenizer
     if is_classifier(config):
-        predictions = answer_with_memory(model, test, tokenizer,
-                                         trained.extra["answer_classes"], config)
+        sources = [data.story_source(e) for e in test]
     else:
         sources = [as_source(e, config["max_sentences"], config["question_first"]) for e in test]
-        predictions = answer(model, sources, tokenizer, trained.target_tokenizer, decoding)
+    predictions = trained.text_to_text(decoding, "question_answering", config,
+                                       source_format(config)).generate(sources, verbose=1)
     test_triples = [(data.story_source(e), e["answer"], e["task"]) for e in test]
     scores = score(predictions, test_triples)
     if config["architecture"] == "universal_transformer":

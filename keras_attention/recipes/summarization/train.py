@@ -142,29 +142,20 @@ def pretrain_on_gap_sentences(model, documents, make_dataset, config, strategy):
 
 
 def decoding_settings(config, tokenizer):
-    """How this recipe decodes, as the run folder records it (`runs.save_run`):
-    pad, `<unk>` and start are never generated (`data.never_generated_ids`);
-    `None` for the extractive summarizer, which picks a sentence instead.
-    With `init_from`: the converted run's settings."""
+    """How this recipe decodes (`runs.GenerationConfig`), as the run folder
+    records it (`runs.save_run`): pad, `<unk>` and start are never generated
+    (`data.never_generated_ids`); `None` for the extractive summarizer, which
+    picks a sentence instead. With `init_from`: the converted run's
+    settings."""
     if config["init_from"]:
         return fine_tuning.decoding_settings(config)
     if config["summarizer"] == "extractive":
         return None
-    return {
-        "source_length": config["max_source_length"],
-        "target_length": config["max_target_length"], "strategy": "beam",
-        "num_beams": config["num_beams"], "length_penalty": config["length_penalty"],
-        "coverage_penalty": config["coverage_penalty"],
-        "suppress_token_ids": data.never_generated_ids(tokenizer),
-    }
-
-
-def summarize(model, documents, tokenizer, decoding, **kwargs):
-    """Detokenized summaries of `documents` decoded as `decoding` says (the
-    recipe's `decoding_settings`), and the generation result."""
-    result = runs.decode(model, documents, tokenizer, decoding, batch_size=32, verbose=1,
-                         return_scores=True, **kwargs)
-    return data.detokenize(tokenizer, result.token_ids), result
+    return runs.GenerationConfig(
+        source_length=config["max_source_length"], target_length=config["max_target_length"],
+        strategy="beam", num_beams=config["num_beams"], length_penalty=config["length_penalty"],
+        coverage_penalty=config["coverage_penalty"],
+        suppress_token_ids=data.never_generated_ids(tokenizer))
 
 
 def evaluate(trained, splits, config, decoding):
@@ -175,11 +166,8 @@ def evaluate(trained, splits, config, decoding):
     test = splits[2]
     documents = [record["document"] for record in test]
     references = [record["summaries"] for record in test]
-    if config["init_from"]:
-        summaries = fine_tuning.generate_texts(trained.model, trained.source_tokenizer,
-                                               documents, decoding)
-    else:
-        summaries, _ = summarize(trained.model, documents, trained.source_tokenizer, decoding)
+    summaries = trained.text_to_text(decoding, "summarization", config).generate(
+        documents, verbose=1)
     scores = {
         "model": metrics.rouge(summaries, references),
         "lead_1": metrics.rouge([lead(d) for d in documents], references),
@@ -290,8 +278,8 @@ def plot_sample_attention(trained, splits, config, decoding):
     document = splits[2][0]["document"]
     source_ids = [int(t) for t in data.encode_sources(
         [document], tokenizer, config["max_source_length"])[0] if t != 0]
-    _, sample = summarize(trained.model, [document], tokenizer, dict(decoding, num_beams=1),
-                          return_attention=True)
+    summarizer = trained.text_to_text(decoding, "summarization", config)
+    sample = summarizer.search([document], num_beams=1, return_attention=True)
     target_ids = [int(t) for t in sample.token_ids[0] if t != 0]
     visualize.plot_attention(
         sample.attention[0, : len(target_ids), : len(source_ids)],

@@ -160,25 +160,17 @@ def compile_settings(config):
 
 
 def decoding_settings(config, target_tokenizer):
-    """How this recipe decodes, as the run folder records it (`runs.save_run`):
-    pad, `<unk>` and start are never generated (`data.never_generated_ids`).
-    With `init_from`: the converted run's settings."""
+    """How this recipe decodes (`runs.GenerationConfig`), as the run folder
+    records it (`runs.save_run`): pad, `<unk>` and start are never generated
+    (`data.never_generated_ids`). With `init_from`: the converted run's
+    settings."""
     if config["init_from"]:
         return fine_tuning.decoding_settings(config)
-    return {
-        "source_length": config["max_length"], "target_length": config["max_length"],
-        "strategy": config["strategy"], "num_beams": config["num_beams"],
-        "length_penalty": config["length_penalty"], "coverage_penalty": 0.0,
-        "suppress_token_ids": data.never_generated_ids(target_tokenizer),
-    }
-
-
-def translate(model, sources, source_tokenizer, target_tokenizer, decoding, **kwargs):
-    """Detokenized translations of `sources` decoded as `decoding` says (the
-    recipe's `decoding_settings`), and the generation result."""
-    result = runs.decode(model, sources, source_tokenizer, decoding, verbose=1,
-                         return_scores=True, **kwargs)
-    return data.detokenize(target_tokenizer, result.token_ids), result
+    return runs.GenerationConfig(
+        source_length=config["max_length"], target_length=config["max_length"],
+        strategy=config["strategy"], num_beams=config["num_beams"],
+        length_penalty=config["length_penalty"],
+        suppress_token_ids=data.never_generated_ids(target_tokenizer))
 
 
 def evaluate(trained, splits, config, decoding):
@@ -186,19 +178,15 @@ def evaluate(trained, splits, config, decoding):
     test = splits[2]
     sources = [s for s, _ in test]
     references = [t for _, t in test]
-    if config["init_from"]:
-        hypotheses = fine_tuning.generate_texts(trained.model, trained.source_tokenizer,
-                                                sources, decoding)
-    else:
-        hypotheses, _ = translate(trained.model, sources, trained.source_tokenizer,
-                                  trained.target_tokenizer, decoding)
+    hypotheses = trained.text_to_text(decoding, "translation", config).generate(
+        sources, verbose=1)
     scores = {
         "bleu": metrics.bleu(hypotheses, references),
         "chrf": metrics.chrf(hypotheses, references),
         "test_examples": len(test),
     }
     print(f"\nTest BLEU {scores['bleu']:.1f}, chrF {scores['chrf']:.1f} "
-          f"({decoding.get('strategy', 'beam')} decoding, sacrebleu, detokenized).")
+          f"({decoding.strategy} decoding, sacrebleu, detokenized).")
     for source, hypothesis, reference in list(zip(sources, hypotheses, references))[:5]:
         print(f"  {source!r} -> {hypothesis!r} (reference {reference!r})")
     return scores
@@ -275,8 +263,8 @@ def plot_sample_attention(trained, splits, config, decoding):
         return  # a checkpoint's tokenizer: no pieces to label the plot with
     source_tokenizer, target_tokenizer = trained.source_tokenizer, trained.target_tokenizer
     sources = [s for s, _ in splits[2][:1]]
-    _, sample = translate(trained.model, sources, source_tokenizer, target_tokenizer,
-                          dict(decoding, strategy="greedy"), return_attention=True)
+    translator = trained.text_to_text(decoding, "translation", config)
+    sample = translator.search(sources, "greedy", return_attention=True)
     target_ids = [int(t) for t in sample.token_ids[0] if t != 0]
     source_ids = [int(t) for t in data.encode_sources(sources, source_tokenizer,
                                                       config["max_length"])[0] if t != 0]

@@ -1,0 +1,256 @@
+"""`TextToText`: a model, its tokenizers and its generation settings; text in,
+text out.
+
+The one path from input lines to output lines: `keras-attention generate`
+and `evaluate` (through `SavedRun`, a `TextToText` read from a run folder),
+every recipe's evaluation, fine-tuned checkpoints and `keras_attention.export`
+(which compiles the same settings into a graph) go through it. How a line
+is encoded, searched and detokenized is the model kind's
+(`keras_attention.runs.registry.ModelKind`); how it is searched is the one
+`GenerationConfig`.
+"""
+
+import os
+
+from keras_attention.runs import registry
+from keras_attention.runs.generation import GenerationConfig
+
+
+class TextToText:
+    """A model with its tokenizers and generation settings.
+
+    Made from a run folder (`TextToText.from_run(run_dir)`, or `SavedRun`),
+    from a Hugging Face checkpoint folder (`TextToText.from_checkpoint`), or
+    in Python from the parts:
+
+    Args:
+        model: the Keras model (a `Seq2SeqModel` for the decoding kinds).
+        source_tokenizer: the tokenizer of the input lines.
+        target_tokenizer: the tokenizer of the outputs; default: the source
+            one (a shared vocabulary).
+        generation: a `GenerationConfig`, or a run folder's `decoding` dict;
+            required for the kinds that decode.
+        kind: the `registry.ModelKind` (or its name): `"seq2seq"` (a
+            recipe's `Seq2SeqModel` with SentencePiece tokenizers, the
+            default), `"converted"` (a converted checkpoint and its
+            tokenizer), `"answer_classifier"` or `"sentence_selector"`.
+        recipe: the recipe whose scores `evaluate` gives (`"translation"`:
+            BLEU and chrF; `"summarization"`: ROUGE; `"question_answering"`:
+            exact match and F1); default: the kind's first recipe.
+        source_format: how one input line is made (`runs.format_source`).
+        config: dict, the recipe's settings (a memory network reads
+            `max_memories` there).
+        answer_classes: the answers an answer classifier picks from.
+        selection: an extractive summarizer's `{"max_length", "max_sentences"}`.
+
+    Raises:
+        ValueError: naming the argument, for an unknown kind or recipe, a
+            recipe the kind does not serve, or a decoding kind without
+            `generation`.
+
+    Example:
+
+    >>> from keras_attention import data, models
+    >>> from keras_attention.runs import GenerationConfig, TextToText
+    >>> pairs = data.make_date_pairs(100)
+    >>> tokenizer = data.train_tokenizer([s for p in pairs for s in p], 60)
+    >>> model = models.transformer_seq2seq(
+    ...     tokenizer.vocabulary_size(), num_layers=1, hidden_dim=8, num_heads=2,
+    ...     intermediate_dim=8, max_length=16, **data.special_token_ids(tokenizer))
+    >>> translator = TextToText(model, tokenizer,
+    ...                         generation=GenerationConfig(source_length=8, target_length=4))
+    >>> len(translator.generate(["a b", "c"]))
+    2
+    """
+
+    def __init__(self, model, source_tokenizer, target_tokenizer=None, generation=None, *,
+                 kind="seq2seq", recipe=None, source_format="text", config=None,
+                 answer_classes=None, selection=None):
+        self.kind = kind if isinstance(kind, registry.ModelKind) else registry.model_kind(kind)
+        if recipe is None:
+            recipe = self.kind.recipes[0]
+        if recipe not in self.kind.recipes:
+            raise ValueError(f"Argument `recipe` must be one this model kind serves "
+                             f"({', '.join(self.kind.recipes)}). Received: recipe={recipe!r}")
+        self.recipe = registry.recipe(recipe).name
+        if isinstance(generation, dict):
+            generation = GenerationConfig.from_dict(generation, self.kind.length_penalty_form)
+        if self.kind.decodes and not isinstance(generation, GenerationConfig):
+            raise ValueError(f"Argument `generation` must be a `GenerationConfig` (or a run's "
+                             f"`decoding` dict) for {self.kind.description}. "
+                             f"Received: generation={generation!r}")
+        self.model = model
+        self.source_tokenizer = source_tokenizer
+        self.target_tokenizer = source_tokenizer if target_tokenizer is None else target_tokenizer
+        self.generation = generation
+        self.source_format = source_format
+        self.config = dict(config or {})
+        self.answer_classes = answer_classes
+        self.selection = selection
+
+    @classmethod
+    def from_run(cls, run_dir):
+        """The `TextToText` of a run folder (a `SavedRun`, which checks the
+        folder's parts against each other first)."""
+        from keras_attention.runs.saved_run import SavedRun
+
+        return SavedRun(run_dir)
+
+    @classmethod
+    def from_checkpoint(cls, checkpoint_dir, *, recipe=None):
+        """The `TextToText` of a Hugging Face checkpoint folder (Marian, BART,
+        T5), converted in memory: its model, tokenizer and generation config,
+        checked as `keras-attention convert` checks them
+        (`keras_attention.runs.convert.load_checkpoint`); `recipe`: as
+        `convert_checkpoint`'s.
+
+        Raises:
+            ValueError: naming the file and setting, for a checkpoint that
+                does not convert.
+        """
+        from keras_attention.runs.convert import load_checkpoint
+
+        return load_checkpoint(checkpoint_dir, recipe)[0]
+
+    def search(self, texts, strategy=None, num_beams=None, *, batch_size=64, verbose=0,
+               **generate_options):
+        """What `Seq2SeqModel.generate` returns for `texts`, encoded as the
+        kind encodes and searched with `generation` (`strategy` and
+        `num_beams` override it: `GenerationConfig.with_search`).
+
+        Args:
+            texts: list of str.
+            **generate_options: more keyword arguments of `generate`
+                (`return_scores=True`, `return_attention=True`, ...).
+
+        Returns:
+            Token ids `(N, L)`, or `generate`'s result object with
+            `return_scores` and the like.
+        """
+        if not self.kind.decodes:
+            raise ValueError(f"This model is {self.kind.description}, which does not decode: "
+                             f"use `generate`. Received: kind={self.kind.name!r}")
+        generation = self.generation.with_search(strategy, num_beams)
+        token_ids = self.kind.encode(texts, self.source_tokenizer, generation.source_length)
+        return self.model.generate(token_ids, batch_size=batch_size, verbose=verbose,
+                                   **generation.generate_kwargs(), **generate_options)
+
+    def detokenize(self, token_ids):
+        """Output strings of generated ids `(N, L)`, as the kind detokenizes."""
+        return self.kind.detokenize(self.target_tokenizer, token_ids)
+
+    def generate(self, texts, strategy=None, num_beams=None, verbose=0):
+        """Outputs (translations, summaries or answers) for a list of input lines.
+
+        Each line is made as `source_format` says (for question answering,
+        e.g. `"context | question"`) and decoded with `generation` (its
+        `suppress_token_ids` are never generated); a memory network picks an
+        answer class, an extractive summarizer a sentence. An empty list
+        gives `[]` without calling the model.
+
+        Args:
+            texts: list of str.
+            strategy: `"greedy"` or `"beam"`; default: the run's. A model
+                that does not decode (a memory network, an extractive
+                summarizer) takes `None` or `"greedy"` only: there is no
+                sequence to search, its answer is the best class.
+            num_beams: positive int; default: the run's (1 only for a model
+                that does not decode).
+            verbose: Keras' progress bar (0: none).
+
+        Returns:
+            A list of `len(texts)` strings.
+
+        Raises:
+            ValueError: naming `texts`, `strategy` or `num_beams`, before
+                any work.
+        """
+        texts = list(texts)
+        if not all(isinstance(text, str) for text in texts):
+            raise ValueError(f"Argument `texts` must be a list of str. Received: texts={texts!r}")
+        generation = self._generation(strategy, num_beams)
+        if not texts:
+            return []
+        return self.kind.answer(self, texts, generation, verbose)
+
+    def _generation(self, strategy, num_beams):
+        """`generation` with the overrides, or a refusal of a beam search
+        of a model that does not decode (`None` for such a model)."""
+        if self.kind.decodes:
+            return self.generation.with_search(strategy, num_beams)
+        if strategy not in (None, "greedy") or not (num_beams is None or num_beams == 1):
+            name, value = ("strategy", strategy) if strategy not in (None, "greedy") else (
+                "num_beams", num_beams)
+            raise ValueError(
+                f"Argument `{name}` must be left unset for this run: its model is "
+                f"{self.kind.description}, which picks its answer in one step and has no "
+                f"sequence to search. Received: {name}={value!r}")
+        return None
+
+    def evaluation_examples(self, path, max_examples=None):
+        """`(sources, references)` from a file in the recipe's format.
+
+        Translation: a TSV file of `source<TAB>target` (references: strings);
+        summarization: JSONL of document/summaries (references: lists);
+        question answering: SQuAD-style JSON/JSONL, each source made from
+        `context` and `question` by `source_format` (references: lists).
+
+        Raises:
+            ValueError: from the loaders, naming the file and line.
+        """
+        from keras_attention.validation import check_positive_int
+
+        limit = check_positive_int("max_examples", max_examples, allow_none=True)
+        return registry.recipe(self.recipe).examples(path, limit, self)
+
+    def evaluate(self, data, max_examples=None, strategy=None, num_beams=None, verbose=0):
+        """The recipe's scores of the outputs against references.
+
+        Args:
+            data: a list of `(source, reference)` pairs (a reference is a
+                string, or a list of strings where several are right), or
+                the path of a file in the recipe's format
+                (`evaluation_examples`).
+            max_examples: positive int, the first examples only; `None`: all.
+            strategy, num_beams: as `generate`.
+
+        Returns:
+            A dict: `bleu` and `chrf` (translation), ROUGE's (summarization)
+            or `exact_match` and `f1` (question answering), and `examples`.
+
+        Raises:
+            ValueError: naming `data`, `strategy` or `num_beams`, before any
+                work.
+        """
+        from keras_attention.validation import check_positive_int
+
+        self._generation(strategy, num_beams)
+        if isinstance(data, (str, os.PathLike)):
+            sources, references = self.evaluation_examples(data, max_examples)
+        else:
+            limit = check_positive_int("max_examples", max_examples, allow_none=True)
+            sources, references = _pairs(data, limit)
+        hypotheses = self.generate(sources, strategy, num_beams, verbose=verbose)
+        scores = registry.recipe(self.recipe).scores(hypotheses, references)
+        scores["examples"] = len(sources)
+        return scores
+
+
+def _pairs(data, limit):
+    """`(sources, references)` of `(source, reference)` pairs."""
+    pairs = list(data)[:limit]
+    for pair in pairs:
+        ok = (isinstance(pair, (tuple, list)) and len(pair) == 2 and isinstance(pair[0], str)
+              and (isinstance(pair[1], str) or (isinstance(pair[1], (list, tuple)) and pair[1]
+                                                and all(isinstance(r, str) for r in pair[1]))))
+        if not ok:
+            raise ValueError(
+                "Argument `data` must be a file name or a list of (source, reference) pairs "
+                f"of strings (a reference may be a list of strings). Received: a pair {pair!r}")
+    if not pairs:
+        raise ValueError("Argument `data` must hold at least one (source, reference) pair. "
+                         "Received: data=[]")
+    return [source for source, _ in pairs], [reference for _, reference in pairs]
+
+
+__all__ = ["TextToText"]
