@@ -28,7 +28,7 @@ import keras  # noqa: E402 (after the backend is chosen)
 import numpy as np  # noqa: E402 (after the backend is chosen)
 
 from keras_attention import cli, settings  # noqa: E402 (after the backend is chosen)
-from keras_attention.data import exact_match, make_task, strip_special  # noqa: E402 (after the backend is chosen)
+from keras_attention.data import make_task, sequence_accuracy, strip_special  # noqa: E402 (after the backend is chosen)
 from keras_attention.data.synthetic import TASKS  # noqa: E402 (after the backend is chosen)
 from keras_attention.models import rnn_seq2seq  # noqa: E402 (after the backend is chosen)
 from keras_attention.models.rnn_seq2seq import ATTENTIONS  # noqa: E402 (after the backend is chosen)
@@ -78,8 +78,8 @@ def main(config):
     greedy = model.generate(source, max_length=config["max_length"] + 1, return_attention=True)
     beam = model.generate(source, max_length=config["max_length"] + 1, strategy="beam",
                           num_beams=4, length_penalty=0.6)
-    accuracy = exact_match(greedy.token_ids, test_y)
-    beam_accuracy = exact_match(beam, test_y)
+    accuracy = sequence_accuracy(greedy.token_ids, test_y)
+    beam_accuracy = sequence_accuracy(beam, test_y)
     print(f"\nTrained in {seconds:.0f} s. Held-out exact match: greedy {accuracy:.1%}, "
           f"beam search (4 beams) {beam_accuracy:.1%}")
     for src, out in zip(strip_special(source[:3]), strip_special(greedy.token_ids[:3])):

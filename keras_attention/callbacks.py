@@ -70,3 +70,8 @@ class AverageLastEpochs(keras.callbacks.Callback):
             for total, w in zip(self._sums, current)
         ])
         self._sums = None
+
+
+__all__ = [
+    "AverageLastEpochs",
+]

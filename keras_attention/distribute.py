@@ -338,3 +338,21 @@ def tf_config(workers, index):
             f"Argument `index` must be an int in [0, {len(workers)}). Received: index={index!r}"
         )
     return json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})
+
+
+__all__ = [
+    "BACKENDS",
+    "STRATEGIES",
+    "JaxDataParallel",
+    "MultiWorkerMirroredStrategy",
+    "SingleDevice",
+    "backup_and_restore",
+    "check_batch_size",
+    "get_strategy",
+    "global_batch_size",
+    "is_chief",
+    "needs_even_batches",
+    "shard_by_data",
+    "tf_config",
+    "trim_to_even_batches",
+]

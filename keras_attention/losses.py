@@ -106,3 +106,9 @@ class SmoothedSparseCrossentropy(keras.losses.Loss):
             "ignore_class": self.ignore_class,
             "dtype": self.dtype,
         }
+
+
+__all__ = [
+    "REDUCTIONS",
+    "SmoothedSparseCrossentropy",
+]

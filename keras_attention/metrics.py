@@ -420,3 +420,16 @@ class GenerationMetricsCallback(keras.callbacks.Callback):
         score = self.compute()
         if logs is not None:
             logs[self.log_name] = score
+
+
+__all__ = [
+    "METRICS",
+    "ROUGE_TYPES",
+    "GenerationMetricsCallback",
+    "bleu",
+    "chrf",
+    "exact_match",
+    "f1_score",
+    "normalize_answer",
+    "rouge",
+]

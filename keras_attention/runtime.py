@@ -235,3 +235,17 @@ def describe(defaults):
         f"jit_compile={defaults['jit_compile']} ({defaults['reason']}; "
         f"KERAS_BACKEND={os.environ.get('KERAS_BACKEND', 'tensorflow')})."
     )
+
+
+__all__ = [
+    "JIT_CHOICES",
+    "PRECISIONS",
+    "build_optimizer_before_fit",
+    "cpu_flags",
+    "cpu_has_native_bf16",
+    "describe",
+    "dtype_policy_scope",
+    "fast_defaults",
+    "has_gpu",
+    "quick_jit_compile",
+]

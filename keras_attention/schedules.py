@@ -53,3 +53,8 @@ class WarmupInverseSqrtDecay(keras.optimizers.schedules.LearningRateSchedule):
 
     def get_config(self):
         return {"peak_learning_rate": self.peak_learning_rate, "warmup_steps": self.warmup_steps}
+
+
+__all__ = [
+    "WarmupInverseSqrtDecay",
+]

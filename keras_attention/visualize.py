@@ -214,3 +214,9 @@ def plot_history(history, path=None, metrics=None):
     if path is not None:
         _save_png(figure, path)
     return figure
+
+
+__all__ = [
+    "plot_attention",
+    "plot_history",
+]

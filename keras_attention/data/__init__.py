@@ -47,11 +47,11 @@ from keras_attention.data.splitting import split_examples
 from keras_attention.data.squad import load_squad
 from keras_attention.data.summaries import load_summaries
 from keras_attention.data.synthetic import (
-    exact_match,
     make_abstracts,
     make_date_pairs,
     make_stories,
     make_task,
+    sequence_accuracy,
     strip_special,
 )
 from keras_attention.data.tokenizers import (
@@ -68,7 +68,7 @@ __all__ = [
     "encode_sentence_documents",
     "encode_sources",
     "encode_stories",
-    "exact_match",
+    "sequence_accuracy",
     "gap_sentence_pairs",
     "load_babi",
     "load_babi_task",

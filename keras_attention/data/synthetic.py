@@ -83,7 +83,7 @@ def strip_special(token_ids):
     return rows
 
 
-def exact_match(predicted, labels):
+def sequence_accuracy(predicted, labels):
     """Fraction of rows whose generated tokens equal the label tokens."""
     return float(
         np.mean([p == t for p, t in zip(strip_special(predicted), strip_special(labels))])

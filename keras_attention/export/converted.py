@@ -72,7 +72,7 @@ def converted_archive(run, strategy, num_beams):
     end_id = model.end_token_id
 
     def encode(inputs):
-        # As `runs.converted.encode_sources`: a row longer than
+        # As `runs.converted.checkpoint_ids`: a row longer than
         # `source_length` keeps its first `source_length - 1` ids and its
         # end token.
         ids = source_tokens.encode(inputs)  # ragged (B, None)

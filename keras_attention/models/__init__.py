@@ -11,6 +11,7 @@ from keras_attention.models.memory_network import (
 )
 from keras_attention.models.rnn_seq2seq import RNNSeq2Seq, rnn_seq2seq
 from keras_attention.models.seq2seq_model import GenerationResult, Seq2SeqModel
+from keras_attention.models.transformer_config import TransformerConfig
 from keras_attention.models.transformer_seq2seq import (
     TransformerSeq2Seq,
     transformer_seq2seq,
@@ -27,6 +28,7 @@ __all__ = [
     "LinearStart",
     "RNNSeq2Seq",
     "Seq2SeqModel",
+    "TransformerConfig",
     "TransformerSeq2Seq",
     "chosen_sentences",
     "extractive_summarizer",

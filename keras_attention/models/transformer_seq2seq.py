@@ -12,11 +12,9 @@ from keras_attention.layers import (
     TransformerDecoderBlock,
     TransformerEncoderBlock,
 )
-from keras_attention.layers.transformer_block import check_scale, make_norm
+from keras_attention.layers.transformer_block import make_norm
 from keras_attention.models.seq2seq_model import Seq2SeqModel, token_inputs
-from keras_attention.validation import check_bool, check_choice, check_positive_int
-
-POSITIONS = ("sinusoidal", "sinusoidal_halves", "learned", "rotary")
+from keras_attention.models.transformer_config import TransformerConfig
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -58,176 +56,107 @@ class TransformerSeq2Seq(Seq2SeqModel):
     settings: one example per row. `packed` is not available with
     `pointer_generator` (its coverage adds up over a whole row).
 
-    Args: see `transformer_seq2seq`.
+    Args:
+        config: a `TransformerConfig` (its fields are documented in
+            `transformer_seq2seq`'s `Args`); or, as `get_config()` and
+            `.keras` files hold them, the fields as keyword arguments (the
+            vocabulary size may come first, positionally).
+        **kwargs: `name`, `trainable`, `quantized_sublayers` (of a saved
+            quantized model).
+
+    Attributes:
+        config: the `TransformerConfig`.
     """
 
-    def __init__(
-        self,
-        vocabulary_size,
-        target_vocabulary_size=None,
-        num_layers=2,
-        hidden_dim=256,
-        num_heads=8,
-        intermediate_dim=1024,
-        dropout=0.1,
-        max_length=512,
-        position="sinusoidal",
-        norm_first=True,
-        num_key_value_heads=None,
-        pointer_generator=False,
-        coverage_loss_weight=1.0,
-        pad_token_id=0,
-        start_token_id=1,
-        end_token_id=2,
-        dtype=None,
-        packed=False,
-        activation="relu",
-        gated_feed_forward=False,
-        use_bias=True,
-        normalization="layer_norm",
-        layer_norm_epsilon=None,
-        attention_scale=None,
-        final_norm=None,
-        embedding_norm=False,
-        scale_embeddings=True,
-        position_offset=0,
-        share_embeddings=False,
-        tie_embeddings=False,
-        output_bias=True,
-        output_scale=None,
-        **kwargs,
-    ):
-        vocabulary_size = check_positive_int("vocabulary_size", vocabulary_size)
-        packed = check_bool("packed", packed)
-        target_vocabulary_size = check_positive_int(
-            "target_vocabulary_size", target_vocabulary_size or vocabulary_size
-        )
-        num_layers = check_positive_int("num_layers", num_layers)
-        position = check_choice("position", position, POSITIONS)
-        pointer_generator = check_bool("pointer_generator", pointer_generator)
-        if pointer_generator and target_vocabulary_size != vocabulary_size:
-            raise ValueError(
-                "`pointer_generator=True` copies source tokens by id, so the "
-                "source and target vocabularies must be the same. Received: "
-                f"vocabulary_size={vocabulary_size}, "
-                f"target_vocabulary_size={target_vocabulary_size}"
-            )
-        if packed and pointer_generator:
-            raise ValueError(
-                "`packed=True` is not available with `pointer_generator=True`: "
-                "the copy head's coverage adds up over a whole row, across "
-                f"examples. Received: packed={packed}, "
-                f"pointer_generator={pointer_generator}"
-            )
-        share_embeddings = check_bool("share_embeddings", share_embeddings)
-        tie_embeddings = check_bool("tie_embeddings", tie_embeddings)
-        output_bias = check_bool("output_bias", output_bias)
-        output_scale = check_scale("output_scale", output_scale)
-        embedding_norm = check_bool("embedding_norm", embedding_norm)
-        final_norm = check_bool("final_norm", norm_first if final_norm is None else final_norm)
-        if share_embeddings and target_vocabulary_size != vocabulary_size:
-            raise ValueError(
-                "`share_embeddings=True` uses one token table for the source "
-                "and the target, so the vocabularies must be the same. Received: "
-                f"vocabulary_size={vocabulary_size}, "
-                f"target_vocabulary_size={target_vocabulary_size}"
-            )
-        if pointer_generator and (tie_embeddings or output_scale is not None):
-            raise ValueError(
-                "`tie_embeddings` and `output_scale` describe the output "
-                "projection, which `pointer_generator=True` replaces. Received: "
-                f"pointer_generator={pointer_generator}, "
-                f"tie_embeddings={tie_embeddings}, output_scale={output_scale}"
-            )
-        if layer_norm_epsilon is not None:
-            layer_norm_epsilon = check_scale("layer_norm_epsilon", layer_norm_epsilon)
+    def __init__(self, config=None, /, **kwargs):
+        c = config = _config_of(config, kwargs)
         # Historical epsilons when not given: the blocks' 1e-5, Keras' 1e-3
         # in the final norms.
-        block_epsilon = 1e-5 if layer_norm_epsilon is None else layer_norm_epsilon
-        outer_epsilon = 1e-3 if layer_norm_epsilon is None else layer_norm_epsilon
-        rotary = position == "rotary"
-        embedding_position = "none" if rotary else position
+        block_epsilon = 1e-5 if c.layer_norm_epsilon is None else c.layer_norm_epsilon
+        outer_epsilon = 1e-3 if c.layer_norm_epsilon is None else c.layer_norm_epsilon
+        rotary = c.position == "rotary"
+        embedding_position = "none" if rotary else c.position
         block_args = dict(
-            num_heads=num_heads,
-            intermediate_dim=intermediate_dim,
-            dropout=dropout,
-            norm_first=norm_first,
-            num_key_value_heads=num_key_value_heads,
+            num_heads=c.num_heads,
+            intermediate_dim=c.intermediate_dim,
+            dropout=c.dropout,
+            norm_first=c.norm_first,
+            num_key_value_heads=c.num_key_value_heads,
             rotary=rotary,
-            activation=activation,
-            gated_feed_forward=gated_feed_forward,
-            use_bias=use_bias,
-            normalization=normalization,
+            activation=c.activation,
+            gated_feed_forward=c.gated_feed_forward,
+            use_bias=c.use_bias,
+            normalization=c.normalization,
             layer_norm_epsilon=block_epsilon,
-            attention_scale=attention_scale,
-            dtype=dtype,
+            attention_scale=c.attention_scale,
+            dtype=c.dtype,
         )
         # Layers (kept as attributes for generation).
         embedding_args = dict(
-            scale_embeddings=scale_embeddings, position_offset=position_offset,
-            dtype=dtype,
+            scale_embeddings=c.scale_embeddings, position_offset=c.position_offset,
+            dtype=c.dtype,
         )
         source_embedding = TokenAndPositionEmbedding(
-            vocabulary_size, hidden_dim, embedding_position, max_length,
-            pad_token_id, name="source_embedding", **embedding_args,
+            c.vocabulary_size, c.hidden_dim, embedding_position, c.max_length,
+            c.pad_token_id, name="source_embedding", **embedding_args,
         )
         # Shared: one token table (saved once, under the source); each side
         # keeps its own positions.
         target_embedding = TokenAndPositionEmbedding(
-            target_vocabulary_size, hidden_dim, embedding_position, max_length,
-            pad_token_id, name="target_embedding", mask_start=False,
-            token_embedding=source_embedding.token_embedding if share_embeddings else None,
+            c.target_vocabulary_size, c.hidden_dim, embedding_position, c.max_length,
+            c.pad_token_id, name="target_embedding", mask_start=False,
+            token_embedding=source_embedding.token_embedding if c.share_embeddings else None,
             **embedding_args,
         )
         source_embedding_norm = target_embedding_norm = None
-        if embedding_norm:
+        if c.embedding_norm:
             source_embedding_norm = make_norm(
-                normalization, outer_epsilon, dtype, "source_embedding_norm"
+                c.normalization, outer_epsilon, c.dtype, "source_embedding_norm"
             )
             target_embedding_norm = make_norm(
-                normalization, outer_epsilon, dtype, "target_embedding_norm"
+                c.normalization, outer_epsilon, c.dtype, "target_embedding_norm"
             )
-        embedding_dropout = keras.layers.Dropout(dropout, dtype=dtype)
+        embedding_dropout = keras.layers.Dropout(c.dropout, dtype=c.dtype)
         encoder_blocks = [
             TransformerEncoderBlock(**block_args, name=f"encoder_block_{i}")
-            for i in range(num_layers)
+            for i in range(c.num_layers)
         ]
         decoder_blocks = [
             TransformerDecoderBlock(**block_args, name=f"decoder_block_{i}")
-            for i in range(num_layers)
+            for i in range(c.num_layers)
         ]
         encoder_norm = decoder_norm = None
-        if final_norm:
-            encoder_norm = make_norm(normalization, outer_epsilon, dtype, "encoder_norm")
-            decoder_norm = make_norm(normalization, outer_epsilon, dtype, "decoder_norm")
+        if c.final_norm:
+            encoder_norm = make_norm(c.normalization, outer_epsilon, c.dtype, "encoder_norm")
+            decoder_norm = make_norm(c.normalization, outer_epsilon, c.dtype, "decoder_norm")
         # The output layer: a projection, or the copy-or-generate head.
         output_projection = copy_head = output_rescaling = None
-        if pointer_generator:
+        if c.pointer_generator:
             copy_head = PointerGenerator(
-                target_vocabulary_size, hidden_dim,
-                coverage_loss_weight=coverage_loss_weight, dtype=dtype,
+                c.target_vocabulary_size, c.hidden_dim,
+                coverage_loss_weight=c.coverage_loss_weight, dtype=c.dtype,
                 name="pointer_generator",
             )
-        elif tie_embeddings:
+        elif c.tie_embeddings:
             output_projection = TiedOutputProjection(
-                target_embedding, use_bias=output_bias, dtype=dtype, name="logits"
+                target_embedding, use_bias=c.output_bias, dtype=c.dtype, name="logits"
             )
         else:
             output_projection = keras.layers.Dense(
-                target_vocabulary_size, use_bias=output_bias, dtype=dtype, name="logits"
+                c.target_vocabulary_size, use_bias=c.output_bias, dtype=c.dtype, name="logits"
             )
-        if output_scale is not None:
+        if c.output_scale is not None:
             output_rescaling = keras.layers.Rescaling(
-                output_scale, dtype=dtype, name="output_scale"
+                c.output_scale, dtype=c.dtype, name="output_scale"
             )
 
         # Functional graph.
         inputs = token_inputs()
-        if packed:
+        if c.packed:
             inputs.update(segment_inputs())
         encoder_token_ids = inputs["encoder_token_ids"]
         decoder_token_ids = inputs["decoder_token_ids"]
-        packing = packed_masks(inputs) if packed else {}
+        packing = packed_masks(inputs) if c.packed else {}
         memory = source_embedding(
             encoder_token_ids, positions=packing.get("encoder_positions")
         )
@@ -256,7 +185,7 @@ class TransformerSeq2Seq(Seq2SeqModel):
         if copy_head is not None:
             logits = copy_head(
                 hidden, memory, encoder_token_ids,
-                memory_mask=ops.not_equal(encoder_token_ids, pad_token_id),
+                memory_mask=ops.not_equal(encoder_token_ids, c.pad_token_id),
             )
         else:
             logits = keras.layers.Activation(
@@ -265,9 +194,9 @@ class TransformerSeq2Seq(Seq2SeqModel):
         super().__init__(
             inputs=inputs,
             outputs=logits,
-            pad_token_id=pad_token_id,
-            start_token_id=start_token_id,
-            end_token_id=end_token_id,
+            pad_token_id=c.pad_token_id,
+            start_token_id=c.start_token_id,
+            end_token_id=c.end_token_id,
             **kwargs,
         )
         self.source_embedding = source_embedding
@@ -281,45 +210,15 @@ class TransformerSeq2Seq(Seq2SeqModel):
         self.source_embedding_norm = source_embedding_norm
         self.target_embedding_norm = target_embedding_norm
         self.copy_head = copy_head
-        self._arguments = dict(
-            vocabulary_size=vocabulary_size,
-            target_vocabulary_size=target_vocabulary_size,
-            num_layers=num_layers,
-            hidden_dim=hidden_dim,
-            num_heads=num_heads,
-            intermediate_dim=intermediate_dim,
-            dropout=dropout,
-            max_length=max_length,
-            position=position,
-            norm_first=norm_first,
-            num_key_value_heads=num_key_value_heads,
-            pointer_generator=pointer_generator,
-            coverage_loss_weight=coverage_loss_weight,
-            dtype=dtype,
-            packed=packed,
-            activation=block_args["activation"],
-            gated_feed_forward=gated_feed_forward,
-            use_bias=use_bias,
-            normalization=normalization,
-            layer_norm_epsilon=layer_norm_epsilon,
-            attention_scale=attention_scale,
-            final_norm=final_norm,
-            embedding_norm=embedding_norm,
-            scale_embeddings=scale_embeddings,
-            position_offset=position_offset,
-            share_embeddings=share_embeddings,
-            tie_embeddings=tie_embeddings,
-            output_bias=output_bias,
-            output_scale=output_scale,
-        )
+        self.config = config
 
     @property
     def source_vocabulary_size(self):
-        return self._arguments["vocabulary_size"]
+        return self.config.vocabulary_size
 
     @property
     def target_vocabulary_size(self):
-        return self._arguments["target_vocabulary_size"]
+        return self.config.target_vocabulary_size
 
     # Generation hooks ----------------------------------------------------
     def encode(self, encoder_token_ids):
@@ -338,7 +237,7 @@ class TransformerSeq2Seq(Seq2SeqModel):
     def max_sequence_length(self):
         """`max_length` with learned positions; None (no limit) with
         sinusoidal or rotary ones."""
-        return self._arguments["max_length"] if self._arguments["position"] == "learned" else None
+        return self.config.max_length if self.config.position == "learned" else None
 
     def decoder_cache_bytes_per_position(self):
         """The self-attention caches' bytes per position and row, every block."""
@@ -392,7 +291,30 @@ class TransformerSeq2Seq(Seq2SeqModel):
         return logits, state, attention
 
     def get_config(self):
-        return {**super().get_config(), **self._arguments}
+        return {**super().get_config(), **self.config.to_dict()}
+
+
+def _config_of(config, kwargs):
+    """The `TransformerConfig` of `TransformerSeq2Seq`'s arguments: `config`
+    itself, or the fields among `kwargs` (removed from them)."""
+    fields = {name: kwargs.pop(name) for name in TransformerConfig.field_names()
+              if name in kwargs}
+    if isinstance(config, TransformerConfig):
+        if fields:
+            raise ValueError(
+                f"Argument `config` is a `TransformerConfig`: give the settings there, not "
+                f"also as keyword arguments. Received: {', '.join(sorted(fields))}")
+        return config
+    if config is not None:
+        if "vocabulary_size" in fields:
+            raise ValueError(f"Argument `vocabulary_size` is given twice. "
+                             f"Received: {config!r} and vocabulary_size="
+                             f"{fields['vocabulary_size']!r}")
+        fields["vocabulary_size"] = config
+    if "vocabulary_size" not in fields:
+        raise ValueError("Argument `config` must be a `TransformerConfig` (or the settings, "
+                         "with `vocabulary_size`). Received: config=None")
+    return TransformerConfig(**fields)
 
 
 class TiedOutputProjection(keras.layers.Layer):
@@ -580,38 +502,6 @@ def transformer_seq2seq(
     >>> model.generate(np.array([[5, 6, 0]]), max_length=4).shape
     (1, 4)
     """
-    return TransformerSeq2Seq(
-        vocabulary_size,
-        target_vocabulary_size=target_vocabulary_size,
-        num_layers=num_layers,
-        hidden_dim=hidden_dim,
-        num_heads=num_heads,
-        intermediate_dim=intermediate_dim,
-        dropout=dropout,
-        max_length=max_length,
-        position=position,
-        norm_first=norm_first,
-        num_key_value_heads=num_key_value_heads,
-        pointer_generator=pointer_generator,
-        coverage_loss_weight=coverage_loss_weight,
-        pad_token_id=pad_token_id,
-        start_token_id=start_token_id,
-        end_token_id=end_token_id,
-        dtype=dtype,
-        packed=packed,
-        activation=activation,
-        gated_feed_forward=gated_feed_forward,
-        use_bias=use_bias,
-        normalization=normalization,
-        layer_norm_epsilon=layer_norm_epsilon,
-        attention_scale=attention_scale,
-        final_norm=final_norm,
-        embedding_norm=embedding_norm,
-        scale_embeddings=scale_embeddings,
-        position_offset=position_offset,
-        share_embeddings=share_embeddings,
-        tie_embeddings=tie_embeddings,
-        output_bias=output_bias,
-        output_scale=output_scale,
-        name=name,
-    )
+    settings = dict(locals())  # the keyword arguments: the signature is the config's fields
+    name = settings.pop("name")
+    return TransformerSeq2Seq(TransformerConfig(**settings), name=name)

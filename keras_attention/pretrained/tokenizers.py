@@ -300,7 +300,7 @@ def tokenizer_files(folder, family):
     return [_require(folder, name) for name in TOKENIZER_FILES[family]]
 
 
-def load_tokenizer(folder, family):
+def load_checkpoint_tokenizer(folder, family):
     """The tokenizer of a `family` checkpoint from a folder of its tokenizer
     files: a `MarianTokenizer`, `BartTokenizer` or `T5Tokenizer`.
 
@@ -314,7 +314,7 @@ def load_tokenizer(folder, family):
 
     Example:
 
-    >>> load_tokenizer("no-such-folder", "gpt2")
+    >>> load_checkpoint_tokenizer("no-such-folder", "gpt2")
     Traceback (most recent call last):
     ...
     ValueError: Argument `family` must be one of 'marian', 'bart', 't5' (the families \

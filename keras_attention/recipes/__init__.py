@@ -69,3 +69,6 @@ def recipe_main(name):
 def recipe_spec(name):
     """The `RecipeSpec` of the built-in recipe `name` (imports Keras, TensorFlow)."""
     return recipe_module(name).SPEC
+
+
+__all__ = ["RECIPES", "recipe_main", "recipe_module", "recipe_spec"]

@@ -92,7 +92,7 @@ def load_checkpoint(checkpoint_dir, recipe=None):
     """
     from keras_attention.pretrained.checkpoint import read_config
     from keras_attention.pretrained.loading import load_pretrained
-    from keras_attention.pretrained.tokenizers import load_tokenizer, tokenizer_files
+    from keras_attention.pretrained.tokenizers import load_checkpoint_tokenizer, tokenizer_files
     from keras_attention.runs.generation import GenerationConfig
     from keras_attention.runs.text_to_text import TextToText
 
@@ -107,7 +107,7 @@ def load_checkpoint(checkpoint_dir, recipe=None):
             f"Received: model_type={family!r}")
     paths = tokenizer_files(checkpoint_dir, family) if family in DEFAULT_RECIPES else None
     model, info = load_pretrained(checkpoint_dir)  # refuses another architecture
-    tokenizer = load_tokenizer(checkpoint_dir, family)
+    tokenizer = load_checkpoint_tokenizer(checkpoint_dir, family)
     vocabulary = min(model.source_vocabulary_size, model.target_vocabulary_size)
     if tokenizer.vocabulary_size > vocabulary:
         raise ValueError(

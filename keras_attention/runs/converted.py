@@ -29,7 +29,7 @@ def load_tokenizers(run):
     """
     import os
 
-    from keras_attention.pretrained.tokenizers import TOKENIZER_FILES, load_tokenizer
+    from keras_attention.pretrained.tokenizers import TOKENIZER_FILES, load_checkpoint_tokenizer
 
     family = run.metadata["converted_from"].get("family")
     folder = run.path(run.metadata["tokenizers"]["source"], folder=True)
@@ -40,7 +40,7 @@ def load_tokenizers(run):
     for name in TOKENIZER_FILES[family]:
         run.path(os.path.join(run.metadata["tokenizers"]["source"], name))
     try:
-        tokenizer = load_tokenizer(folder, family)
+        tokenizer = load_checkpoint_tokenizer(folder, family)
     except Exception as error:  # sentencepiece, JSON or keras-hub errors of a bad file
         message = str(error).strip().splitlines()[-1:] or [type(error).__name__]
         raise run.folder_error(folder, f"not a {family} tokenizer's files, corrupt or from "
@@ -57,7 +57,7 @@ def vocabularies(run):
             (name, size, run.model.target_vocabulary_size, "target vocabulary", True)]
 
 
-def encode_sources(texts, tokenizer, source_length):
+def checkpoint_ids(texts, tokenizer, source_length):
     """`(N, S)` int32 ids of `texts`, padded with the tokenizer's pad id to the
     longest row; a row longer than `source_length` keeps its first
     `source_length - 1` ids and its end token."""
@@ -72,9 +72,10 @@ def encode_sources(texts, tokenizer, source_length):
     return ids
 
 
-def detokenize(tokenizer, token_ids):
+def checkpoint_texts(tokenizer, token_ids):
     """The strings of generated ids, as `batch_decode(..., skip_special_tokens=True)`."""
     return tokenizer.decode(token_ids)
 
 
-__all__ = ["DECODING_KEYS", "detokenize", "encode_sources", "load_tokenizers", "vocabularies"]
+__all__ = ["DECODING_KEYS", "checkpoint_ids", "checkpoint_texts", "load_tokenizers",
+           "vocabularies"]

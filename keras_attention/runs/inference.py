@@ -8,7 +8,7 @@ names for the built-in model kinds). Each answer hook is called by
 ## The model kinds: what answers a line
 
 
-def encode_sources(texts, tokenizer, source_length):
+def sentencepiece_ids(texts, tokenizer, source_length):
     """`(N, S)` int32 ids of `texts` by a recipe's SentencePiece tokenizer,
     cut to `source_length`."""
     from keras_attention import data
@@ -16,7 +16,7 @@ def encode_sources(texts, tokenizer, source_length):
     return data.encode_sources(texts, tokenizer, source_length)
 
 
-def detokenize(tokenizer, token_ids):
+def sentencepiece_texts(tokenizer, token_ids):
     """The strings of generated ids, cut at the end token."""
     from keras_attention import data
 

@@ -111,8 +111,8 @@ class ModelKind:
     exports: bool
     tokenizers: object = inference.sentencepiece_tokenizers
     length_penalty_form: str = "gnmt"
-    encode: object = inference.encode_sources
-    detokenize: object = inference.detokenize
+    encode: object = inference.sentencepiece_ids
+    detokenize: object = inference.sentencepiece_texts
 
 
 _RECIPES = {}
@@ -224,8 +224,8 @@ register_model_kind(ModelKind(
     description="a Seq2SeqModel converted from a Hugging Face checkpoint",
     matches=inference.is_seq2seq, answer=inference.generate_texts,
     vocabularies=converted.vocabularies, tokenizers=converted.load_tokenizers,
-    length_penalty_form="hf", encode=converted.encode_sources,
-    detokenize=converted.detokenize,
+    length_penalty_form="hf", encode=converted.checkpoint_ids,
+    detokenize=converted.checkpoint_texts,
     recipes=("translation", "summarization"), decodes=True, exports=True,
 ))
 

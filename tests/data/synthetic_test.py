@@ -3,7 +3,7 @@ import datetime
 import numpy as np
 import pytest
 
-from keras_attention.data import exact_match, make_date_pairs, make_task, strip_special
+from keras_attention.data import make_date_pairs, make_task, sequence_accuracy, strip_special
 
 
 @pytest.mark.parametrize("task", ["reverse", "sort", "copy"])
@@ -17,7 +17,7 @@ def test_tasks_are_consistent(task):
     shifted = np.where(labels[:, :-1] == 2, 0, labels[:, :-1])  # END is not fed back
     np.testing.assert_array_equal(inputs["decoder_token_ids"][:, 1:], shifted)
     assert (inputs["decoder_token_ids"][:, 0] == 1).all()
-    assert exact_match(labels, labels) == 1.0
+    assert sequence_accuracy(labels, labels) == 1.0
 
 
 def test_invalid_task_args():

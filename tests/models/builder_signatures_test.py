@@ -1,5 +1,6 @@
 """The model builders show every parameter: in `inspect.signature`, `help()` and their Args."""
 
+import dataclasses
 import inspect
 import re
 
@@ -12,6 +13,7 @@ from keras_attention.models import (
     universal_transformer_qa,
 )
 from keras_attention.models.rnn_seq2seq import RNNSeq2Seq
+from keras_attention.models.transformer_config import TransformerConfig
 from keras_attention.models.transformer_seq2seq import TransformerSeq2Seq
 
 BUILDERS = {
@@ -20,7 +22,7 @@ BUILDERS = {
     "memory_network": memory_network,
     "universal_transformer_qa": universal_transformer_qa,
 }
-MODEL_CLASSES = {"transformer_seq2seq": TransformerSeq2Seq, "rnn_seq2seq": RNNSeq2Seq}
+MODEL_CLASSES = {"rnn_seq2seq": RNNSeq2Seq}
 
 
 def documented_arguments(function):
@@ -66,6 +68,26 @@ def test_builder_defaults_are_the_model_defaults(builder):
         if name != "self" and parameter.kind is not inspect.Parameter.VAR_KEYWORD
     }
     assert model_arguments <= set(builder_parameters)
+
+
+def test_the_transformer_builder_is_its_config():
+    """Each setting of the Transformer is written once: a `TransformerConfig`
+    field, which is a builder argument with the same default."""
+    fields = {field.name: field.default for field in dataclasses.fields(TransformerConfig)}
+    builder = inspect.signature(transformer_seq2seq).parameters
+    assert list(builder) == list(fields) + ["name"]
+    for name, default in fields.items():
+        if name != "vocabulary_size":
+            assert builder[name].default == default, name
+    model = transformer_seq2seq(12, num_layers=1, hidden_dim=8, num_heads=2, intermediate_dim=8)
+    assert isinstance(model.config, TransformerConfig)
+    assert model.get_config() == {**model.get_config(), **model.config.to_dict()}
+    same = TransformerSeq2Seq(model.config, name="same")
+    assert same.config == model.config and same.count_params() == model.count_params()
+    with pytest.raises(ValueError, match=r"not also as keyword arguments. Received: num_heads"):
+        TransformerSeq2Seq(model.config, num_heads=4)
+    with pytest.raises(ValueError, match=r"Received: config=None"):
+        TransformerSeq2Seq()
 
 
 def test_transformer_builder_forwards_every_argument():

@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_attention.data import exact_match, make_task
+from keras_attention.data import make_task, sequence_accuracy
 from keras_attention.models import GenerationResult, Seq2SeqModel, transformer_seq2seq
 from tests.models.generation_checks import (
     SOURCE,
@@ -172,13 +172,15 @@ def test_learns_to_reverse_sequences_end_to_end():
     test_x, test_y = make_task("reverse", 100, seed=1)
     model = transformer_seq2seq(16, num_layers=2, hidden_dim=64, num_heads=4,
                                 intermediate_dim=128, dropout=0.0, max_length=16)
-    model.compile(optimizer=keras.optimizers.Adam(2e-3), jit_compile=True,
+    # Adam at 1e-3 for 8 epochs ends at 0.97-1.0 from the fourth epoch on; at
+    # 2e-3 the exact match swung between 0.8 and 0.95 from epoch to epoch.
+    model.compile(optimizer=keras.optimizers.Adam(1e-3), jit_compile=True,
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0))
-    model.fit(x, y, batch_size=64, epochs=6, verbose=0)
+    model.fit(x, y, batch_size=64, epochs=8, verbose=0)
     predicted = model.generate(test_x["encoder_token_ids"], max_length=9)
-    assert exact_match(predicted, test_y) >= 0.95
+    assert sequence_accuracy(predicted, test_y) >= 0.95
     beam = model.generate(test_x["encoder_token_ids"], max_length=9, strategy="beam")
-    assert exact_match(beam, test_y) >= 0.95
+    assert sequence_accuracy(beam, test_y) >= 0.95
 
 
 @pytest.mark.large
@@ -269,7 +271,7 @@ def test_pointer_generator_learns_to_copy_under_xla():
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0))
     model.fit(x, y, batch_size=64, epochs=4, verbose=0)
     predicted = model.generate(test_x["encoder_token_ids"], max_length=10)
-    assert exact_match(predicted, test_y) >= 0.9
+    assert sequence_accuracy(predicted, test_y) >= 0.9
 
 
 def test_pointer_generator_needs_one_vocabulary():
@@ -330,6 +332,11 @@ def test_family_options_cached_generation_equals_full_recomputation(family, jit_
 
 
 @pytest.mark.large
+@pytest.mark.same_path_on("jax", reason=(
+    "the saving, loading and compiled generation of test_save_and_reload_gives_identical_"
+    "outputs_and_generations with other options (Keras' config and weights files, the same "
+    "on every backend: TensorFlow runs every family); JAX generates with each family in "
+    "test_family_options_cached_generation_equals_full_recomputation"))
 @pytest.mark.parametrize("family", sorted(FAMILY_OPTIONS))
 def test_family_options_save_and_reload_identically(family, tmp_path):
     model = family_model(family)
@@ -432,6 +439,9 @@ def _transformers_model(family, vocab):
     return hf
 
 
+@pytest.mark.same_path_on("jax", reason=(
+    "tests/pretrained/bart_test.py converts Marian and BART models of transformers onto "
+    "these blocks on JAX and compares their logits and generated tokens"))
 @pytest.mark.parametrize("family", ["marian", "bart"])
 def test_family_options_rebuild_transformers_models(family):
     """A whole Marian / BART model of `transformers` rebuilt on our blocks
@@ -491,6 +501,9 @@ def test_family_options_rebuild_transformers_models(family):
 
 
 @pytest.mark.large
+@pytest.mark.same_path_on("jax", reason=(
+    "tests/models/seq2seq_model_test.py::test_a_quantized_model_round_trips_through_a_keras_"
+    "file[transformer_tied] quantizes a shared, tied model to int8 on JAX and generates"))
 def test_shared_tied_model_quantizes_to_int8():
     model = family_model("marian")
     inputs = {"encoder_token_ids": SOURCE, "decoder_token_ids": SOURCE[:, :4]}

@@ -20,7 +20,7 @@ class _Tokenizer:
 
 
 def test_sources_are_padded_and_cut_keeping_the_end_token():
-    ids = converted.encode_sources(["ab", "", "abcdefgh"], _Tokenizer(), 5)
+    ids = converted.checkpoint_ids(["ab", "", "abcdefgh"], _Tokenizer(), 5)
     np.testing.assert_array_equal(ids, [[1, 1, 0, 9, 9], [0, 9, 9, 9, 9], [1, 1, 1, 1, 0]])
 
 

@@ -38,7 +38,7 @@ def test_the_built_in_recipes_and_kinds():
         assert kind.length_penalty_form in ("gnmt", "hf")
         assert kind.exports == (kind.name in export.ARCHIVES)
     assert registry.model_kind("converted").length_penalty_form == "hf"
-    assert registry.model_kind("converted").encode is converted.encode_sources
+    assert registry.model_kind("converted").encode is converted.checkpoint_ids
     assert registry.model_kind("seq2seq").tokenizers is inference.sentencepiece_tokenizers
 
 
