@@ -10,8 +10,8 @@ shapes) trains 2-3x faster under XLA (`xla_on_cpu=True`), and the recipes'
 d=128 Transformers are fastest in plain float32 graph mode
 (`bf16_on_cpu=False`). On GPUs, XLA and `mixed_bfloat16` are the fast
 path. On JAX, XLA is the only compiled mode (JAX has no graph mode:
-`jit_compile=False` runs op by op, measured 658 ms a step of the quick
-translation recipe against 14 ms under XLA), so "auto" compiles there.
+`jit_compile=False` runs op by op, tens of times slower a step of the
+quick translation recipe than under XLA), so "auto" compiles there.
 `fast_defaults()` turns that into two settings a recipe passes to Keras,
 each of which the user can override.
 """
@@ -150,8 +150,8 @@ def fast_defaults(precision="auto", jit_compile="auto", *, xla_on_cpu=False, bf1
 def quick_jit_compile():
     """The `jit_compile` setting of the recipes' quick (test) presets:
     `"false"` (graph mode, no compile time) on TensorFlow and torch,
-    `"true"` on JAX, where `"false"` would run eagerly, op by op (50x
-    slower a step on the quick translation recipe, measured)."""
+    `"true"` on JAX, where `"false"` would run eagerly, op by op (tens of
+    times slower a step on the quick translation recipe)."""
     return "true" if _backend() == "jax" else "false"
 
 

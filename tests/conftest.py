@@ -153,7 +153,7 @@ def _cache_jax_compilations(tmp_path_factory):
 # itself; xdist hands modules out in this order (`--dist loadfile
 # --no-loadscope-reorder`, Makefile). In xdist's own order, most tests first,
 # these few-test modules started last, while the other worker idled.
-LONG_MODULES = (  # measured with --durations (junit), 2 December 2026
+LONG_MODULES = (  # the longest modules by --durations (junit)
     "tests/models/transformer_seq2seq_test.py",
     "tests/layers/quantization_test.py",
     "tests/examples_test.py",
