@@ -41,14 +41,18 @@ test-large: install-extras
 test-all: test test-large test-jax test-torch wheel-smoke
 
 # What runs where: `make test` runs every test under TensorFlow; `make
-# test-jax` and `make test-torch` the backend-neutral ones (README: Backends):
-# layers and blocks, models, generation and decoding, and on JAX also the
-# compat and converted-checkpoint tests. There `tf_only` and
-# `backend_independent` tests (plain Python: configs, tokenizers) skip,
-# `slow_on(...)` tests skip on the backends they name, and `same_path_on(...)`
-# cases that would rerun a sibling case's code there (an "xla" case on torch);
-# the markers carry the reasons (tests/conftest.py, which also caches JAX's
-# XLA programs for the run and keeps the imports out of the garbage
+# test-jax` and `make test-torch` what differs between backends (README:
+# Backends) in layers and blocks, models, generation and decoding, and on JAX
+# also the compat and converted-checkpoint tests: every layer saved under
+# TensorFlow gives TensorFlow's numbers (tests/layers/cross_backend_test.py),
+# the layer checks that touch the backend (tests/test_case.py), the fused,
+# blocked and quantized paths, compiled decoding and generation. There
+# `tf_only` and `backend_independent` tests (plain Python: configs,
+# tokenizers) skip, `slow_on(...)` tests skip on the backends they name, and
+# `same_path_on(...)` cases that would rerun a sibling case's code there (an
+# "xla" case on torch); the markers carry the reasons, which name where the
+# backend still covers the behaviour (tests/conftest.py, which also caches
+# JAX's XLA programs for the run and keeps the imports out of the garbage
 # collector's full passes). tests/light_core_test.py is not here: it
 # imports the package under JAX and torch in fresh interpreters whatever the
 # backend of the run, so `make test` covers it.

@@ -8,7 +8,8 @@ input masks left untouched.
 Backend-neutral: the graph and XLA checks and the gradients use the running
 backend's own machinery (`tf.function` and `GradientTape` on TensorFlow,
 `jax.jit` and `jax.grad` on JAX, `torch.autograd` on torch, which has no
-compiler here: see `compile_function`).
+compiler here: see `compile_function`). TensorFlow runs every check; JAX
+leaves the checks of plain Python to it (`LEFT_TO_TENSORFLOW`).
 """
 
 import inspect
@@ -50,6 +51,38 @@ GRAPH_AND_XLA = [
 # and on both, every layer's `run_layer_test` fits it one step.
 LEARNS_ON_TENSORFLOW = ("trains to an accuracy target: on this backend `fit` is checked by "
                         "run_layer_test and, on JAX, by tests/recipes/backends_test.py")
+
+# The checks of `run_layer_test` that a backend leaves to TensorFlow, which
+# runs them all, each with where that backend still covers its subject: the
+# config round trip ("config"), the functional model of each call variant
+# ("functional") and the copy under one mixed policy (the policy's name). The
+# other checks run everywhere: the eager call (shapes, dtypes, finiteness,
+# with and without scores), compiled calls against it, the `.keras` round
+# trip, one `fit` step, finite gradients, mixed precision and implicit masks.
+# JAX and torch also run every layer saved under TensorFlow
+# (tests/layers/cross_backend_test.py).
+LEFT_TO_TENSORFLOW = {
+    "jax": {
+        "config": "get_config, from_config and Keras serialization are plain Python",
+        "functional": "the symbolic call of each variant in a functional model: on JAX "
+                      "the saving and `fit` checks build and run the layer's functional "
+                      "model, and tests/layers/output_specs_test.py checks every layer's "
+                      "symbolic outputs, with the scores, against a call",
+        "mixed_bfloat16": "each layer's compiled call and gradients under mixed_bfloat16: "
+                          "on JAX every layer runs them under mixed_float16 (whose float16 "
+                          "heads XLA's CPU refused in the fused path), and mixed_bfloat16 "
+                          "runs in the fused path's tests (attention_implementations_test.py), "
+                          "the models' (transformer_seq2seq_test.py, "
+                          "extractive_summarizer_test.py) and the output specs'",
+    },
+}
+
+
+def runs_check(name):
+    """Whether `run_layer_test` runs its check `name` on this backend
+    (`LEFT_TO_TENSORFLOW`)."""
+    return name not in LEFT_TO_TENSORFLOW.get(BACKEND, {})
+
 
 # Absolute tolerances of mixed precision against float32 for |x| <= 3
 # (reliability.md D3; measured on Keras MHA: 1.3e-3 and 1.3e-2).
@@ -209,12 +242,18 @@ def assert_config_round_trip(layer_cls, init_kwargs):
     assert as_json(restored.get_config()) == as_json(config)
 
 
-def copy_layer(layer, tensors, call_kwargs=None, dtype=None):
-    """A new layer of the same config and the same weights as `layer`."""
+def copy_layer(layer, tensors, call_kwargs=None, dtype=None, symbolic=False):
+    """A new layer of the same config and the same weights as `layer`.
+
+    It is built by a call on `tensors`, or with `symbolic` on `keras.Input`s
+    of their shapes and dtypes (no eager op runs: on JAX each would compile
+    for the new dtype policy)."""
     config = layer.get_config()
     if dtype is not None:
         config["dtype"] = dtype
     twin = type(layer).from_config(config)
+    if symbolic:
+        tensors = [keras.Input(batch_shape=tuple(t.shape), dtype=dtype_of(t)) for t in tensors]
     twin(*tensors, **(call_kwargs or {}))
     twin.set_weights(layer.get_weights())
     return twin
@@ -301,7 +340,8 @@ def run_layer_test(
     """
     call_kwargs = dict(call_kwargs or {})
     keras.utils.set_random_seed(1234)
-    assert_config_round_trip(layer_cls, init_kwargs)
+    if runs_check("config"):
+        assert_config_round_trip(layer_cls, init_kwargs)
 
     layer = layer_cls(**init_kwargs)
     tensors = [to_tensor(x) for x in inputs.values()]
@@ -334,15 +374,16 @@ def run_layer_test(
 
     for kwargs in variants:
         eager = layer(*tensors, **kwargs)
-        # Symbolic call (functional API): same shapes, same numbers. A copy of
-        # the layer per variant: Keras checks a functional graph against the
-        # output structure of a layer's *first* call.
-        model = functional_model(copy_layer(layer, tensors), inputs, kwargs)
-        for spec, value in zip(flatten(model.outputs), flatten(eager)):
-            assert len(spec.shape) == len(value.shape)
-            for s, v in zip(spec.shape, value.shape):
-                assert s is None or s == v
-        assert_outputs_close(model(tensors), eager, atol=1e-6, what="functional")
+        if runs_check("functional"):
+            # Symbolic call (functional API): same shapes, same numbers. A copy
+            # of the layer per variant: Keras checks a functional graph against
+            # the output structure of a layer's *first* call.
+            model = functional_model(copy_layer(layer, tensors), inputs, kwargs)
+            for spec, value in zip(flatten(model.outputs), flatten(eager)):
+                assert len(spec.shape) == len(value.shape)
+                for s, v in zip(spec.shape, value.shape):
+                    assert s is None or s == v
+            assert_outputs_close(model(tensors), eager, atol=1e-6, what="functional")
         # Graph and XLA agree with eager (eager only without a compiler).
         # On JAX, jit is both the graph and XLA: it runs once.
         xla = compile_function(lambda *a, kw=kwargs: layer(*a, **kw), True)
@@ -416,11 +457,12 @@ def _check_mixed_precision(reference, inputs, call_kwargs):
     """Finite, close to float32, float32 variables and float32 weights."""
     tensors = [to_tensor(x) for x in inputs.values()]
     expected = reference(*tensors, **call_kwargs)
-    for policy, atol in PRECISION_TOLERANCE.items():
-        layer = copy_layer(reference, tensors, call_kwargs, dtype=policy)
+    for policy, atol, layer, (outputs, scored) in mixed_precision_calls(
+        reference, inputs, call_kwargs
+    ):
         for variable in layer.weights:
             assert variable.dtype == "float32", variable.path
-        output, scores = _call_with_scores(layer, tensors, call_kwargs)
+        output, scores = (outputs[0], outputs[1]) if scored else (outputs, None)
         assert dtype_of(output) == layer.compute_dtype
         assert_finite(output, policy)
         np.testing.assert_allclose(
@@ -431,17 +473,73 @@ def _check_mixed_precision(reference, inputs, call_kwargs):
         )
         if scores is not None:
             assert dtype_of(scores) == "float32"
-        finite_gradients(layer, inputs, call_kwargs)
 
 
-def _call_with_scores(layer, tensors, call_kwargs):
+def mixed_precision_calls(reference, inputs, call_kwargs):
+    """For each mixed policy this backend runs (`runs_check`),
+    `(policy, atol, layer, (outputs, scored))`:
+    `layer` is a copy of `reference` under the policy (the same weights),
+    `outputs` those of its call with `return_attention_scores=True`
+    (`scored`), or of a plain call for a layer without scores. The gradients
+    of its plain call are checked finite as well (`finite_gradients`).
+
+    On JAX the call and the gradients are one `jax.jit` program, as `fit`
+    and compiled generation run mixed precision there (JAX's CPU refused
+    float16 heads of the fused path only when compiling), and the copy is
+    built symbolically: eager calls under each policy would compile every
+    op again for its dtypes. TensorFlow and torch call the copy eagerly."""
+    tensors = [to_tensor(x) for x in inputs.values()]
+    for policy, atol in PRECISION_TOLERANCE.items():
+        if not runs_check(policy):
+            continue
+        if BACKEND == "jax":
+            layer = copy_layer(reference, tensors, call_kwargs, dtype=policy, symbolic=True)
+            result = _compiled_scored_call_and_finite_gradients(layer, tensors, call_kwargs)
+        else:
+            layer = copy_layer(reference, tensors, call_kwargs, dtype=policy)
+            result = _scored_call(layer, tensors, call_kwargs)
+            finite_gradients(layer, inputs, call_kwargs)
+        yield policy, atol, layer, result
+
+
+def _scored_call(layer, tensors, call_kwargs):
+    """`(outputs, True)` of a call returning the attention scores, or
+    `(outputs, False)` of a plain call where the layer has no scores."""
     try:
-        output, scores, *_ = layer(
-            *tensors, **call_kwargs, return_attention_scores=True
-        )
+        return layer(*tensors, **call_kwargs, return_attention_scores=True), True
     except TypeError:
-        return layer(*tensors, **call_kwargs), None
-    return output, scores
+        return layer(*tensors, **call_kwargs), False
+
+
+def _compiled_scored_call_and_finite_gradients(layer, tensors, call_kwargs):
+    """JAX: `_scored_call` of `layer` in one `jax.jit` program with the
+    gradients of `sum(layer(*tensors, **call_kwargs))` w.r.t. the float
+    inputs and the trainable weights (`gradients`), which must be finite."""
+    import jax
+
+    variables = layer.trainable_variables
+    differentiable = [keras.backend.is_float_dtype(dtype_of(t)) for t in tensors]
+    scored = []
+
+    def pure(float_tensors, values):
+        it = iter(float_tensors)
+        args = [next(it) if d else t for t, d in zip(tensors, differentiable)]
+        with keras.StatelessScope(
+            state_mapping=list(zip(variables, values)), collect_losses=True
+        ):
+            plain = layer(*args, **call_kwargs)
+            outputs, was_scored = _scored_call(layer, args, call_kwargs)
+        scored.append(was_scored)
+        loss = sum(keras.ops.sum(keras.ops.cast(o, "float32")) for o in flatten(plain))
+        return loss, outputs
+
+    program = jax.jit(jax.value_and_grad(pure, argnums=(0, 1), has_aux=True))
+    (_, outputs), (grad_tensors, grad_values) = program(
+        [t for t, d in zip(tensors, differentiable) if d], [v.value for v in variables]
+    )
+    for grad in list(grad_tensors) + list(grad_values):
+        assert np.isfinite(to_numpy(grad).astype("float32")).all(), "non-finite gradient"
+    return outputs, scored[0]
 
 
 def _padding_masks(inputs):

@@ -1,10 +1,11 @@
 """The fused implementation equals the exact one; the chooser picks by rule.
 
-Runs unchanged under KERAS_BACKEND=tensorflow, jax and torch (CPU kernels
-of `keras.ops.dot_product_attention`: TensorFlow's einsum path, JAX's XLA
-path, torch's SDPA). Tolerances: outputs 1e-5 absolute (float32 rounding of
-a different summation order); gradients 1e-5 times the largest entry of the
-exact gradient (a weight's gradient sums over every position).
+Runs under KERAS_BACKEND=tensorflow, jax and torch (CPU kernels of
+`keras.ops.dot_product_attention`: TensorFlow's einsum path, JAX's XLA path,
+torch's SDPA); on JAX the layer x mask grids run in part (`grid`).
+Tolerances: outputs 1e-5 absolute (float32 rounding of a different summation
+order); gradients 1e-5 times the largest entry of the exact gradient (a
+weight's gradient sums over every position).
 """
 
 import keras
@@ -144,6 +145,29 @@ def build_pair(exact, fused, query, value, kwargs):
     fused.set_weights(exact.get_weights())
 
 
+# The layer x mask case grids below run whole under TensorFlow and torch. On
+# JAX, whose XLA program is the fused kernel there and whose CPU picks the
+# blocked path under "auto", every case runs on the grouped-query layer (its
+# key and value heads reach the kernel in groups) and every layer runs the
+# cases of `ON_JAX_FOR_EVERY_LAYER` (no mask; causal with padding): each cell
+# differentiates both paths, a compile each on JAX, and the layers share the
+# kernel call of a case (keras_attention/layers/attention_implementations.py).
+ON_JAX_FOR_EVERY_LAYER = ("none", "causal_padding")
+GRID_ON_TENSORFLOW = pytest.mark.slow_on(
+    "jax", reason="on JAX the grouped-query layer runs every mask case and every layer the "
+                  "cases 'none' and 'causal_padding'; TensorFlow and torch run the whole grid")
+
+
+def grid(pairs):
+    """`pairs` of (layer, case) as parameters, the cells JAX leaves out
+    marked (`GRID_ON_TENSORFLOW`)."""
+    return [
+        pytest.param(name, case, marks=() if name == "grouped_query"
+                     or case in ON_JAX_FOR_EVERY_LAYER else GRID_ON_TENSORFLOW)
+        for name, case in pairs
+    ]
+
+
 PAIRS = [
     (name, case)
     for name in FUSABLE
@@ -152,7 +176,7 @@ PAIRS = [
 ]
 
 
-@pytest.mark.parametrize("name,case", PAIRS)
+@pytest.mark.parametrize("name,case", grid(PAIRS))
 def test_fused_outputs_and_gradients_equal_the_exact_path(name, case):
     query, value, kwargs = case_inputs(case)
     exact, fused = twins(name)
@@ -511,7 +535,7 @@ BIAS_PAIRS = [
 
 
 @pytest.mark.parametrize("implementation", ["blocked", "fused"])
-@pytest.mark.parametrize("name,case", BIAS_PAIRS)
+@pytest.mark.parametrize("name,case", grid(BIAS_PAIRS))
 def test_bias_and_scale_on_blocked_and_fused_equal_the_exact_path(
     name, case, implementation
 ):

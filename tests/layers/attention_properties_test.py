@@ -3,7 +3,6 @@
 import functools
 
 import hypothesis.extra.numpy as hnp
-import keras
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -12,10 +11,8 @@ from hypothesis import strategies as st
 from keras_attention import layers, masks
 from tests.layers.factories import DIM, FACTORIES
 
-# On JAX, eager ops compile once per op and shape, so each example of new
-# shapes compiles again: fewer examples there, the full 25 on TensorFlow and torch.
 SETTINGS = settings(
-    max_examples=8 if keras.backend.backend() == "jax" else 25,
+    max_examples=25,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
@@ -57,21 +54,19 @@ def per_head(weights):
     return weights.transpose(0, 2, 3, 1)
 
 
-# On JAX, two of the layers (one additive, one grouped-query) run the properties of many
-# shapes per layer (the weights' distribution, batch independence, garbage in masked keys):
-# each example's new shapes compile again there (batch independence and garbage keys took
-# 242 s of the last JAX run with all eight layers), and every layer's `run_layer_test`
-# checks on JAX that NaN in padded positions changes no other row. Under TensorFlow every
-# layer runs them.
-ON_JAX = ("bahdanau_normalized", "grouped_query")
-SOME_LAYERS_ON_JAX = [
-    pytest.param(name, marks=() if name in ON_JAX else pytest.mark.slow_on(
-        "jax", reason="a compile per example; two layers run it on JAX"))
-    for name in FACTORIES
-]
+# The properties run under TensorFlow and torch. On JAX, where eager ops
+# compile once per op and shape, every example of new shapes compiles again;
+# there the layers' numbers are checked against TensorFlow's instead, masks
+# and NaN behind them included.
+PROPERTY_ON_TENSORFLOW = pytest.mark.slow_on(
+    "jax", reason="a compile per example's shapes; JAX's outputs and scores equal "
+                  "TensorFlow's for every layer, with implicit masks and with NaN in masked "
+                  "keys (tests/layers/cross_backend_test.py), and run_layer_test checks there "
+                  "that NaN in padding changes no other row")
 
 
-@pytest.mark.parametrize("name", SOME_LAYERS_ON_JAX)
+@PROPERTY_ON_TENSORFLOW
+@pytest.mark.parametrize("name", list(FACTORIES))
 @SETTINGS
 @given(case=cases())
 def test_weights_are_a_distribution_over_unmasked_keys(name, case):
@@ -85,6 +80,7 @@ def test_weights_are_a_distribution_over_unmasked_keys(name, case):
     assert (weights.sum(2)[~rows] == 0.0).all()  # fully masked rows: all 0
 
 
+@PROPERTY_ON_TENSORFLOW
 @pytest.mark.parametrize("score", ["scaled_dot", "dot", "general", "additive"])
 @SETTINGS
 @given(case=cases(square=True), seed=st.integers(0, 2**16))
@@ -97,7 +93,8 @@ def test_self_attention_is_permutation_equivariant(score, case, seed):
     )
 
 
-@pytest.mark.parametrize("name", SOME_LAYERS_ON_JAX)
+@PROPERTY_ON_TENSORFLOW
+@pytest.mark.parametrize("name", list(FACTORIES))
 @SETTINGS
 @given(case=cases())
 def test_batch_independence_even_with_nan_in_another_example(name, case):
@@ -112,7 +109,8 @@ def test_batch_independence_even_with_nan_in_another_example(name, case):
         np.testing.assert_allclose(together[i], alone[i][0], atol=1e-5)
 
 
-@pytest.mark.parametrize("name", SOME_LAYERS_ON_JAX)
+@PROPERTY_ON_TENSORFLOW
+@pytest.mark.parametrize("name", list(FACTORIES))
 @SETTINGS
 @given(case=cases(), extra=st.integers(1, 3), garbage=st.sampled_from([1e4, -1e4, np.nan, np.inf]))
 def test_padding_invariance_masked_keys_holding_garbage(name, case, extra, garbage):
@@ -127,6 +125,7 @@ def test_padding_invariance_masked_keys_holding_garbage(name, case, extra, garba
     np.testing.assert_allclose(out, expected, atol=1e-6, rtol=2e-6)
 
 
+@PROPERTY_ON_TENSORFLOW
 @pytest.mark.parametrize("name", list(FACTORIES))
 @SETTINGS
 @given(case=cases(square=True), data=st.data())
@@ -142,6 +141,7 @@ def test_causality_future_changes_do_not_reach_the_past(name, case, data):
     np.testing.assert_allclose(out[:, :cut], expected[:, :cut], atol=1e-5)
 
 
+@PROPERTY_ON_TENSORFLOW
 @SETTINGS
 @given(case=cases())
 def test_three_layers_reading_one_masked_memory_all_mask(case):

@@ -201,7 +201,13 @@ def test_every_cached_layer_has_the_contract_methods(layer_class):
     assert list(inspect.signature(layer_class.compute_cache).parameters)[0] == "self"
 
 
-@pytest.mark.parametrize("chunk", [1, 2], ids=["one_position", "two_positions"])
+@pytest.mark.parametrize("chunk", [
+    pytest.param(1, id="one_position", marks=pytest.mark.slow_on(
+        "jax", reason="JAX runs eager ops one compile per op and shape; "
+                      "test_compiled_cached_decoding_equals_the_full_call decodes one position "
+                      "per step compiled there, as JAX users run it, and TensorFlow eagerly")),
+    pytest.param(2, id="two_positions"),
+])
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_cached_decoding_equals_the_full_call(name, chunk, rng):
     case = CASES[name](rng)

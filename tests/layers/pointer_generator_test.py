@@ -9,13 +9,11 @@ from keras_attention.layers import PointerGenerator
 from tests import test_case
 from tests.test_case import (
     GRAPH_AND_XLA,
-    PRECISION_TOLERANCE,
     compile_function,
-    copy_layer,
     dtype_of,
-    finite_gradients,
     gradients,
     keras_mask,
+    mixed_precision_calls,
     run_layer_test,
     to_numpy,
     to_tensor,
@@ -101,18 +99,19 @@ def built_layer(rng, **kwargs):
 
 # ------------------------------------------------------------ the harness
 def _check_float32_output_under_mixed_precision(reference_layer, inputs, call_kwargs):
-    """The harness's mixed precision check, for a layer whose log-probs
-    (like its weights) are float32 under every policy by design."""
+    """The harness's mixed precision check (`mixed_precision_calls`: the
+    copies' outputs, finite gradients), for a layer whose log-probs (like its
+    weights) are float32 under every policy by design."""
     tensors = [to_tensor(x) for x in inputs.values()]
     expected = reference_layer(*tensors, **call_kwargs)
-    for policy, atol in PRECISION_TOLERANCE.items():
-        layer = copy_layer(reference_layer, tensors, call_kwargs, dtype=policy)
+    for policy, atol, layer, (outputs, scored) in mixed_precision_calls(
+        reference_layer, inputs, call_kwargs
+    ):
         assert layer.compute_dtype != "float32"
         for variable in layer.weights:
             assert variable.dtype == "float32", variable.path
-        output, attention, p_gen = layer(
-            *tensors, **call_kwargs, return_attention_scores=True
-        )
+        assert scored
+        output, attention, p_gen = outputs
         for x in (output, attention, p_gen):
             assert dtype_of(x) == "float32", policy
             assert np.isfinite(to_numpy(x)).all(), policy
@@ -122,7 +121,6 @@ def _check_float32_output_under_mixed_precision(reference_layer, inputs, call_kw
         np.testing.assert_allclose(
             np.exp(to_numpy(output)).sum(-1), 1.0, atol=1e-5, err_msg=policy
         )
-        finite_gradients(layer, inputs, call_kwargs)
 
 
 def test_layer_behaviors(rng, tmp_path, monkeypatch):

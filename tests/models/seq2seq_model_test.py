@@ -30,6 +30,10 @@ def model():
 
 
 @pytest.mark.large
+@pytest.mark.backend_independent(
+    "the older keyword form names the same sampler objects (Python); on JAX the samplers' "
+    "compiled tokens equal TensorFlow's (test_a_saved_model_generates_the_same_tokens_on_every_"
+    "backend) and the suppression and rule tests below generate with them")
 def test_samplers_and_the_older_keyword_form_give_the_same_tokens(model):
     pairs = [
         (decoding.GreedySampler(), dict(strategy="greedy")),
@@ -293,8 +297,18 @@ def unending_model():
     return model
 
 
+# On JAX the beam (its own suppression of log-probabilities) and top-k (the
+# logits rule every other sampler shares, with JAX's random numbers) cases run.
+SUPPRESSION_ON_JAX = ("beam", "top_k")
+
+
 @pytest.mark.large
-@pytest.mark.parametrize("name", sorted(SUPPRESSING_SAMPLERS))
+@pytest.mark.parametrize("name", [
+    pytest.param(name, marks=() if name in SUPPRESSION_ON_JAX else pytest.mark.same_path_on(
+        "jax", reason="the logits rule of the top_k case, compiled; TensorFlow runs every "
+                      "sampler"))
+    for name in sorted(SUPPRESSING_SAMPLERS)
+])
 def test_suppressed_token_ids_are_never_generated(unending_model, name):
     model, sampler = unending_model, SUPPRESSING_SAMPLERS[name]
     plain = model.generate(SOURCE, 6, sampler, jit_compile=True)
@@ -385,6 +399,10 @@ def ending_model():
 
 
 @pytest.mark.large
+@pytest.mark.slow_on("jax", reason=(
+    "generates eagerly: JAX compiles each op per shape; there the compiled rules equal "
+    "transformers' (tests/decoding/hf_beam_search_test.py) and generate's "
+    "(test_search_takes_the_rules_of_generate)"))
 @pytest.mark.parametrize("name", sorted(RULE_SAMPLERS))
 def test_generation_rules_reach_every_sampler(unending_model, ending_model, name):
     """(Uncompiled, to save time: the compiled rules are checked against
@@ -430,6 +448,9 @@ def test_a_hf_beam_sampler_suppresses_on_log_probabilities(unending_model):
     assert (keras.ops.convert_to_numpy(wrapped.scores) > result.scores + 1e-4).all()
 
 
+@pytest.mark.slow_on("jax", reason=(
+    "generates eagerly: JAX compiles each op per shape; there test_search_takes_the_rules_"
+    "of_generate generates compiled from another decoder start token"))
 def test_the_decoder_start_token_is_the_first_input(unending_model):
     model = unending_model
     plain = model.generate(SOURCE, 6, jit_compile=False)
@@ -549,6 +570,10 @@ def test_a_quantized_model_round_trips_through_a_keras_file(architecture, tmp_pa
 
 
 @pytest.mark.large
+@pytest.mark.slow_on("jax", reason=(
+    "generates eagerly: JAX compiles each op per shape; which compiled function generate "
+    "keeps is Python, checked on TensorFlow, and JAX generates compiled with int8 weights in "
+    "test_a_quantized_model_round_trips_through_a_keras_file"))
 def test_quantize_drops_the_compiled_generation_of_the_float_weights():
     keras.utils.set_random_seed(0)
     model = transformer_seq2seq(20, target_vocabulary_size=24, **SMALL)
