@@ -72,8 +72,10 @@ def test_keras_21149_fully_masked_rows_identical_on_every_path(name, policy, rng
         # Rows with visible keys agree to rounding (kernels may fuse
         # differently between eager, graph and XLA): under a mixed policy,
         # a few units in the last place of the 16-bit output (bfloat16 has
-        # 8 significant bits: 2 ulp at 2.0 is 0.03).
-        atol, rtol = (1e-5, 1e-7) if policy == "float32" else (1e-2, 2**-6)
+        # 8 significant bits: 2 ulp at 2.0 is 0.03; eager rounds every op to
+        # bfloat16 where XLA keeps fused ops in float32, which moved one
+        # luong_general output by 0.02).
+        atol, rtol = (1e-5, 1e-7) if policy == "float32" else (3e-2, 2**-6)
         np.testing.assert_allclose(out, results["eager"], atol=atol, rtol=rtol, err_msg=path)
     _, weights = layer(q, v, attention_mask=mask, return_attention_scores=True)
     weights = np.asarray(weights)

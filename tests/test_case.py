@@ -52,6 +52,17 @@ GRAPH_AND_XLA = [
 LEARNS_ON_TENSORFLOW = ("trains to an accuracy target: on this backend `fit` is checked by "
                         "run_layer_test and, on JAX, by tests/recipes/backends_test.py")
 
+# The reason of `slow_on("jax", reason=OTHER_CONFIGURATIONS_ON_JAX)`: a
+# configuration of a `run_layer_test` test whose code paths the test's other
+# configurations take through run_layer_test's checks on JAX. Its own numbers
+# on JAX, with and without masks, are compared with TensorFlow's: every
+# configuration run_layer_test checks is saved under TensorFlow and run on JAX
+# by tests/layers/cross_backend_test.py.
+OTHER_CONFIGURATIONS_ON_JAX = (
+    "run_layer_test runs this configuration on TensorFlow; on JAX its outputs and scores, "
+    "with and without masks, equal TensorFlow's (tests/layers/cross_backend_test.py) and "
+    "the test's other configurations run run_layer_test's checks")
+
 # The checks of `run_layer_test` that a backend leaves to TensorFlow, which
 # runs them all, each with where that backend still covers its subject: the
 # config round trip ("config"), the functional model of each call variant
@@ -87,6 +98,9 @@ def runs_check(name):
 # Absolute tolerances of mixed precision against float32 for |x| <= 3
 # (reliability.md D3; measured on Keras MHA: 1.3e-3 and 1.3e-2).
 PRECISION_TOLERANCE = {"mixed_float16": 1e-2, "mixed_bfloat16": 5e-2}
+# Beyond |x| = 3, a relative term: bfloat16 keeps 8 significant bits, so a
+# value of 3.2 after a few bfloat16 ops is a few units of 2**-6 relative off.
+PRECISION_RTOL = {"mixed_float16": 0.0, "mixed_bfloat16": 2**-6}
 XLA_TOLERANCE = 1e-5
 
 
@@ -469,6 +483,7 @@ def _check_mixed_precision(reference, inputs, call_kwargs):
             to_numpy(output).astype("float32"),
             to_numpy(expected),
             atol=atol,
+            rtol=PRECISION_RTOL[policy],
             err_msg=policy,
         )
         if scores is not None:
