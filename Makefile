@@ -32,21 +32,28 @@ PYTEST = $(BIN)/python -m pytest -n $(WORKERS) --dist loadfile --no-loadscope-re
 # TensorFlow, a few minutes; the `large` tier trains, exports and converts
 # end to end. `make test-all` is what CI runs: both tiers on TensorFlow, then
 # JAX, torch and the wheel.
+# One intra-op thread per TensorFlow worker: the tests' models are small, so
+# a worker gains nothing from a second thread, and two workers with two
+# threads each spin against each other on 2 cores. (The inter-op pool stays:
+# tf.distribute's replicas run on it.)
+TF_TEST_ENV := TF_NUM_INTRAOP_THREADS=1
+
 test: install-extras
-	$(PYTEST) -m "not large"
+	$(TF_TEST_ENV) $(PYTEST) -m "not large"
 
 test-large: install-extras
-	$(PYTEST) -m large
+	$(TF_TEST_ENV) $(PYTEST) -m large
 
 test-all: test test-large test-jax test-torch wheel-smoke
 
 # What runs where: `make test` runs every test under TensorFlow; `make
 # test-jax` and `make test-torch` what differs between backends (README:
 # Backends) in layers and blocks, models, generation and decoding, and on JAX
-# also the compat and converted-checkpoint tests: every layer saved under
-# TensorFlow gives TensorFlow's numbers (tests/layers/cross_backend_test.py),
-# the layer checks that touch the backend (tests/test_case.py), the fused,
-# blocked and quantized paths, compiled decoding and generation. There
+# also the compat and converted-checkpoint tests: every layer and every
+# configuration of the layer tests saved under TensorFlow gives TensorFlow's
+# numbers (tests/layers/cross_backend_test.py), the layer checks that touch
+# the backend (tests/test_case.py), the fused, blocked and quantized paths,
+# compiled decoding and generation. There
 # `tf_only` and `backend_independent` tests (plain Python: configs,
 # tokenizers) skip, `slow_on(...)` tests skip on the backends they name, and
 # `same_path_on(...)` cases that would rerun a sibling case's code there (an
@@ -62,13 +69,14 @@ BACKEND_TESTS := tests/layers tests/models tests/decoding
 REFERENCE_TESTS := tests/compat tests/pretrained
 
 # XLA on JAX's CPU, for the tests: LLVM's light optimization, since the
-# tests' programs are small and compile far longer than they run (the whole
-# JAX run passes with it). One XLA thread per worker as well was faster
-# still (3 modules: 348 s, 284 s with both flags), but it changed float32
-# rounding between two programs of the same layer by one unit in the last
-# place, where tests/test_case.py asks for identical numbers: not used.
-# A caller's XLA_FLAGS come first.
-JAX_TEST_XLA_FLAGS := --xla_backend_optimization_level=0
+# tests' programs are small and compile far longer than they run, and one
+# XLA thread per worker (two workers on 2 cores; the small programs gain
+# nothing from a second thread). With one thread XLA may order a sum
+# differently in two programs of one layer: run_layer_test compares a
+# layer's calls with and without scores within 1e-6 on JAX, exactly
+# elsewhere (tests/test_case.py). A caller's XLA_FLAGS come first.
+JAX_TEST_XLA_FLAGS := --xla_backend_optimization_level=0 --xla_cpu_multi_thread_eigen=false \
+	intra_op_parallelism_threads=1
 
 test-jax: install
 	KERAS_BACKEND=jax XLA_FLAGS="$$XLA_FLAGS $(JAX_TEST_XLA_FLAGS)" $(PYTEST) $(BACKEND_TESTS) $(REFERENCE_TESTS)

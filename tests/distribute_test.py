@@ -30,6 +30,9 @@ from tests import recipes
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TIMEOUT = 150  # seconds for one distributed run (about 25 s on 2 busy cores)
+# Epochs of the one-device and two-replica loss curves: 8 steps, enough for
+# the loss to fall and for a wrongly scaled gradient to show.
+PARITY_EPOCHS = 2
 
 
 # What the subprocesses run -------------------------------------------------
@@ -147,7 +150,8 @@ def run_jax_parity(spec):
             model.set_weights(initial_weights)  # the same start on both
             record_batch_sharding(model, shardings)
             log = os.path.join(spec["dir"], f"jax_{name}.jsonl")
-            model.fit(tiny_dataset(), epochs=3, verbose=0, callbacks=[Recorder(log)])
+            model.fit(tiny_dataset(), epochs=PARITY_EPOCHS, verbose=0,
+                      callbacks=[Recorder(log)])
         weight = model.trainable_variables[0].value.sharding
         report[name] = {
             "weight_devices": len(weight.device_set),
@@ -209,7 +213,8 @@ def run_spec(spec):
                     initial_weights = model.get_weights()
                 model.set_weights(initial_weights)  # the same start on both
                 log = os.path.join(spec["dir"], f"{architecture}_{name}.jsonl")
-                model.fit(tiny_dataset(), epochs=3, verbose=0, callbacks=[Recorder(log)])
+                model.fit(tiny_dataset(), epochs=PARITY_EPOCHS, verbose=0,
+                          callbacks=[Recorder(log)])
         with open(os.path.join(spec["dir"], "replicas"), "w") as f:
             f.write(str(strategies["two_replicas"].num_replicas_in_sync))
         return
@@ -315,7 +320,7 @@ def test_two_mirrored_replicas_follow_the_one_device_loss_curve(tmp_path):
     for architecture in ("transformer", "rnn"):
         one = step_losses(read_log(tmp_path / f"{architecture}_one_device.jsonl"))
         two = step_losses(read_log(tmp_path / f"{architecture}_two_replicas.jsonl"))
-        assert len(one) == len(two) == 12  # 3 epochs of 4 global batches of 16
+        assert len(one) == len(two) == 8  # 2 epochs of 4 global batches of 16
         assert one[-1] < 0.97 * one[0], architecture  # it learns
         # The same updates up to float rounding (the gradients are summed in
         # another order).
@@ -340,7 +345,7 @@ def test_jax_data_parallel_on_two_devices_follows_the_one_device_loss_curve(tmp_
                                     "batch_shards": [16], "batch_devices": [1]}
     one = step_losses(read_log(tmp_path / "jax_one_device.jsonl"))
     two = step_losses(read_log(tmp_path / "jax_data_parallel.jsonl"))
-    assert len(one) == len(two) == 12  # 3 epochs of 4 global batches of 16
+    assert len(one) == len(two) == 8  # 2 epochs of 4 global batches of 16
     assert one[-1] < 0.97 * one[0]  # it learns
     # One XLA program over the global batch: the loss is the global mean on
     # both, up to float rounding (2e-7 measured).
@@ -354,26 +359,17 @@ def test_jax_data_parallel_on_two_devices_follows_the_one_device_loss_curve(tmp_
     assert report["odd_batch_run_written"] is False
 
 
-@pytest.mark.large
-def test_two_worker_processes_train_one_model_together(tmp_path):
-    def spec(i):
-        return {"job": "worker", "log": str(tmp_path / f"worker{i}.jsonl"), "epochs": 3}
-
-    processes = start_cluster(spec, tmp_path, attempt=1)
-    codes = wait_all(processes)
-    assert codes == [0, 0], "\n---\n".join(tail(p) for p in processes)
-    done = [json.loads((tmp_path / f"worker{i}.jsonl.done").read_text()) for i in range(2)]
-    assert [d["replicas"] for d in done] == [2, 2]
-    assert [d["chief"] for d in done] == [True, False]
-    losses = [step_losses(read_log(tmp_path / f"worker{i}.jsonl")) for i in range(2)]
-    assert len(losses[0]) == 12 and losses[0] == losses[1]  # one synchronous model
-    assert losses[0][-1] < 0.9 * losses[0][0]
-    weights = [np.load(tmp_path / f"worker{i}.jsonl.weights.npy") for i in range(2)]
-    np.testing.assert_array_equal(weights[0], weights[1])
-
-
-@pytest.mark.large
-def test_a_killed_worker_resumes_from_backup_and_restore_without_losing_an_epoch(tmp_path):
+@pytest.fixture(scope="module")
+def killed_and_resumed_cluster(tmp_path_factory):
+    """A two-worker cluster trained twice over the same 4 epochs with
+    `BackupAndRestore`: in the first attempt worker 1 dies (exits) as the
+    second step of epoch 2 begins (epochs 0 and 1 are backed up on both
+    workers), and the second attempt resumes. Returns `dir` (each worker's
+    log `attempt{1,2}_worker{i}.jsonl`, with `.done` and `.weights.npy` once
+    it finished), `backup_dir`, `codes` (the exit codes of the attempts) and
+    `backups_after_the_crash`. One cluster run for the two tests below: its
+    workers train one model together, and resume without losing an epoch."""
+    tmp_path = tmp_path_factory.mktemp("cluster")
     backup_dir = str(tmp_path / "backup")
 
     def spec_of(attempt):
@@ -381,8 +377,6 @@ def test_a_killed_worker_resumes_from_backup_and_restore_without_losing_an_epoch
             return {
                 "job": "worker", "log": str(tmp_path / f"attempt{attempt}_worker{i}.jsonl"),
                 "epochs": 4, "backup_dir": backup_dir,
-                # First attempt: worker 1 dies as the second step of epoch 2
-                # begins (epochs 0 and 1 are backed up on both workers).
                 "exit_at": [2, 1] if attempt == 1 and i == 1 else None,
             }
 
@@ -391,12 +385,42 @@ def test_a_killed_worker_resumes_from_backup_and_restore_without_losing_an_epoch
     first = start_cluster(spec_of(1), tmp_path, attempt=1)
     codes = wait_all(first)  # worker 0 is left waiting for worker 1: killed
     assert codes[1] == 17, "\n---\n".join(tail(p) for p in first)
-    assert codes[0] != 0 and not (tmp_path / "attempt1_worker0.jsonl.done").exists()
-    assert sorted(os.listdir(backup_dir)) == ["worker_0", "worker_1"]
-
+    backups_after_the_crash = sorted(os.listdir(backup_dir))
     second = start_cluster(spec_of(2), tmp_path, attempt=2)
-    codes = wait_all(second)
-    assert codes == [0, 0], "\n---\n".join(tail(p) for p in second)
+    codes = {"first": codes, "second": wait_all(second)}
+    assert codes["second"] == [0, 0], "\n---\n".join(tail(p) for p in second)
+    return {"dir": tmp_path, "backup_dir": backup_dir, "codes": codes,
+            "backups_after_the_crash": backups_after_the_crash}
+
+
+@pytest.mark.large
+def test_two_worker_processes_train_one_model_together(killed_and_resumed_cluster):
+    """Both attempts of the killed-and-resumed cluster: the two workers make
+    the same steps (one synchronous model) and end with the same weights."""
+    tmp_path = killed_and_resumed_cluster["dir"]
+    done = [json.loads((tmp_path / f"attempt2_worker{i}.jsonl.done").read_text())
+            for i in range(2)]
+    assert [d["replicas"] for d in done] == [2, 2]
+    assert [d["chief"] for d in done] == [True, False]
+    # The steps of epochs 0 and 1 (finished on both before the crash), then
+    # those of the resumed epochs 2 and 3.
+    losses = [step_losses(read_log(tmp_path / f"attempt1_worker{i}.jsonl"))[:8]
+              + step_losses(read_log(tmp_path / f"attempt2_worker{i}.jsonl"))
+              for i in range(2)]
+    assert len(losses[0]) == 16 and losses[0] == losses[1]  # one synchronous model
+    assert losses[0][-1] < 0.9 * losses[0][0]
+    weights = [np.load(tmp_path / f"attempt2_worker{i}.jsonl.weights.npy") for i in range(2)]
+    np.testing.assert_array_equal(weights[0], weights[1])
+
+
+@pytest.mark.large
+def test_a_killed_worker_resumes_from_backup_and_restore_without_losing_an_epoch(
+    killed_and_resumed_cluster
+):
+    tmp_path = killed_and_resumed_cluster["dir"]
+    codes = killed_and_resumed_cluster["codes"]["first"]
+    assert codes[0] != 0 and not (tmp_path / "attempt1_worker0.jsonl.done").exists()
+    assert killed_and_resumed_cluster["backups_after_the_crash"] == ["worker_0", "worker_1"]
     for i in range(2):
         before = finished_epochs(read_log(tmp_path / f"attempt1_worker{i}.jsonl"))
         after_records = read_log(tmp_path / f"attempt2_worker{i}.jsonl")
@@ -404,7 +428,7 @@ def test_a_killed_worker_resumes_from_backup_and_restore_without_losing_an_epoch
         assert before == [0, 1] and after == [2, 3], (i, before, after)
         assert after_records[0]["epoch"] == 2  # the restart begins after the last backup
     # Training completed: each worker removed its backup.
-    assert os.listdir(backup_dir) == []
+    assert os.listdir(killed_and_resumed_cluster["backup_dir"]) == []
 
 
 def test_get_strategy_names_and_errors():

@@ -2,6 +2,7 @@
 
 import importlib
 import importlib.util
+import json
 import os
 import pathlib
 import runpy
@@ -53,25 +54,74 @@ def test_each_recipe_script_runs_the_packaged_recipe_with_its_arguments(recipe, 
     assert called == [["--preset=quick", "--epochs=1"]]
 
 
-@pytest.mark.parametrize("script, argument, message", [
+BAD_SETTINGS = [
     ("examples/translation/train.py", "--epochs=0", "Setting `epochs` must be >= 1"),
     ("examples/summarization/train.py", "--preset=nope", "preset"),
     ("examples/question_answering/train.py", "--num_hops=x", "num_hops"),
     ("examples/reverse_demo.py", "--attention=dot", "`attention` must be one of"),
-])
-@pytest.mark.large
-def test_each_example_script_reports_a_bad_setting_in_one_line(script, argument, message):
-    """In a fresh process, as a user runs it: status 1, one stderr line
-    naming the script and the setting, no traceback, nothing trained."""
+]
+
+# Runs each `[script, argument]` of argv[1] (JSON) as `python script argument`
+# would, one after the other in this one process (TensorFlow is imported once,
+# not once per script): `sys.argv` and `sys.path[0]` as Python sets them, the
+# script run as `__main__`, and its exit as the interpreter makes it (a
+# `SystemExit` message printed to stderr with status 1, an uncaught exception's
+# traceback on stderr with status 1). Prints `[[status, stdout, stderr], ...]`.
+_RUN_SCRIPTS_IN_TURN = """
+import contextlib, io, json, os, runpy, sys, traceback
+
+def run(script, argument):
+    sys.argv, sys.path[0] = [script, argument], os.path.dirname(os.path.abspath(script))
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit as stop:
+        if stop.code is None or isinstance(stop.code, int):
+            return stop.code or 0
+        print(stop.code, file=sys.stderr)
+        return 1
+    except BaseException:
+        traceback.print_exc()
+        return 1
+    return 0
+
+results = []
+for script, argument in json.loads(sys.argv[1]):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = run(script, argument)
+    results.append([status, out.getvalue(), err.getvalue()])
+print(json.dumps(results))
+"""
+
+
+@pytest.fixture(scope="module")
+def bad_setting_runs():
+    """`{script: (status, stdout, stderr)}` of every script of `BAD_SETTINGS`
+    run on its bad setting, in one fresh process (`_RUN_SCRIPTS_IN_TURN`)."""
     process = subprocess.run(
-        [sys.executable, script, argument], capture_output=True, text=True, cwd=ROOT,
-        timeout=300, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONWARNINGS="ignore"))
-    assert process.returncode == 1, process.stderr[-2000:]
-    assert "Traceback" not in process.stderr
-    ours = [line for line in process.stderr.splitlines() if line.startswith(script)]
-    assert len(ours) == 1 and ours[0].startswith(f"{script}: error: "), process.stderr[-2000:]
+        [sys.executable, "-c", _RUN_SCRIPTS_IN_TURN,
+         json.dumps([[script, argument] for script, argument, _ in BAD_SETTINGS])],
+        capture_output=True, text=True, cwd=ROOT, timeout=300,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONWARNINGS="ignore"))
+    assert process.returncode == 0, process.stderr[-2000:]
+    results = json.loads(process.stdout.strip().splitlines()[-1])
+    return {script: result for (script, _, _), result in zip(BAD_SETTINGS, results)}
+
+
+@pytest.mark.parametrize("script, argument, message", BAD_SETTINGS)
+@pytest.mark.large
+def test_each_example_script_reports_a_bad_setting_in_one_line(script, argument, message,
+                                                              bad_setting_runs):
+    """In a fresh process, as a user runs it (`bad_setting_runs`: the four
+    scripts in turn in one process): status 1, one stderr line naming the
+    script and the setting, no traceback, nothing trained."""
+    status, stdout, stderr = bad_setting_runs[script]
+    assert status == 1, stderr[-2000:]
+    assert "Traceback" not in stderr
+    ours = [line for line in stderr.splitlines() if line.startswith(script)]
+    assert len(ours) == 1 and ours[0].startswith(f"{script}: error: "), stderr[-2000:]
     assert message in ours[0] and "Received:" in ours[0]
-    assert "Epoch" not in process.stdout
+    assert "Epoch" not in stdout
 
 
 def test_run_script_passes_results_and_reports_only_what_the_user_caused(monkeypatch, capsys):

@@ -1,15 +1,19 @@
 """`export_run` of a converted run folder (`keras-attention export`): the
 reloaded SavedModel's serving signature answers strings with the strings of
 `transformers`' `generate` + `batch_decode(skip_special_tokens=True)`, with
-the checkpoint's generation config (beam 4) and greedy."""
+the checkpoint's generation config (beam 4, exported by the CLI) and greedy.
+
+The run folders are convert_test.py's (`converted_run`, made once per test
+run), with `transformers`' strings. A beam width other than the
+checkpoint's reaches `export_run` from the CLI (tests/cli_test.py) and is
+honoured by it (tests/export_test.py)."""
 
 import pytest
 import tensorflow as tf
 
 from keras_attention import cli
 from keras_attention.export import SIGNATURE_INPUT, SIGNATURE_OUTPUT, export_run
-from keras_attention.runs.convert import convert_checkpoint
-from tests.runs.convert_test import TEXTS, make_checkpoint, reference_strings
+from tests.runs.convert_test import TEXTS, converted_run
 
 pytestmark = pytest.mark.backend_independent("a TensorFlow SavedModel: exporting needs the "
                                               "TensorFlow backend")
@@ -17,39 +21,37 @@ pytestmark = pytest.mark.backend_independent("a TensorFlow SavedModel: exporting
 
 @pytest.fixture(scope="module", params=["marian", "t5"])
 def converted(request, tmp_path_factory):
-    """`(torch model, transformers tokenizer, run folder, root)`: the
-    checkpoint decodes with beam 4 and a length penalty."""
-    root = tmp_path_factory.mktemp(request.param)
-    model, tokenizer = make_checkpoint(root / "checkpoint", request.param,
-                                       {"num_beams": 4, "length_penalty": 0.6,
-                                        "max_length": 10})
-    return model, tokenizer, convert_checkpoint(root / "checkpoint", root / "run"), root
+    """`(run folder, strings)` (`converted_run`): the checkpoint decodes with
+    beam 4 and a length penalty; `strings["beam"]` and `strings["greedy"]`
+    are `transformers`' for `TEXTS`."""
+    _, run_dir, strings = converted_run(tmp_path_factory, request.param)
+    return run_dir, strings
 
 
-def _serve(export_dir, texts):
-    loaded = tf.saved_model.load(str(export_dir))
-    outputs = loaded.signatures["serving_default"](**{SIGNATURE_INPUT: tf.constant(texts)})
-    return [text.decode("utf-8") for text in outputs[SIGNATURE_OUTPUT].numpy()]
+def _serving(export_dir):
+    """The reloaded SavedModel's serving signature as `texts -> strings`."""
+    signature = tf.saved_model.load(str(export_dir)).signatures["serving_default"]
+
+    def serve(texts):
+        outputs = signature(**{SIGNATURE_INPUT: tf.constant(texts)})
+        return [text.decode("utf-8") for text in outputs[SIGNATURE_OUTPUT].numpy()]
+
+    return serve
 
 
 @pytest.mark.large
-def test_saved_model_serves_the_strings_of_transformers(converted):
-    model, tokenizer, run_dir, root = converted
-    beam = export_run(run_dir, root / "beam")  # the checkpoint's beam 4
-    assert _serve(beam, TEXTS) == reference_strings(model, tokenizer, TEXTS)
-    greedy = export_run(run_dir, root / "greedy", strategy="greedy")
-    expected = reference_strings(model, tokenizer, TEXTS, num_beams=1)
-    assert _serve(greedy, TEXTS) == expected
+def test_exports_serve_the_strings_of_transformers(converted, tmp_path):
+    """`keras-attention export` with the checkpoint's settings (beam 4 and its
+    length penalty) and `export_run(strategy="greedy")`: each reloaded
+    SavedModel answers `transformers`' strings, greedy at two batch sizes."""
+    run_dir, strings = converted
+    cli.main(["export", run_dir, str(tmp_path / "beam")])
+    assert _serving(tmp_path / "beam")(TEXTS) == strings["beam"]
+    greedy = _serving(export_run(run_dir, tmp_path / "greedy", strategy="greedy"))
+    expected = strings["greedy"]
+    assert greedy(TEXTS) == expected
     assert any(expected) and len(set(expected)) > 1  # the strings depend on the source
-    assert _serve(greedy, [TEXTS[1]]) == expected[1:2]  # another batch size
-
-
-@pytest.mark.large
-def test_cli_export_of_a_converted_run(converted, tmp_path):
-    model, tokenizer, run_dir, _ = converted
-    cli.main(["export", str(run_dir), str(tmp_path / "exported"), "--num_beams", "2"])
-    assert _serve(tmp_path / "exported", TEXTS[:2]) == reference_strings(
-        model, tokenizer, TEXTS[:2], num_beams=2)
+    assert greedy([TEXTS[1]]) == expected[1:2]  # another batch size
 
 
 @pytest.mark.large
@@ -57,7 +59,7 @@ def test_a_setting_the_graph_cannot_honour_is_refused_naming_it(converted, tmp_p
                                                                 monkeypatch):
     from keras_attention.runs import GenerationConfig
 
-    _, _, run_dir, _ = converted
+    run_dir, _ = converted
     mapping = GenerationConfig.generate_kwargs
     monkeypatch.setattr(GenerationConfig, "generate_kwargs",
                         lambda self: {**mapping(self), "temperature": 0.7})

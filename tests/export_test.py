@@ -108,7 +108,11 @@ print(json.dumps(results))
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
-    """`{name: (run_dir, strategy, num_beams)}` and the fresh process' results."""
+    """`{name: (run_dir, strategy, num_beams)}` and the fresh process' results,
+    with `results["searched"]`: `{name: [suppress_token_ids of each
+    Seq2SeqModel.search call while exporting name]}`."""
+    from keras_attention.models import Seq2SeqModel
+
     root = tmp_path_factory.mktemp("export")
     tokenizers = _tokenizers()
     run_dirs = {
@@ -116,12 +120,20 @@ def exported(tmp_path_factory):
             root / f"{recipe}_{architecture}", recipe, architecture, tokenizers)
         for recipe, architecture, _, _ in CASES.values()
     }
-    cases, exports = {}, {}
-    for name, (recipe, architecture, strategy, num_beams) in CASES.items():
-        run_dir = run_dirs[(recipe, architecture)]
-        exports[name] = export_run(run_dir, root / "exports" / name, strategy=strategy,
-                                   num_beams=num_beams)
-        cases[name] = (run_dir, strategy, num_beams)
+    cases, exports, searched = {}, {}, {}
+    search = Seq2SeqModel.search
+
+    def recording_search(self, *args, **kwargs):
+        searched[name].append(kwargs.get("suppress_token_ids"))
+        return search(self, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:  # what each export asks of the search
+        patch.setattr(Seq2SeqModel, "search", recording_search)
+        for name, (recipe, architecture, strategy, num_beams) in CASES.items():
+            run_dir, searched[name] = run_dirs[(recipe, architecture)], []
+            exports[name] = export_run(run_dir, root / "exports" / name, strategy=strategy,
+                                       num_beams=num_beams)
+            cases[name] = (run_dir, strategy, num_beams)
     process = subprocess.run(
         [sys.executable, "-c", _SERVE_IN_A_FRESH_PROCESS, json.dumps(TEXTS),
          json.dumps(exports)],
@@ -129,7 +141,9 @@ def exported(tmp_path_factory):
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
     )
     assert process.returncode == 0, process.stderr[-3000:]
-    return cases, json.loads(process.stdout.strip().splitlines()[-1])
+    results = json.loads(process.stdout.strip().splitlines()[-1])
+    results["searched"] = searched
+    return cases, results
 
 
 @pytest.mark.large
@@ -207,21 +221,15 @@ def test_export_refuses_bad_input(exported, tmp_path, monkeypatch):
 
 
 @pytest.mark.large
-def test_export_searches_without_the_runs_suppressed_ids(exported, tmp_path, monkeypatch):
-    from keras_attention.models import Seq2SeqModel
-
-    cases, _ = exported
-    calls = []
-    search = Seq2SeqModel.search
-
-    def recording_search(self, *args, **kwargs):
-        calls.append(kwargs.get("suppress_token_ids"))
-        return search(self, *args, **kwargs)
-
-    monkeypatch.setattr(Seq2SeqModel, "search", recording_search)
-    export_run(cases["translation_rnn_greedy"][0], tmp_path / "suppressing", strategy="greedy")
-    export_run(cases["question_answering_transformer_greedy"][0], tmp_path / "older")
-    assert calls and set(map(tuple, calls)) == {(0, 1, 2), ()}
+def test_export_searches_without_the_runs_suppressed_ids(exported):
+    """The exports of `exported` (traced with `Seq2SeqModel.search` recorded):
+    a run that records `suppress_token_ids` searches without them, one saved
+    before they existed (the question-answering folder) with none."""
+    _, results = exported
+    searched = results["searched"]
+    assert searched["translation_rnn_greedy"] and searched["question_answering_transformer_greedy"]
+    assert {tuple(s) for s in searched["translation_rnn_greedy"]} == {(0, 1, 2)}
+    assert {tuple(s) for s in searched["question_answering_transformer_greedy"]} == {()}
 
 
 def test_export_refuses_a_model_without_cached_generation(tmp_path):

@@ -23,6 +23,7 @@ from tests.layers.factories import empty_row_output
 from tests.test_case import (
     FIT_JIT_COMPILE,
     IMPLEMENTATION_TOLERANCE,
+    OTHER_CONFIGURATIONS_ON_JAX,
     PRECISION_TOLERANCE,
     gradients,
     run_layer_test,
@@ -149,13 +150,14 @@ def build_pair(exact, fused, query, value, kwargs):
 # JAX, whose XLA program is the fused kernel there and whose CPU picks the
 # blocked path under "auto", every case runs on the grouped-query layer (its
 # key and value heads reach the kernel in groups) and every layer runs the
-# cases of `ON_JAX_FOR_EVERY_LAYER` (no mask; causal with padding): each cell
-# differentiates both paths, a compile each on JAX, and the layers share the
-# kernel call of a case (keras_attention/layers/attention_implementations.py).
-ON_JAX_FOR_EVERY_LAYER = ("none", "causal_padding")
+# case of `ON_JAX_FOR_EVERY_LAYER` (causal, with padding): each cell
+# differentiates both paths op by op (on JAX a compile per op and shapes),
+# and the layers share the kernel call of a case
+# (keras_attention/layers/attention_implementations.py).
+ON_JAX_FOR_EVERY_LAYER = ("causal_padding",)
 GRID_ON_TENSORFLOW = pytest.mark.slow_on(
     "jax", reason="on JAX the grouped-query layer runs every mask case and every layer the "
-                  "cases 'none' and 'causal_padding'; TensorFlow and torch run the whole grid")
+                  "case 'causal_padding'; TensorFlow and torch run the whole grid")
 
 
 def grid(pairs):
@@ -463,7 +465,17 @@ LAYER_TESTS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(LAYER_TESTS))
+# On JAX run_layer_test checks the fused kernel in multi-head attention, causal
+# self-attention and a decoder block, and the blocked flash core.
+IMPLEMENTATIONS_ON_JAX = ("multi_head_fused", "multi_head_blocked",
+                          "self_attention_fused_causal", "decoder_fused")
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param(name, marks=() if name in IMPLEMENTATIONS_ON_JAX else pytest.mark.slow_on(
+        "jax", reason=OTHER_CONFIGURATIONS_ON_JAX))
+    for name in sorted(LAYER_TESTS)
+])
 def test_layer_behaviors_with_an_implementation(name, tmp_path):
     """Config and `.keras` round trips keep `implementation`; every
     structural and numerical check of `run_layer_test` holds on that path."""

@@ -60,9 +60,9 @@ def per_head(weights):
 # and NaN behind them included.
 PROPERTY_ON_TENSORFLOW = pytest.mark.slow_on(
     "jax", reason="a compile per example's shapes; JAX's outputs and scores equal "
-                  "TensorFlow's for every layer, with implicit masks and with NaN in masked "
-                  "keys (tests/layers/cross_backend_test.py), and run_layer_test checks there "
-                  "that NaN in padding changes no other row")
+                  "TensorFlow's for every layer, with implicit and causal masks and with NaN "
+                  "in masked keys (tests/layers/cross_backend_test.py), and run_layer_test "
+                  "checks there that NaN in padding changes no other row")
 
 
 @PROPERTY_ON_TENSORFLOW

@@ -7,7 +7,13 @@ from keras_attention.layers import (
     BahdanauAttention,
     LuongAttention,
 )
-from tests.test_case import GRAPH_AND_XLA, compile_function, dtype_of, run_layer_test
+from tests.test_case import (
+    GRAPH_AND_XLA,
+    OTHER_CONFIGURATIONS_ON_JAX,
+    compile_function,
+    dtype_of,
+    run_layer_test,
+)
 
 UNITS = 8
 
@@ -26,7 +32,8 @@ def serialized(attention):
                      id="luong_general_lstm", marks=pytest.mark.slow_on(
                          "jax", reason="compiles for minutes; the other variants cover it")),
         pytest.param({"attention": LuongAttention("dot"), "input_feeding": False}, UNITS,
-                     id="luong_dot_no_feeding"),
+                     id="luong_dot_no_feeding", marks=pytest.mark.slow_on(
+                         "jax", reason=OTHER_CONFIGURATIONS_ON_JAX)),
     ],
 )
 def test_layer_behaviors(init_kwargs, memory_dim, rng, tmp_path):

@@ -2,11 +2,14 @@ import numpy as np
 import pytest
 
 from keras_attention.layers import BahdanauAttention
+from tests.test_case import OTHER_CONFIGURATIONS_ON_JAX, run_layer_test
 from tests.test_case import numpy_softmax as softmax
-from tests.test_case import run_layer_test
 
 
-@pytest.mark.parametrize("normalize", [False, True])
+@pytest.mark.parametrize("normalize", [
+    pytest.param(False, marks=pytest.mark.slow_on("jax", reason=OTHER_CONFIGURATIONS_ON_JAX)),
+    True,
+])
 def test_layer_behaviors(normalize, rng, tmp_path):
     run_layer_test(
         BahdanauAttention,

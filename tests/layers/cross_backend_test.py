@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from tests.layers import save_on_tensorflow
+from tests.made_once import made_once
 
 BACKEND = keras.backend.backend()
 # float32 rounding: the backends' kernels sum in other orders.
@@ -36,12 +37,18 @@ pytestmark = [
 def saved_on_tensorflow(tmp_path_factory):
     """The folder of the models, inputs and outputs saved under TensorFlow,
     and its index: test module (or "layers") -> case names."""
-    folder = tmp_path_factory.mktemp("saved_on_tensorflow")
+    folder, _ = made_once(tmp_path_factory, "saved_on_tensorflow", _save_on_tensorflow,
+                          across_backends=True)  # CI's JAX and torch runs share it
+    return folder, json.loads((folder / "index.json").read_text())
+
+
+def _save_on_tensorflow(folder):
+    folder.mkdir(exist_ok=True)  # an earlier build may have failed half-way
     command, env = save_on_tensorflow.command(folder)
     done = subprocess.run(command, cwd=save_on_tensorflow.ROOT, env=env, capture_output=True,
-                          text=True, timeout=600)
+                          stdin=subprocess.DEVNULL, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-5000:] + done.stderr[-3000:]
-    return folder, json.loads((folder / "index.json").read_text())
+    return None
 
 
 def assert_outputs_here_equal_tensorflows(folder, name):

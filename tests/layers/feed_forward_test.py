@@ -11,7 +11,7 @@ from keras_attention.layers.feed_forward import (
     residual,
 )
 from tests.layers.hf_reference import run_torch, set_dense
-from tests.test_case import run_layer_test, to_numpy
+from tests.test_case import OTHER_CONFIGURATIONS_ON_JAX, run_layer_test, to_numpy
 
 
 def test_layer_behaviors(rng, tmp_path):
@@ -110,7 +110,8 @@ def test_initializers_reach_both_dense_layers_and_the_config():
 @pytest.mark.parametrize(
     "init_kwargs",
     [
-        pytest.param({"activation": "gelu_approximate", "gated": True}, id="geglu"),
+        pytest.param({"activation": "gelu_approximate", "gated": True}, id="geglu",
+                     marks=pytest.mark.slow_on("jax", reason=OTHER_CONFIGURATIONS_ON_JAX)),
         pytest.param({"activation": "silu", "gated": True, "use_bias": False}, id="swiglu"),
     ],
 )

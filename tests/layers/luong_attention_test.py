@@ -2,15 +2,16 @@ import numpy as np
 import pytest
 
 from keras_attention.layers import LuongAttention
+from tests.test_case import OTHER_CONFIGURATIONS_ON_JAX, run_layer_test
 from tests.test_case import numpy_softmax as softmax
-from tests.test_case import run_layer_test
 
 
 @pytest.mark.parametrize(
     "init_kwargs",
-    [{"score": "dot"}, {"score": "general", "dropout": 0.2, "seed": 1},
-     {"score": "concat", "units": 5}],
-    ids=["dot", "general", "concat"],
+    [pytest.param({"score": "dot"}, id="dot", marks=pytest.mark.slow_on(
+        "jax", reason=OTHER_CONFIGURATIONS_ON_JAX)),
+     pytest.param({"score": "general", "dropout": 0.2, "seed": 1}, id="general"),
+     pytest.param({"score": "concat", "units": 5}, id="concat")],
 )
 def test_layer_behaviors(init_kwargs, rng, tmp_path):
     key_dim = 4 if init_kwargs["score"] == "dot" else 3

@@ -4,7 +4,7 @@ import pytest
 
 from keras_attention.layers import MemoryHop
 from keras_attention.models import LinearStart
-from tests.test_case import numpy_softmax, run_layer_test
+from tests.test_case import OTHER_CONFIGURATIONS_ON_JAX, numpy_softmax, run_layer_test
 
 
 def hop_inputs(rng):
@@ -13,7 +13,10 @@ def hop_inputs(rng):
             "keys": rng.normal(size=(2, 3, 4)).astype("float32")}
 
 
-@pytest.mark.parametrize("linear_start", [False, True])
+@pytest.mark.parametrize("linear_start", [
+    False,
+    pytest.param(True, marks=pytest.mark.slow_on("jax", reason=OTHER_CONFIGURATIONS_ON_JAX)),
+])
 def test_layer_behaviors(rng, tmp_path, linear_start):
     run_layer_test(
         MemoryHop,

@@ -3,7 +3,12 @@ import numpy as np
 import pytest
 
 from keras_attention.layers import MultiHeadAttention
-from tests.test_case import EAGER_AND_XLA, compile_function, run_layer_test
+from tests.test_case import (
+    EAGER_AND_XLA,
+    OTHER_CONFIGURATIONS_ON_JAX,
+    compile_function,
+    run_layer_test,
+)
 from tests.test_case import numpy_softmax as softmax
 
 
@@ -42,7 +47,16 @@ CONFIGS = {
 }
 
 
-@pytest.mark.parametrize("name", list(CONFIGS))
+# On JAX run_layer_test checks the grouped configurations: "gqa" (with dropout)
+# and "mqa" (one key and value head, its own value size).
+ON_JAX = ("gqa", "mqa")
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param(name, marks=() if name in ON_JAX else pytest.mark.slow_on(
+        "jax", reason=OTHER_CONFIGURATIONS_ON_JAX))
+    for name in CONFIGS
+])
 def test_layer_behaviors(name, rng, tmp_path):
     init_kwargs = CONFIGS[name]
     run_layer_test(
@@ -399,7 +413,11 @@ def test_keras_arguments_round_trip_through_config(rng):
     np.testing.assert_allclose(np.asarray(restored(x, x)), np.asarray(layer(x, x)), atol=1e-6)
 
 
-@pytest.mark.parametrize("causal", [False, True], ids=["bidirectional", "causal"])
+@pytest.mark.parametrize("causal", [
+    pytest.param(False, id="bidirectional", marks=pytest.mark.slow_on(
+        "jax", reason=OTHER_CONFIGURATIONS_ON_JAX)),
+    pytest.param(True, id="causal"),
+])
 def test_attention_bias_behaviors(causal, rng, tmp_path):
     """A float bias as a call argument: config, `.keras`, functional, graph,
     XLA, implicit masks and mixed precision, as every option."""

@@ -135,6 +135,9 @@ def test_every_public_layer_has_a_case_and_both_methods():
         )
 
 
+@pytest.mark.backend_independent(
+    "compute_output_shape is shape arithmetic in Python; on JAX the shapes of every case's "
+    "outputs are TensorFlow's (tests/layers/cross_backend_test.py)")
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_compute_output_shape_is_the_output_shape_unbuilt(name, rng):
     case = CASES[name]

@@ -3,19 +3,26 @@ import pytest
 
 from keras_attention import masks
 from keras_attention.layers import MultiHeadAttention, SelfAttention
-from tests.test_case import run_layer_test
+from tests.test_case import OTHER_CONFIGURATIONS_ON_JAX, run_layer_test
+
+# On JAX run_layer_test checks the general score with grouped heads and a window, and
+# the additive score, causal, with dropout.
+ON_TENSORFLOW = pytest.mark.slow_on("jax", reason=OTHER_CONFIGURATIONS_ON_JAX)
 
 
 @pytest.mark.parametrize(
     "init_kwargs",
     [
-        {"num_heads": 2, "score": "scaled_dot"},
-        {"num_heads": 2, "score": "dot", "use_causal_mask": True},
-        {"num_heads": 4, "score": "general", "num_key_value_heads": 2, "window": 1},
-        {"num_heads": 1, "key_dim": 3, "score": "additive", "use_causal_mask": True,
-         "dropout": 0.1, "seed": 4},
+        pytest.param({"num_heads": 2, "score": "scaled_dot"}, id="scaled_dot",
+                     marks=ON_TENSORFLOW),
+        pytest.param({"num_heads": 2, "score": "dot", "use_causal_mask": True},
+                     id="dot_causal", marks=ON_TENSORFLOW),
+        pytest.param({"num_heads": 4, "score": "general", "num_key_value_heads": 2,
+                      "window": 1}, id="general_gqa_window"),
+        pytest.param({"num_heads": 1, "key_dim": 3, "score": "additive",
+                      "use_causal_mask": True, "dropout": 0.1, "seed": 4},
+                     id="additive_causal"),
     ],
-    ids=["scaled_dot", "dot_causal", "general_gqa_window", "additive_causal"],
 )
 def test_layer_behaviors(init_kwargs, rng, tmp_path):
     run_layer_test(

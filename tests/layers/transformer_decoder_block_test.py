@@ -11,7 +11,13 @@ from tests.layers.hf_reference import (
     set_bart_layer,
     torch_tensor,
 )
-from tests.test_case import EAGER_AND_XLA, compile_function, run_layer_test, to_numpy
+from tests.test_case import (
+    EAGER_AND_XLA,
+    OTHER_CONFIGURATIONS_ON_JAX,
+    compile_function,
+    run_layer_test,
+    to_numpy,
+)
 
 # Left out of `make test-jax` (time): the other variants cover the same code on JAX.
 SLOW_ON_JAX = pytest.mark.slow_on(
@@ -24,7 +30,8 @@ SLOW_ON_JAX = pytest.mark.slow_on(
     [
         pytest.param({"norm_first": True}, id="pre_norm", marks=SLOW_ON_JAX),
         pytest.param({"norm_first": False, "dropout": 0.1}, id="post_norm"),
-        pytest.param({"num_key_value_heads": 1, "rotary": True}, id="mqa_rotary"),
+        pytest.param({"num_key_value_heads": 1, "rotary": True}, id="mqa_rotary",
+                     marks=pytest.mark.slow_on("jax", reason=OTHER_CONFIGURATIONS_ON_JAX)),
         pytest.param(
             {"normalization": "rms_norm", "use_bias": False, "gated_feed_forward": True,
              "activation": "silu"},

@@ -9,7 +9,12 @@ from tests.layers.hf_reference import (
     run_torch,
     set_bart_layer,
 )
-from tests.test_case import run_layer_test, to_numpy, with_keras_mask
+from tests.test_case import (
+    OTHER_CONFIGURATIONS_ON_JAX,
+    run_layer_test,
+    to_numpy,
+    with_keras_mask,
+)
 
 # Left out of `make test-jax` (time): the other variants cover the same code on JAX.
 SLOW_ON_JAX = pytest.mark.slow_on(
@@ -20,7 +25,8 @@ SLOW_ON_JAX = pytest.mark.slow_on(
 @pytest.mark.parametrize(
     "init_kwargs",
     [
-        pytest.param({"norm_first": True}, id="pre_norm"),
+        pytest.param({"norm_first": True}, id="pre_norm", marks=pytest.mark.slow_on(
+            "jax", reason=OTHER_CONFIGURATIONS_ON_JAX)),
         pytest.param({"norm_first": False, "dropout": 0.1}, id="post_norm"),
         pytest.param(
             {"num_key_value_heads": 1, "rotary": True}, id="mqa_rotary", marks=SLOW_ON_JAX

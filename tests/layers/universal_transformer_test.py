@@ -4,7 +4,12 @@ import pytest
 
 from keras_attention.layers import UniversalTransformerEncoder
 from keras_attention.layers.universal_transformer import sinusoid, step_signal
-from tests.test_case import run_layer_test, to_numpy, with_keras_mask
+from tests.test_case import (
+    OTHER_CONFIGURATIONS_ON_JAX,
+    run_layer_test,
+    to_numpy,
+    with_keras_mask,
+)
 
 PADDING = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)
 
@@ -12,9 +17,11 @@ PADDING = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)
 @pytest.mark.parametrize(
     "init_kwargs",
     [
-        pytest.param({"act": False}, id="fixed_depth"),
+        pytest.param({"act": False}, id="fixed_depth", marks=pytest.mark.slow_on(
+            "jax", reason=OTHER_CONFIGURATIONS_ON_JAX)),
         pytest.param({"act": True, "dropout": 0.1}, id="act"),
-        pytest.param({"act": True, "norm_first": False}, id="act_post_norm"),
+        pytest.param({"act": True, "norm_first": False}, id="act_post_norm",
+                     marks=pytest.mark.slow_on("jax", reason=OTHER_CONFIGURATIONS_ON_JAX)),
     ],
 )
 def test_layer_behaviors(init_kwargs, rng, tmp_path):

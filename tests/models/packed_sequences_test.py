@@ -85,8 +85,11 @@ POSITION_IDS = ["sinusoidal", "learned_post_norm", "rotary_mqa"]
 
 @pytest.mark.large
 @pytest.mark.slow_on("jax", reason="the same keras.ops loss arithmetic as on TensorFlow, with a "
-                                   "compile per example length on JAX; the packed fit and "
-                                   "generation tests below run there")
+                                   "compile per example length on JAX; there "
+                                   "test_blocks_keep_packed_examples_apart checks the packed "
+                                   "outputs and a packed model generates in "
+                                   "test_packed_model_saves_generates_and_refuses_pointer_"
+                                   "generator")
 @pytest.mark.parametrize("kwargs", POSITIONS, ids=POSITION_IDS)
 def test_packed_batch_gives_the_per_example_losses_of_unpacked_batches(kwargs):
     packed_model, unpacked_model = models(**kwargs)
@@ -162,6 +165,11 @@ def test_a_fully_padded_row_changes_nothing_and_stays_finite():
 
 
 @pytest.mark.large
+@pytest.mark.slow_on("jax", reason=(
+    "Keras' loss with ignore_class and its accuracy over the same tokens, the keras.ops "
+    "arithmetic of TensorFlow's run; on JAX test_blocks_keep_packed_examples_apart checks "
+    "the packed model's outputs and test_packed_model_saves_generates_and_refuses_pointer_"
+    "generator generates with it"))
 def test_loss_of_fit_is_the_mean_over_the_same_tokens():
     """The recipe's loss (ignore_class=0, the mean over the batch's tokens)
     of a packed batch equals that of an unpacked batch of the same tokens;

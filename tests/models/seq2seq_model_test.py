@@ -1,6 +1,8 @@
 """`Seq2SeqModel.generate` / `search`: samplers, the older keyword form, token
 id checks, compilation per backend and the same tokens on every backend."""
 
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -242,23 +244,44 @@ print(json.dumps(tokens))
 
 
 def _python(code, backend):
+    """The last line `code` prints, run in a fresh interpreter under `backend`.
+
+    JAX compiles with the light LLVM optimization of `make test-jax`
+    (`JAX_TEST_XLA_FLAGS`, after the caller's XLA_FLAGS), as the JAX test
+    runs do: the programs are small and compile far longer than they run."""
     env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
+    if backend == "jax":
+        env["XLA_FLAGS"] = " ".join(
+            [os.environ.get("XLA_FLAGS", ""), "--xla_backend_optimization_level=0"]).strip()
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
 
 
+def _python_here(code):
+    """The last line `code` prints, run in this process: the test runs
+    under TensorFlow (`tf_only`), so TensorFlow's side needs no interpreter
+    of its own; `code` is the very text the other backends' interpreters run."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(textwrap.dedent(code), "<saved_model_tokens>", "exec"), {})
+    lines = printed.getvalue().strip().splitlines()
+    return lines[-1] if lines else ""
+
+
 @pytest.fixture(scope="module")
 def saved_model_tokens(tmp_path_factory):
-    """A model saved under TensorFlow and the tokens TensorFlow generates with it."""
+    """A model saved under TensorFlow and the tokens TensorFlow generates
+    with it, both in this process (the test's backend is TensorFlow)."""
+    assert BACKEND == "tensorflow"
     path = str(tmp_path_factory.mktemp("saved") / "model.keras")
-    _python(_SAVE.format(path=path), "tensorflow")
+    _python_here(_SAVE.format(path=path))
     rng = np.random.default_rng(0)
     source = rng.integers(3, 40, size=(4, 9))
     source[2, 5:] = 0
     code = _GENERATE.format(path=path, source=source.tolist())
-    return code, json.loads(_python(code, "tensorflow"))
+    return code, json.loads(_python_here(code))
 
 
 @pytest.mark.large
@@ -310,8 +333,14 @@ SUPPRESSION_ON_JAX = ("beam", "top_k")
     for name in sorted(SUPPRESSING_SAMPLERS)
 ])
 def test_suppressed_token_ids_are_never_generated(unending_model, name):
+    """Compiled generation with suppressed ids, and `search` (uncompiled)
+    giving its tokens. The tokens without suppression come from `search`
+    too: the compiled samplers without suppression are
+    test_samplers_and_the_older_keyword_form_give_the_same_tokens' (and, on
+    every backend, test_a_saved_model_generates_the_same_tokens_on_every_backend's)."""
     model, sampler = unending_model, SUPPRESSING_SAMPLERS[name]
-    plain = model.generate(SOURCE, 6, sampler, jit_compile=True)
+    source = np.pad(SOURCE, ((0, 0), (0, 3)))  # the bucket generate pads to
+    plain = keras.ops.convert_to_numpy(model.search(source, sampler, 6).token_ids)
     assert (plain != model.end_token_id).all()  # no row ends: no pad filling either
     picked = sorted(set(plain.ravel().tolist()))  # every id it picks without suppression
     result = model.generate(SOURCE, 6, sampler, jit_compile=True, suppress_token_ids=picked,
@@ -319,8 +348,7 @@ def test_suppressed_token_ids_are_never_generated(unending_model, name):
     assert not np.isin(result.token_ids, picked).any()  # so the tokens differ, too
     assert (result.token_ids != model.end_token_id).all()
     assert np.isfinite(result.scores).all()
-    searched = model.search(np.pad(SOURCE, ((0, 0), (0, 3))), sampler, 6,
-                            suppress_token_ids=picked).token_ids
+    searched = model.search(source, sampler, 6, suppress_token_ids=picked).token_ids
     np.testing.assert_array_equal(keras.ops.convert_to_numpy(searched), result.token_ids)
 
 

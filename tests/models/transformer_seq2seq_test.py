@@ -22,9 +22,41 @@ def small_model(**kwargs):
 
 
 @pytest.fixture(scope="module")
-def model():
+def shared_models():
+    """`get(key, build)`: the model `build()` made once per module under
+    `key`, for the tests that only read a model, so that they share its
+    construction and its compiled generation functions (on TensorFlow each
+    model compiles its own; on JAX each traces its own)."""
+    models = {}
+
+    def get(key, build):
+        if key not in models:
+            models[key] = build()
+        return models[key]
+
+    return get
+
+
+def shared_small_model(shared_models, **kwargs):
+    """`small_model(**kwargs)`, shared by the module's read-only tests."""
+    return shared_models(("small", tuple(sorted(kwargs.items()))),
+                         lambda: small_model(**kwargs))
+
+
+@pytest.fixture(scope="module")
+def model(shared_models):
     """One model shared by the read-only tests: compiled functions are reused."""
-    return small_model()
+    return shared_small_model(shared_models)
+
+
+def assert_reload_generates_identically(model, reloaded):
+    """`reloaded` gives `model`'s compiled generation: the same tokens and
+    logits (the call that assert_cached_generation_equals_recomputation's
+    compiled case makes, so a shared model compiles it once)."""
+    expected = model.generate(SOURCE, 6, return_logits=True, jit_compile=True)
+    result = reloaded.generate(SOURCE, 6, return_logits=True, jit_compile=True)
+    np.testing.assert_array_equal(result.token_ids, expected.token_ids)
+    np.testing.assert_array_equal(result.logits, expected.logits)
 
 
 @pytest.mark.parametrize("jit_compile", EAGER_AND_XLA)
@@ -35,8 +67,9 @@ def model():
     ids=["sinusoidal", "rotary_mqa", "learned_post_norm"],
 )
 @pytest.mark.large
-def test_cached_generation_equals_full_recomputation(kwargs, jit_compile):
-    assert_cached_generation_equals_recomputation(small_model(**kwargs), jit_compile)
+def test_cached_generation_equals_full_recomputation(kwargs, jit_compile, shared_models):
+    assert_cached_generation_equals_recomputation(shared_small_model(shared_models, **kwargs),
+                                                  jit_compile)
 
 
 @pytest.mark.large
@@ -57,8 +90,7 @@ def test_sampling_is_reproducible_with_a_seed(model):
     np.testing.assert_array_equal(a, model.generate(SOURCE, 8, "sample", seed=3, jit_compile=False))
 
 
-def test_second_call_with_same_shapes_does_not_retrace():
-    model = small_model()
+def test_second_call_with_same_shapes_does_not_retrace(model):
     model.generate(SOURCE, max_length=5)
     traces = model.generate_trace_count()
     model.generate(SOURCE + 1 * (SOURCE > 0), max_length=5)
@@ -105,15 +137,18 @@ def test_bad_generation_arguments(kwargs, pattern, model):
 
 
 @pytest.mark.large
-def test_save_and_reload_gives_identical_outputs_and_generations(tmp_path):
-    model = small_model(position="rotary")
+def test_save_and_reload_gives_identical_outputs_and_generations(tmp_path, shared_models):
+    """Rotary positions with one key-value head: the model of
+    test_cached_generation_equals_full_recomputation[rotary_mqa-*], shared."""
+    model = shared_small_model(shared_models, position="rotary", num_key_value_heads=1)
     inputs = {"encoder_token_ids": SOURCE, "decoder_token_ids": SOURCE}
     model.save(tmp_path / "model.keras")
     reloaded = keras.saving.load_model(tmp_path / "model.keras")
     assert isinstance(reloaded, Seq2SeqModel)
     assert reloaded.end_token_id == model.end_token_id
+    assert reloaded.get_config() == model.get_config()
     np.testing.assert_array_equal(reloaded(inputs), model(inputs))
-    np.testing.assert_array_equal(reloaded.generate(SOURCE, 6), model.generate(SOURCE, 6))
+    assert_reload_generates_identically(model, reloaded)
 
 
 def test_loss_ignores_padding():
@@ -224,10 +259,17 @@ def pointer_model(**kwargs):
     return small_model(pointer_generator=True, **kwargs)
 
 
+@pytest.fixture(scope="module")
+def shared_pointer_model(shared_models):
+    """`pointer_model()`, shared by the read-only pointer-generator tests."""
+    return shared_small_model(shared_models, pointer_generator=True)
+
+
 @pytest.mark.large
 @pytest.mark.parametrize("jit_compile", EAGER_AND_XLA)
-def test_pointer_generator_cached_generation_equals_full_recomputation(jit_compile):
-    assert_cached_generation_equals_recomputation(pointer_model(), jit_compile)
+def test_pointer_generator_cached_generation_equals_full_recomputation(jit_compile,
+                                                                       shared_pointer_model):
+    assert_cached_generation_equals_recomputation(shared_pointer_model, jit_compile)
 
 
 def test_pointer_generator_outputs_log_probabilities_and_a_coverage_loss():
@@ -240,8 +282,8 @@ def test_pointer_generator_outputs_log_probabilities_and_a_coverage_loss():
 
 
 @pytest.mark.large
-def test_pointer_generator_greedy_equivalences_and_beam_attention():
-    model = pointer_model()
+def test_pointer_generator_greedy_equivalences_and_beam_attention(shared_pointer_model):
+    model = shared_pointer_model
     assert_greedy_equivalences(model)
     result = model.generate(SOURCE, 6, "beam", num_beams=3, return_attention=True)
     assert result.attention.shape == (2, 6, 5)
@@ -249,13 +291,13 @@ def test_pointer_generator_greedy_equivalences_and_beam_attention():
 
 
 @pytest.mark.large
-def test_pointer_generator_save_and_reload(tmp_path):
-    model = pointer_model()
+def test_pointer_generator_save_and_reload(tmp_path, shared_pointer_model):
+    model = shared_pointer_model
     inputs = {"encoder_token_ids": SOURCE, "decoder_token_ids": SOURCE}
     model.save(tmp_path / "model.keras")
     reloaded = keras.saving.load_model(tmp_path / "model.keras")
     np.testing.assert_array_equal(reloaded(inputs), model(inputs))
-    np.testing.assert_array_equal(reloaded.generate(SOURCE, 6), model.generate(SOURCE, 6))
+    assert_reload_generates_identically(model, reloaded)
 
 
 @pytest.mark.large
@@ -312,6 +354,11 @@ def family_model(family, **kwargs):
     return model
 
 
+def shared_family_model(shared_models, family):
+    """`family_model(family)`, shared by the module's read-only tests."""
+    return shared_models(("family", family), lambda: family_model(family))
+
+
 # The family options change the model, not how generation is compiled: on
 # JAX its eager case (the loop compiled by lax.while_loop all the same, ops
 # run one by one around it: ~5x the xla case's time) checks nothing the
@@ -327,8 +374,10 @@ FAMILY_COMPILE = [
 @pytest.mark.large
 @pytest.mark.parametrize("jit_compile", FAMILY_COMPILE)
 @pytest.mark.parametrize("family", sorted(FAMILY_OPTIONS))
-def test_family_options_cached_generation_equals_full_recomputation(family, jit_compile):
-    assert_cached_generation_equals_recomputation(family_model(family), jit_compile)
+def test_family_options_cached_generation_equals_full_recomputation(family, jit_compile,
+                                                                    shared_models):
+    assert_cached_generation_equals_recomputation(shared_family_model(shared_models, family),
+                                                  jit_compile)
 
 
 @pytest.mark.large
@@ -338,14 +387,14 @@ def test_family_options_cached_generation_equals_full_recomputation(family, jit_
     "on every backend: TensorFlow runs every family); JAX generates with each family in "
     "test_family_options_cached_generation_equals_full_recomputation"))
 @pytest.mark.parametrize("family", sorted(FAMILY_OPTIONS))
-def test_family_options_save_and_reload_identically(family, tmp_path):
-    model = family_model(family)
+def test_family_options_save_and_reload_identically(family, tmp_path, shared_models):
+    model = shared_family_model(shared_models, family)
     inputs = {"encoder_token_ids": SOURCE, "decoder_token_ids": SOURCE[:, :4]}
     model.save(tmp_path / "model.keras")
     reloaded = keras.saving.load_model(tmp_path / "model.keras")
     assert reloaded.get_config() == model.get_config()
     np.testing.assert_array_equal(np.asarray(reloaded(inputs)), np.asarray(model(inputs)))
-    np.testing.assert_array_equal(reloaded.generate(SOURCE, 6), model.generate(SOURCE, 6))
+    assert_reload_generates_identically(model, reloaded)
     for option, value in FAMILY_OPTIONS[family].items():
         assert model.get_config()[option] == value
 
@@ -360,8 +409,8 @@ def test_family_options_under_mixed_bfloat16_are_finite(family):
                        .scores).all()
 
 
-def test_shared_and_tied_embeddings_are_one_table():
-    model = family_model("marian")
+def test_shared_and_tied_embeddings_are_one_table(shared_models):
+    model = shared_family_model(shared_models, "marian")
     table = model.source_embedding.token_embedding
     assert model.target_embedding.token_embedding is table
     paths = [w.path for w in model.weights]
@@ -375,12 +424,13 @@ def test_shared_and_tied_embeddings_are_one_table():
     np.testing.assert_allclose(np.asarray(model(inputs)), expected, atol=1e-4)
 
 
-def test_defaults_build_the_historical_model():
-    """No new layer or weight by default: files of earlier versions load."""
-    paths = sorted(w.path for w in small_model().weights)
+def test_defaults_build_the_historical_model(model):
+    """No new layer or weight by default: files of earlier versions load
+    (`model` is `small_model()`, shared)."""
+    paths = sorted(w.path for w in model.weights)
     assert not [p for p in paths if "embedding_norm" in p or "final_logits_bias" in p]
     assert "logits/bias" in paths and "encoder_norm/gamma" in paths
-    assert small_model().encoder_norm.epsilon == 1e-3
+    assert model.encoder_norm.epsilon == 1e-3
     assert small_model(norm_first=False).encoder_norm is None
 
 

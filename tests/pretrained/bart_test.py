@@ -1,6 +1,9 @@
 """Marian, BART and mBART checkpoints converted from tiny random
 `transformers` models: encoder outputs and logits within 1e-4 with padding,
-greedy and beam tokens equal to `transformers`' `generate`."""
+greedy and beam tokens equal to `transformers`' `generate`.
+
+The tests that only read a seed-0 model share it (`converted`, made once
+in this module); the others make their own checkpoint."""
 
 import keras
 import numpy as np
@@ -22,11 +25,28 @@ CONFIGURATIONS = {
 }
 
 
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory):
+    """`name -> (torch model, our model, info)`: the seed-0 checkpoint of
+    `CONFIGURATIONS[name]` and its conversion, made once in this module for
+    the tests that only read them."""
+    made = {}
+
+    def get(name):
+        if name not in made:
+            family, options = CONFIGURATIONS[name]
+            folder = tmp_path_factory.mktemp(name)
+            reference = hf_checkpoints.save_checkpoint(folder, family, **options)
+            made[name] = (reference, *load_pretrained(folder))
+        return made[name]
+
+    return get
+
+
 @pytest.mark.parametrize("name", sorted(CONFIGURATIONS))
-def test_outputs_match_transformers_with_padding(tmp_path, name):
-    family, options = CONFIGURATIONS[name]
-    reference = hf_checkpoints.save_checkpoint(tmp_path, family, **options)
-    model, info = load_pretrained(tmp_path)
+def test_outputs_match_transformers_with_padding(converted, name):
+    family, _ = CONFIGURATIONS[name]
+    reference, model, info = converted(name)
     pad, _, _ = hf_checkpoints.ids(family)
     source = hf_checkpoints.source_ids(family)
     target = np.array([[3, 4, 5, 6, 7], [8, 9, 10, pad, pad]], "int32")
@@ -43,13 +63,12 @@ def test_outputs_match_transformers_with_padding(tmp_path, name):
 
 
 @pytest.mark.parametrize("name", ["marian", "bart", "mbart"])
-def test_teacher_forced_logits_match_transformers_labels(tmp_path, name):
+def test_teacher_forced_logits_match_transformers_labels(converted, name):
     """Training logits on `[start] + target[:-1]` equal `transformers`'
     `model(..., labels=...)`: Marian starts with its pad id, which must not
     be masked as a key (it was: every row attended to nothing at first)."""
-    family, options = CONFIGURATIONS[name]
-    reference = hf_checkpoints.save_checkpoint(tmp_path, family, **options)
-    model, info = load_pretrained(tmp_path)
+    family, _ = CONFIGURATIONS[name]
+    reference, model, _ = converted(name)
     pad, _, start = hf_checkpoints.ids(family)
     source, labels = hf_checkpoints.source_ids(family), hf_checkpoints.labels(family)
     logits, _ = hf_checkpoints.reference_training_outputs(reference, source, labels, pad)

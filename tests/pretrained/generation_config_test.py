@@ -3,9 +3,6 @@ arguments, giving `transformers`' tokens, and every unsupported setting
 refused by name."""
 
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -17,7 +14,6 @@ from keras_attention.pretrained import generation_settings
 
 # Reading the configs is plain Python: those tests run under TensorFlow only.
 CONFIG_ONLY = pytest.mark.backend_independent("reads generation configs, plain Python")
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # The generation_config.json of three public checkpoints (ids as shipped).
 MARIAN = {"bad_words_ids": [[58100]], "bos_token_id": 0, "decoder_start_token_id": 58100,
@@ -161,20 +157,17 @@ CONFIGS = [
 
 
 @pytest.mark.large
-def test_the_settings_give_the_tokens_of_transformers(tmp_path):
+def test_the_settings_give_the_tokens_of_transformers():
+    """Each config's settings drive our search over a next-token table as
+    `transformers`' `generate` does (`tests.decoding.hf_reference`, run in
+    this process: tests/conftest.py loads triton before the backend, so
+    `transformers.generation` imports here as the converter tests' do)."""
+    from tests.decoding import hf_reference
+
     rng = np.random.default_rng(3)
     table = rng.normal(scale=2.0, size=(B, L, V, V)).astype("float32")
     table[..., END] += 1.0
-    np.save(tmp_path / "table.npy", table)
-    (tmp_path / "cases.json").write_text(json.dumps(CONFIGS))
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.decoding.hf_reference", str(tmp_path / "cases.json"),
-         str(tmp_path / "table.npy"), str(tmp_path / "out.json"), str(START), str(END),
-         str(PAD)],
-        env={**os.environ, "PYTHONPATH": REPO}, cwd=REPO, capture_output=True, text=True,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    expected = json.loads((tmp_path / "out.json").read_text())
+    expected = hf_reference.run(CONFIGS, table, start_id=START, end_id=END, pad_id=PAD)
     flat = ops.reshape(ops.convert_to_tensor(table), (-1, V))
     for config, reference in zip(CONFIGS, expected):
         settings = generation_settings(config, end_token_id=END)

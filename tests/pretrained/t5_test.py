@@ -1,7 +1,10 @@
 """T5 checkpoints (v1.0: ReLU, tied and scaled output; v1.1 / flan: gated
 GELU, untied lm_head) converted from tiny random `transformers` models:
 encoder outputs and logits within 1e-4 with padding, greedy and beam tokens
-equal to `transformers`' `generate`."""
+equal to `transformers`' `generate`.
+
+The tests that only read a seed-0 model share it (`converted`, made once
+in this module); the others make their own checkpoint."""
 
 import keras
 import numpy as np
@@ -19,10 +22,26 @@ CONFIGURATIONS = {
 }
 
 
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory):
+    """`name -> (torch model, our model, info)`: the seed-0 checkpoint of
+    `CONFIGURATIONS[name]` and its conversion, made once in this module for
+    the tests that only read them."""
+    made = {}
+
+    def get(name):
+        if name not in made:
+            folder = tmp_path_factory.mktemp(name)
+            reference = hf_checkpoints.save_checkpoint(folder, "t5", **CONFIGURATIONS[name])
+            made[name] = (reference, *load_pretrained(folder))
+        return made[name]
+
+    return get
+
+
 @pytest.mark.parametrize("name", sorted(CONFIGURATIONS))
-def test_outputs_match_transformers_with_padding(tmp_path, name):
-    reference = hf_checkpoints.save_checkpoint(tmp_path, "t5", **CONFIGURATIONS[name])
-    model, info = load_pretrained(tmp_path)
+def test_outputs_match_transformers_with_padding(converted, name):
+    reference, model, info = converted(name)
     source = hf_checkpoints.source_ids("t5")
     target = np.array([[3, 4, 5, 6, 7], [8, 9, 10, 0, 0]], "int32")
     memory, logits = hf_checkpoints.reference_outputs(reference, source, target, 0)
@@ -38,12 +57,11 @@ def test_outputs_match_transformers_with_padding(tmp_path, name):
 
 
 @pytest.mark.parametrize("name", ["t5_v1_0", "t5_v1_1"])
-def test_teacher_forced_logits_match_transformers_labels(tmp_path, name):
+def test_teacher_forced_logits_match_transformers_labels(converted, name):
     """Training logits on `[start] + target[:-1]` equal `transformers`'
     `model(..., labels=...)`: T5 starts the decoder with its pad id 0, which
     must not be masked as a key."""
-    reference = hf_checkpoints.save_checkpoint(tmp_path, "t5", **CONFIGURATIONS[name])
-    model, _ = load_pretrained(tmp_path)
+    reference, model, _ = converted(name)
     source, labels = hf_checkpoints.source_ids("t5"), hf_checkpoints.labels("t5")
     logits, _ = hf_checkpoints.reference_training_outputs(reference, source, labels, 0)
     decoder, _ = hf_checkpoints.teacher_forcing_inputs(labels, 0, 0)

@@ -1,13 +1,15 @@
 """The translation recipe on JAX, end to end, and its run on other backends:
-trained by `KERAS_BACKEND=jax` in a subprocess (tf.data input, `fit` under
-XLA, compiled generation, scores, run folder), the run generates the same
-greedy outputs under TensorFlow (this process) and under JAX (another
-subprocess), and exports under TensorFlow to a SavedModel that serves them.
-The question answering recipe's memory network, trained on JAX, answers
-the same on both backends too. With `--distribution=data_parallel` on two
-JAX CPU devices (keras.distribution), the translation recipe trains end to
-end and its run generates here as it did there, and the extractive
-summarizer trains on a split whose size does not divide between them."""
+trained by `KERAS_BACKEND=jax` in a subprocess with
+`--distribution=data_parallel` on two JAX CPU devices (keras.distribution;
+tf.data input, `fit` under XLA, compiled generation, scores, run folder),
+the run generates the same greedy outputs under TensorFlow (this process)
+as under JAX (in that subprocess, during the recipe and after it), and
+exports under TensorFlow to a SavedModel that serves them. The question
+answering recipe's memory network, trained on JAX, answers the same on
+both backends too, and the extractive summarizer trains on two JAX devices
+on a split whose size does not divide between them. One JAX subprocess
+trains all three runs and reports what they generate there (one JAX start
+for the module)."""
 
 import ast
 import json
@@ -27,26 +29,40 @@ pytestmark = [pytest.mark.tf_only("exports and generates in this (TensorFlow) pr
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TEXTS = ["March 3, 2021", "the 1st of may, 1999", "Thu 22 Apr 2049", "12/25/1990", ""]
-# Enough training for the greedy outputs to differ between inputs.
-RECIPE_ARGS = ["--preset=quick", "--num_examples=1200", "--epochs=8", "--max_test_examples=8"]
+# Data parallel over two CPU devices, and enough training for the greedy
+# outputs to differ between inputs.
+RECIPE_ARGS = ["--preset=quick", "--distribution=data_parallel", "--num_examples=600",
+               "--epochs=4", "--max_test_examples=8"]
 
 QUESTIONS = ["Mary went to the kitchen. John went to the hallway. | Where is Mary?",
              "Sandra went back to the garden. | Where is Sandra?",
              "Daniel moved to the office. Mary went to the bedroom. | Where is Daniel?"]
 QA_ARGS = ["--preset=quick", "--num_examples=300"]
-DATA_PARALLEL_ARGS = ["--preset=quick", "--distribution=data_parallel", "--num_examples=400",
-                      "--epochs=1", "--max_test_examples=8"]
+# `(name, recipe, arguments)` of the runs trained on JAX, in this order.
+JAX_RUNS = [
+    ("translation", "translation", RECIPE_ARGS),
+    ("question_answering", "question_answering", QA_ARGS),
+    # 203 abstracts: 183 training documents, an odd count, so the last batch
+    # of 23 would not split between two devices without trimming.
+    ("extractive", "summarization", ["--preset=quick", "--summarizer=extractive",
+                                     "--distribution=data_parallel", "--num_examples=203"]),
+]
 # Read when JAX starts: the host's CPU split into two devices, after the XLA
 # flags the caller set (kept, not replaced).
 TWO_CPU_DEVICES = {"XLA_FLAGS": (f"{os.environ.get('XLA_FLAGS', '')} "
                                  "--xla_force_host_platform_device_count=2").strip(),
                    "JAX_PLATFORMS": "cpu"}
 
-_TRAIN = ("import sys, importlib; "
-          "importlib.import_module('keras_attention.recipes.' + sys.argv[1]).main(sys.argv[2:])")
+# One JAX process trains every run (its log in `<run folder>.out`), then
+# reports what the runs generate there and how `distribute`/`runtime` answer.
 _ON_JAX = """
-import json, sys
+import contextlib, importlib, json, pathlib, sys
 from keras_attention import distribute, runs, runtime
+folder = pathlib.Path(sys.argv[1])
+for name, recipe, args in json.loads(sys.argv[2]):
+    with open(folder / f"{name}.out", "w") as out, contextlib.redirect_stdout(out):
+        importlib.import_module("keras_attention.recipes." + recipe).main(
+            [*args, f"--output_dir={folder / name}"])
 single = distribute.get_strategy("default")
 try:
     distribute.get_strategy("mirrored")
@@ -54,8 +70,9 @@ try:
 except ValueError as error:
     refusal = str(error)
 print(json.dumps({
-    "generated": runs.SavedRun(sys.argv[1]).generate(json.loads(sys.argv[2]), "greedy"),
-    "answers": runs.SavedRun(sys.argv[3]).generate(json.loads(sys.argv[4])),
+    "generated": runs.SavedRun(folder / "translation").generate(json.loads(sys.argv[3]),
+                                                                "greedy"),
+    "answers": runs.SavedRun(folder / "question_answering").generate(json.loads(sys.argv[4])),
     "strategy": [type(single).__name__, single.num_replicas_in_sync, distribute.is_chief(single)],
     "refusal": refusal,
     "auto_jit": runtime.fast_defaults(gpu=False)["jit_compile"],
@@ -64,7 +81,7 @@ print(json.dumps({
 """
 
 
-def _run_on(backend, *args, timeout=240, env=None):
+def _run_on(backend, *args, timeout=600, env=None):
     """A Python subprocess under `KERAS_BACKEND=backend`, from the repository
     root, with the environment variables `env` added."""
     env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3", **(env or {}),
@@ -74,38 +91,42 @@ def _run_on(backend, *args, timeout=240, env=None):
 
 
 @pytest.fixture(scope="module")
-def jax_run(tmp_path_factory):
-    """`(run_dir, process)` of the quick translation recipe trained on JAX."""
-    return _train_on_jax(tmp_path_factory, "translation", RECIPE_ARGS)
-
-
-@pytest.fixture(scope="module")
-def jax_qa_run(tmp_path_factory):
-    """`(run_dir, process)` of the quick question answering recipe (a memory network) on JAX."""
-    return _train_on_jax(tmp_path_factory, "question_answering", QA_ARGS)
-
-
-@pytest.fixture(scope="module")
-def jax_data_parallel_run(tmp_path_factory):
-    """`(run_dir, process)` of the quick translation recipe trained with
-    `--distribution=data_parallel` on two JAX CPU devices."""
-    return _train_on_jax(tmp_path_factory, "translation", DATA_PARALLEL_ARGS, TWO_CPU_DEVICES)
-
-
-def _train_on_jax(tmp_path_factory, recipe, args, env=None):
-    run_dir = tmp_path_factory.mktemp("backends") / recipe
-    process = _run_on("jax", "-c", _TRAIN, recipe, *args, f"--output_dir={run_dir}", env=env)
+def jax_runs(tmp_path_factory):
+    """`(folder, report)`: the runs of `JAX_RUNS` trained in one JAX
+    subprocess on two CPU devices (one JAX start for the module), in
+    `folder`, and that process's report: what the translation and question
+    answering runs generate there, and how `distribute`/`runtime` answer."""
+    folder = tmp_path_factory.mktemp("backends")
+    process = _run_on("jax", "-c", _ON_JAX, str(folder), json.dumps(JAX_RUNS),
+                      json.dumps(TEXTS), json.dumps(QUESTIONS), env=TWO_CPU_DEVICES)
     assert process.returncode == 0, process.stderr[-3000:]
-    return run_dir, process
+    return folder, json.loads(process.stdout.strip().splitlines()[-1])
+
+
+def _jax_run(jax_runs, name):
+    """`(run_dir, stdout)` of the run `name` of `JAX_RUNS`: its folder and its log."""
+    folder, _ = jax_runs
+    return folder / name, (folder / f"{name}.out").read_text()
 
 
 @pytest.fixture(scope="module")
-def on_jax(jax_run, jax_qa_run):
-    """What the runs generate, and how `distribute`/`runtime` answer, in a JAX subprocess."""
-    process = _run_on("jax", "-c", _ON_JAX, str(jax_run[0]), json.dumps(TEXTS),
-                      str(jax_qa_run[0]), json.dumps(QUESTIONS))
-    assert process.returncode == 0, process.stderr[-3000:]
-    return json.loads(process.stdout.strip().splitlines()[-1])
+def on_jax(jax_runs):
+    """What the runs generate, and how `distribute`/`runtime` answer, on JAX."""
+    return jax_runs[1]
+
+
+@pytest.fixture(scope="module")
+def jax_run(jax_runs):
+    """`(run_dir, stdout)` of the quick translation recipe trained on JAX with
+    `--distribution=data_parallel` on two CPU devices."""
+    return _jax_run(jax_runs, "translation")
+
+
+@pytest.fixture(scope="module")
+def jax_qa_run(jax_runs):
+    """`(run_dir, stdout)` of the quick question answering recipe (a memory
+    network) trained on JAX, on one device."""
+    return _jax_run(jax_runs, "question_answering")
 
 
 def _recipe_samples(stdout):
@@ -119,9 +140,9 @@ def _recipe_samples(stdout):
 
 
 def test_jax_trains_and_saves_the_translation_run(jax_run):
-    run_dir, process = jax_run
-    assert "KERAS_BACKEND=jax" in process.stdout
-    assert "jit_compile=True" in process.stdout  # the quick preset compiles on JAX
+    run_dir, stdout = jax_run
+    assert "KERAS_BACKEND=jax" in stdout
+    assert "jit_compile=True" in stdout  # the quick preset compiles on JAX
     metadata = json.loads((run_dir / "config.json").read_text())
     assert metadata["recipe"] == "translation"
     assert metadata["config"]["jit_compile"] == "true"
@@ -133,12 +154,12 @@ def test_jax_trains_and_saves_the_translation_run(jax_run):
 
 
 def test_a_jax_run_generates_the_same_on_tensorflow_and_jax(jax_run, on_jax):
-    run_dir, process = jax_run
+    run_dir, stdout = jax_run
     saved = runs.SavedRun(run_dir)
     on_tensorflow = saved.generate(TEXTS, "greedy")
     assert on_tensorflow == on_jax["generated"]
     assert len(set(on_tensorflow)) > 1  # trained enough for the check to mean something
-    samples = _recipe_samples(process.stdout)  # generated on JAX during the recipe
+    samples = _recipe_samples(stdout)  # generated on JAX during the recipe
     assert len(samples) == 5
     assert saved.generate(list(samples), "greedy") == list(samples.values())
 
@@ -155,8 +176,8 @@ def test_a_jax_run_exports_and_serves_under_tensorflow(jax_run, tmp_path):
 
 
 def test_a_jax_memory_network_answers_the_same_on_tensorflow_and_jax(jax_qa_run, on_jax):
-    run_dir, process = jax_qa_run
-    assert "jit_compile=True" in process.stdout
+    run_dir, stdout = jax_qa_run
+    assert "jit_compile=True" in stdout
     metadata = json.loads((run_dir / "config.json").read_text())
     assert metadata["recipe"] == "question_answering"
     assert 0 <= metadata["scores"]["mean_accuracy"] <= 100
@@ -172,30 +193,23 @@ def test_jax_uses_one_device_and_refuses_tf_distribute(on_jax):
     assert "keras.distribution" in refusal and "Received: distribution='mirrored'" in refusal
 
 
-def test_jax_data_parallel_trains_the_translation_recipe_on_two_devices(jax_data_parallel_run):
-    run_dir, process = jax_data_parallel_run
-    assert "on 2 replica(s)" in process.stdout and "jit_compile=True" in process.stdout
+def test_jax_data_parallel_trains_the_translation_recipe_on_two_devices(jax_run):
+    run_dir, stdout = jax_run
+    assert "on 2 replica(s)" in stdout and "jit_compile=True" in stdout
     metadata = json.loads((run_dir / "config.json").read_text())
     assert metadata["config"]["distribution"] == "data_parallel"
     assert metadata["scores"]["test_examples"] == 8 and metadata["scores"]["parameters"] > 0
     for name in ("model.keras", "source.spm", "target.spm", "attention.png", "training.png"):
         assert (run_dir / name).stat().st_size > 0, name
     # The run generates here (TensorFlow, one device) what it generated on JAX after training.
-    samples = _recipe_samples(process.stdout)
+    samples = _recipe_samples(stdout)
     assert len(samples) == 5
     assert runs.SavedRun(run_dir).generate(list(samples), "greedy") == list(samples.values())
 
 
-# 203 abstracts: 183 training documents, an odd count, so the last batch of
-# 23 would not split between two devices without trimming.
-EXTRACTIVE_DATA_PARALLEL_ARGS = ["--preset=quick", "--summarizer=extractive",
-                                 "--distribution=data_parallel", "--num_examples=203"]
-
-
-def test_jax_data_parallel_trains_the_extractive_summarizer_on_uneven_splits(tmp_path_factory):
-    run_dir, process = _train_on_jax(tmp_path_factory, "summarization",
-                                     EXTRACTIVE_DATA_PARALLEL_ARGS, TWO_CPU_DEVICES)
-    assert "extractive summarizer" in process.stdout and "on 2 replica(s)" in process.stdout
+def test_jax_data_parallel_trains_the_extractive_summarizer_on_uneven_splits(jax_runs):
+    run_dir, stdout = _jax_run(jax_runs, "extractive")
+    assert "extractive summarizer" in stdout and "on 2 replica(s)" in stdout
     metadata = json.loads((run_dir / "config.json").read_text())
     assert metadata["config"]["distribution"] == "data_parallel"
     # Scored on every test document, not a trimmed split.

@@ -117,18 +117,19 @@ def test_without_init_from_nothing_changes():
 
 @pytest.mark.large
 @pytest.mark.parametrize("family", ["marian"])
-def test_train_translation_init_from_a_converted_run(tmp_path, family):
+def test_train_translation_init_from_a_converted_run(tmp_path_factory, tmp_path, family):
     """`train translation --init_from=RUN_DIR`: 40 pairs fine-tune the
     converted model; the saved run is a converted one, `SavedRun.generate`
     answers with the checkpoint's tokenizer and settings, and the weights
-    are not the converted ones."""
-    from keras_attention import runs
-    from keras_attention.runs.convert import convert_checkpoint
-    from tests.pretrained.tokenizers_test import ENGLISH, GERMAN
-    from tests.runs.convert_test import make_checkpoint
+    are not the converted ones. The converted run is convert_test.py's
+    (`converted_run`, made once per test run), read only."""
+    import pathlib
 
-    make_checkpoint(tmp_path / "checkpoint", family)
-    converted = convert_checkpoint(tmp_path / "checkpoint", tmp_path / "converted")
+    from keras_attention import runs
+    from tests.pretrained.tokenizers_test import ENGLISH, GERMAN
+    from tests.runs.convert_test import converted_run
+
+    _, converted, _ = converted_run(tmp_path_factory, family, beam=False)
     data = tmp_path / "pairs.tsv"
     data.write_text("".join(f"{ENGLISH[i % 7]} {i}\t{GERMAN[i % 5]} {i}\n" for i in range(40)),
                     encoding="utf-8")
@@ -147,21 +148,20 @@ def test_train_translation_init_from_a_converted_run(tmp_path, family):
     assert any(not np.allclose(a, b) for a, b in zip(run.model.get_weights(),
                                                      original.model.get_weights()))
     assert sorted(p.name for p in (output / "tokenizer").iterdir()) == sorted(
-        p.name for p in (tmp_path / "converted" / "tokenizer").iterdir())
+        p.name for p in (pathlib.Path(converted) / "tokenizer").iterdir())
 
 
 @pytest.mark.large
-def test_train_summarization_init_from_a_converted_t5_run(tmp_path):
+def test_train_summarization_init_from_a_converted_t5_run(tmp_path_factory, tmp_path):
     """`train summarization --init_from=RUN_DIR` with a converted T5 (which
-    starts the decoder with its pad id) on 40 built-in abstracts."""
+    starts the decoder with its pad id) on 40 built-in abstracts; the
+    converted run is convert_test.py's (`converted_run`), read only."""
     from keras_attention import runs
     from keras_attention.recipes.summarization import config as summarization_config
     from keras_attention.recipes.summarization import train as summarization
-    from keras_attention.runs.convert import convert_checkpoint
-    from tests.runs.convert_test import make_checkpoint
+    from tests.runs.convert_test import converted_run
 
-    make_checkpoint(tmp_path / "checkpoint", "t5")
-    converted = convert_checkpoint(tmp_path / "checkpoint", tmp_path / "converted")
+    _, converted, _ = converted_run(tmp_path_factory, "t5", beam=False)
     output = tmp_path / "fine_tuned"
     config = {**summarization_config.get_config(), "init_from": converted,
               "output_dir": str(output), "num_examples": 40, "epochs": 1, "batch_size": 8,

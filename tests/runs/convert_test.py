@@ -1,7 +1,12 @@
 """`convert_checkpoint` / `keras-attention convert`: a tiny random checkpoint of
 each family with its tokenizer files becomes a run folder whose
 `keras-attention generate` gives `transformers`' strings (greedy and beam 4
-with the checkpoint's generation config), and the folder's refusals."""
+with the checkpoint's generation config), and the folder's refusals.
+
+Each family's checkpoint is made and converted once per test run
+(`converted_run`, shared with export_converted_test.py and
+recipes/fine_tuning_test.py through `tests.made_once`), with `transformers`'
+strings for `TEXTS`; tests that change a folder copy it first."""
 
 import json
 import shutil
@@ -13,6 +18,7 @@ import transformers
 
 from keras_attention import cli, runs
 from keras_attention.runs.convert import convert_checkpoint
+from tests.made_once import made_once
 from tests.pretrained import hf_checkpoints
 from tests.pretrained.tokenizers_test import ENGLISH, GERMAN, train_spm
 
@@ -111,20 +117,47 @@ def cli_generate(run_dir, texts, tmp_path, *options):
     return output.read_text(encoding="utf-8").split("\n")[:-1]
 
 
+#: The generation config of the shared beam checkpoints (`converted_run`).
+BEAM = {"num_beams": 4, "length_penalty": 0.6, "max_length": 10}
+
+
+def _make_converted_run(folder, family, generation, strings):
+    """Fills `folder` with `checkpoint/` (a tiny `family` checkpoint with
+    `generation`) and `run/` (its conversion); returns `transformers`'
+    strings for `TEXTS` (with `strings`, else {}): `"beam"` with the
+    checkpoint's settings, `"greedy"` with `num_beams=1`."""
+    model, tokenizer = make_checkpoint(folder / "checkpoint", family, generation)
+    convert_checkpoint(folder / "checkpoint", folder / "run")
+    if not strings:
+        return {}
+    return {"beam": reference_strings(model, tokenizer, TEXTS),
+            "greedy": reference_strings(model, tokenizer, TEXTS, num_beams=1)}
+
+
+def converted_run(tmp_path_factory, family, beam=True):
+    """`(checkpoint folder, run folder (absolute str), strings)` of `family`'s
+    tiny checkpoint converted once per test run (`tests.made_once`): with the
+    `BEAM` generation config and `transformers`' strings, or (`beam=False`)
+    `make_checkpoint`'s default one and no strings ({}); `strings` as
+    `_make_converted_run` returns them. Read-only: a test that changes a
+    folder copies it first."""
+    name = f"converted_{family}_{'beam' if beam else 'default'}"
+    folder, strings = made_once(
+        tmp_path_factory, name,
+        lambda folder: _make_converted_run(folder, family, BEAM if beam else None, beam))
+    return folder / "checkpoint", str((folder / "run").absolute()), strings
+
+
 @pytest.fixture(scope="module", params=["marian", "bart", "t5"])
 def converted(request, tmp_path_factory):
-    """`(family, torch model, transformers tokenizer, checkpoint, run folder)`:
-    the checkpoint decodes with beam 4 and a length penalty."""
-    family = request.param
-    folder = tmp_path_factory.mktemp(family) / "checkpoint"
-    model, tokenizer = make_checkpoint(folder, family, {"num_beams": 4, "length_penalty": 0.6,
-                                                        "max_length": 10})
-    run_dir = convert_checkpoint(folder, folder.parent / "run")
-    return family, model, tokenizer, folder, run_dir
+    """`(family, strings, checkpoint, run folder)` (`converted_run`): the
+    checkpoint decodes with beam 4 and a length penalty."""
+    folder, run_dir, strings = converted_run(tmp_path_factory, request.param)
+    return request.param, strings, folder, run_dir
 
 
 def test_the_run_folder(converted):
-    family, _, _, folder, run_dir = converted
+    family, _, folder, run_dir = converted
     run = runs.SavedRun(run_dir)
     assert run.kind.name == "converted"
     assert run.recipe == ("translation" if family == "marian" else "summarization")
@@ -150,13 +183,20 @@ def run_dir_path(run_dir):
 @pytest.mark.large
 def test_generate_gives_the_strings_of_transformers(converted, tmp_path):
     """`keras-attention generate` with the recorded settings (beam 4 and the
-    checkpoint's length penalty), and greedy, as `transformers` decodes."""
-    family, model, tokenizer, _, run_dir = converted
-    beam = reference_strings(model, tokenizer, TEXTS)
-    assert cli_generate(run_dir, TEXTS, tmp_path) == beam
-    greedy = reference_strings(model, tokenizer, TEXTS, num_beams=1)
+    checkpoint's length penalty), and greedy, as `transformers` decodes; and
+    `TextToText.from_checkpoint` converts in memory what `convert` saves: the
+    same kind, recipe and generation config, and the same strings."""
+    _, strings, folder, run_dir = converted
+    assert cli_generate(run_dir, TEXTS, tmp_path) == strings["beam"]
+    greedy = strings["greedy"]
     assert cli_generate(run_dir, TEXTS, tmp_path, "--strategy", "greedy") == greedy
     assert any(greedy) and len(set(greedy)) > 1  # the strings depend on the source
+    in_memory = runs.TextToText.from_checkpoint(folder)
+    saved = runs.SavedRun(run_dir)
+    assert in_memory.kind is saved.kind and in_memory.recipe == saved.recipe
+    assert in_memory.generation == saved.generation
+    # The saved run's strings are the CLI's above.
+    assert in_memory.generate(TEXTS) == strings["beam"]
 
 
 @pytest.mark.large
@@ -178,7 +218,7 @@ def test_greedy_checkpoint_and_generation_rules(tmp_path):
 
 @pytest.mark.large
 def test_evaluate_gives_scores(converted, tmp_path):
-    family, _, _, _, run_dir = converted
+    family, _, _, run_dir = converted
     if family == "marian":
         data = tmp_path / "test.tsv"
         data.write_text("".join(f"{s}\t{t}\n" for s, t in zip(ENGLISH[:4], GERMAN[:4])),
@@ -194,7 +234,7 @@ def test_evaluate_gives_scores(converted, tmp_path):
 
 def test_folder_refusals(converted, tmp_path, capsys):
     """Never a user's folder; a run folder only with `--overwrite=true`."""
-    _, _, _, folder, run_dir = converted
+    _, _, folder, run_dir = converted
     user = tmp_path / "mine"
     user.mkdir()
     (user / "notes.txt").write_text("keep me")
@@ -226,7 +266,7 @@ def test_another_architecture_is_one_line(tmp_path):
 def test_a_swapped_tokenizer_is_one_run_folder_error(converted, tmp_path):
     """A converted folder whose tokenizer/ holds another family's files, or a
     tokenizer larger than the model's vocabulary."""
-    family, _, _, _, run_dir = converted
+    family, _, _, run_dir = converted
     other = {"marian": "t5", "bart": "marian", "t5": "bart"}[family]
     swapped = tmp_path / "swapped"
     shutil.copytree(run_dir, swapped)
@@ -242,10 +282,8 @@ def test_a_swapped_tokenizer_is_one_run_folder_error(converted, tmp_path):
 
 
 @pytest.mark.large
-def test_a_larger_tokenizer_is_refused_a_smaller_one_allowed(tmp_path):
-    folder = tmp_path / "checkpoint"
-    make_checkpoint(folder, "t5")
-    run_dir = run_dir_path(convert_checkpoint(folder, tmp_path / "run"))
+def test_a_larger_tokenizer_is_refused_a_smaller_one_allowed(tmp_path_factory, tmp_path):
+    folder, run_dir, _ = converted_run(tmp_path_factory, "t5", beam=False)
     run = runs.SavedRun(run_dir)  # 160 ids for 168 rows: allowed
     assert run.source_tokenizer.vocabulary_size < run.model.target_vocabulary_size
     small = tmp_path / "small"
@@ -254,8 +292,9 @@ def test_a_larger_tokenizer_is_refused_a_smaller_one_allowed(tmp_path):
     with pytest.raises(ValueError, match="more than the 150"):
         convert_checkpoint(small, tmp_path / "run2")
     assert not (tmp_path / "run2").exists()
-    # A model of another checkpoint put in the folder.
-    other = run_dir_path(convert_checkpoint(folder, tmp_path / "run3"))
+    # A model of another checkpoint put in a copy of the converted folder.
+    other = tmp_path / "run3"
+    shutil.copytree(run_dir, other)
     from keras_attention.pretrained import load_pretrained
 
     model, _ = load_pretrained(small)
@@ -269,14 +308,3 @@ def test_mbart_is_refused_naming_it(tmp_path):
     hf_checkpoints.save_checkpoint(folder, "mbart")
     with pytest.raises(ValueError, match="Received: model_type='mbart'"):
         convert_checkpoint(folder, tmp_path / "run")
-
-
-@pytest.mark.large
-def test_a_checkpoint_folder_answers_as_its_converted_run(converted):
-    """`TextToText.from_checkpoint` converts in memory what `convert` saves."""
-    family, _, _, folder, run_dir = converted
-    in_memory = runs.TextToText.from_checkpoint(folder)
-    saved = runs.SavedRun(run_dir)
-    assert in_memory.kind is saved.kind and in_memory.recipe == saved.recipe
-    assert in_memory.generation == saved.generation
-    assert in_memory.generate(TEXTS[:3]) == saved.generate(TEXTS[:3])
