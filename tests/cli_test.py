@@ -14,6 +14,7 @@ import pytest
 
 from keras_attention import cli, data, recipes, runs
 from keras_attention.models import Seq2SeqModel, transformer_seq2seq
+from tests.run_in_turn import CONSOLE_SCRIPT, run_in_turn
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -282,42 +283,9 @@ def test_a_refused_export_dir_is_one_line(run_dir, tmp_path, monkeypatch, capsys
     assert os.listdir(tmp_path / "taken") == ["file"]
 
 
-# Runs `sys.exit(cli.main())` (what the installed script does) on each argv of
-# argv[1] (JSON), one after the other in this one fresh process (TensorFlow is
-# imported once): `sys.argv` as `python -c` sets it, and each exit as the
-# interpreter makes it (a `SystemExit` message printed to stderr with status 1,
-# an uncaught exception's traceback on stderr with status 1). Prints
-# `[[status, stdout, stderr], ...]`.
-_RUN_THE_SCRIPT_IN_TURN = """
-import contextlib, io, json, sys, traceback
-from keras_attention import cli
-
-def run(argv):
-    sys.argv = ["-c", *argv]
-    try:
-        sys.exit(cli.main())
-    except SystemExit as stop:
-        if stop.code is None or isinstance(stop.code, int):
-            return stop.code or 0
-        print(stop.code, file=sys.stderr)
-        return 1
-    except BaseException:
-        traceback.print_exc()
-        return 1
-
-results = []
-for argv in json.loads(sys.argv[1]):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = run(argv)
-    results.append([status, out.getvalue(), err.getvalue()])
-print(json.dumps(results))
-"""
-
-
 @pytest.mark.large
 def test_the_installed_script_prints_one_line_and_no_traceback(run_dir, tmp_path):
-    """The console script in a fresh process (`_RUN_THE_SCRIPT_IN_TURN`: both
+    """The console script in a fresh process (`tests.run_in_turn`: both
     failures in turn in one process): status 1, one stderr line each."""
     (tmp_path / "in.txt").write_bytes(b"\xff\n")
     (tmp_path / "bad").mkdir()
@@ -326,12 +294,7 @@ def test_the_installed_script_prints_one_line_and_no_traceback(run_dir, tmp_path
     cases = [(["generate", str(run_dir), "--input", str(tmp_path / "in.txt")], "line 1, byte 1"),
              (["evaluate", str(tmp_path / "bad"), "--data", str(tmp_path / "in.txt")],
               "config.json is not valid JSON")]
-    process = subprocess.run(
-        [sys.executable, "-c", _RUN_THE_SCRIPT_IN_TURN, json.dumps([a for a, _ in cases])],
-        capture_output=True, text=True, cwd=ROOT, timeout=300,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONWARNINGS="ignore"))
-    assert process.returncode == 0, process.stderr[-2000:]
-    results = json.loads(process.stdout.strip().splitlines()[-1])
+    results = run_in_turn([[CONSOLE_SCRIPT, *argv] for argv, _ in cases])
     for (_, message), (status, stdout, stderr) in zip(cases, results, strict=True):
         assert status == 1, stderr[-2000:]
         ours = [line for line in stderr.splitlines() if "keras-attention" in line]

@@ -2,16 +2,14 @@
 
 import importlib
 import importlib.util
-import json
-import os
 import pathlib
 import runpy
-import subprocess
 import sys
 
 import pytest
 
 from keras_attention import cli
+from tests.run_in_turn import run_in_turn
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -61,50 +59,11 @@ BAD_SETTINGS = [
     ("examples/reverse_demo.py", "--attention=dot", "`attention` must be one of"),
 ]
 
-# Runs each `[script, argument]` of argv[1] (JSON) as `python script argument`
-# would, one after the other in this one process (TensorFlow is imported once,
-# not once per script): `sys.argv` and `sys.path[0]` as Python sets them, the
-# script run as `__main__`, and its exit as the interpreter makes it (a
-# `SystemExit` message printed to stderr with status 1, an uncaught exception's
-# traceback on stderr with status 1). Prints `[[status, stdout, stderr], ...]`.
-_RUN_SCRIPTS_IN_TURN = """
-import contextlib, io, json, os, runpy, sys, traceback
-
-def run(script, argument):
-    sys.argv, sys.path[0] = [script, argument], os.path.dirname(os.path.abspath(script))
-    try:
-        runpy.run_path(script, run_name="__main__")
-    except SystemExit as stop:
-        if stop.code is None or isinstance(stop.code, int):
-            return stop.code or 0
-        print(stop.code, file=sys.stderr)
-        return 1
-    except BaseException:
-        traceback.print_exc()
-        return 1
-    return 0
-
-results = []
-for script, argument in json.loads(sys.argv[1]):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = run(script, argument)
-    results.append([status, out.getvalue(), err.getvalue()])
-print(json.dumps(results))
-"""
-
-
 @pytest.fixture(scope="module")
 def bad_setting_runs():
     """`{script: (status, stdout, stderr)}` of every script of `BAD_SETTINGS`
-    run on its bad setting, in one fresh process (`_RUN_SCRIPTS_IN_TURN`)."""
-    process = subprocess.run(
-        [sys.executable, "-c", _RUN_SCRIPTS_IN_TURN,
-         json.dumps([[script, argument] for script, argument, _ in BAD_SETTINGS])],
-        capture_output=True, text=True, cwd=ROOT, timeout=300,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONWARNINGS="ignore"))
-    assert process.returncode == 0, process.stderr[-2000:]
-    results = json.loads(process.stdout.strip().splitlines()[-1])
+    run on its bad setting, in one fresh process (`tests.run_in_turn`)."""
+    results = run_in_turn([[script, argument] for script, argument, _ in BAD_SETTINGS])
     return {script: result for (script, _, _), result in zip(BAD_SETTINGS, results)}
 
 

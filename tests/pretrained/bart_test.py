@@ -27,20 +27,9 @@ CONFIGURATIONS = {
 
 @pytest.fixture(scope="module")
 def converted(tmp_path_factory):
-    """`name -> (torch model, our model, info)`: the seed-0 checkpoint of
-    `CONFIGURATIONS[name]` and its conversion, made once in this module for
-    the tests that only read them."""
-    made = {}
-
-    def get(name):
-        if name not in made:
-            family, options = CONFIGURATIONS[name]
-            folder = tmp_path_factory.mktemp(name)
-            reference = hf_checkpoints.save_checkpoint(folder, family, **options)
-            made[name] = (reference, *load_pretrained(folder))
-        return made[name]
-
-    return get
+    """`name -> (torch model, our model, info)` of `CONFIGURATIONS[name]`,
+    made once in this module (`hf_checkpoints.converted_on_first_use`)."""
+    return hf_checkpoints.converted_on_first_use(tmp_path_factory, CONFIGURATIONS)
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGURATIONS))

@@ -125,3 +125,24 @@ def teacher_forcing_inputs(labels, start, pad):
     target = np.where(labels == -100, pad, labels).astype("int32")
     decoder = np.concatenate([np.full((len(target), 1), start, "int32"), target[:, :-1]], 1)
     return decoder, target
+
+
+def converted_on_first_use(tmp_path_factory, configurations):
+    """`name -> (torch model, our model, info)`: the seed-0 checkpoint of
+    `configurations[name]` (`(family, save_checkpoint options)`) and its
+    conversion (`load_pretrained`), made the first time a test asks for it
+    and kept for the caller's fixture scope, for the tests that only read
+    them."""
+    from keras_attention.pretrained import load_pretrained
+
+    made = {}
+
+    def get(name):
+        if name not in made:
+            family, options = configurations[name]
+            folder = tmp_path_factory.mktemp(name)
+            reference = save_checkpoint(folder, family, **options)
+            made[name] = (reference, *load_pretrained(folder))
+        return made[name]
+
+    return get

@@ -24,19 +24,11 @@ CONFIGURATIONS = {
 
 @pytest.fixture(scope="module")
 def converted(tmp_path_factory):
-    """`name -> (torch model, our model, info)`: the seed-0 checkpoint of
-    `CONFIGURATIONS[name]` and its conversion, made once in this module for
-    the tests that only read them."""
-    made = {}
-
-    def get(name):
-        if name not in made:
-            folder = tmp_path_factory.mktemp(name)
-            reference = hf_checkpoints.save_checkpoint(folder, "t5", **CONFIGURATIONS[name])
-            made[name] = (reference, *load_pretrained(folder))
-        return made[name]
-
-    return get
+    """`name -> (torch model, our model, info)` of the T5 checkpoint of
+    `CONFIGURATIONS[name]`, made once in this module
+    (`hf_checkpoints.converted_on_first_use`)."""
+    return hf_checkpoints.converted_on_first_use(
+        tmp_path_factory, {name: ("t5", options) for name, options in CONFIGURATIONS.items()})
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGURATIONS))
