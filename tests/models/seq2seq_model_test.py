@@ -244,15 +244,9 @@ print(json.dumps(tokens))
 
 
 def _python(code, backend):
-    """The last line `code` prints, run in a fresh interpreter under `backend`.
-
-    JAX compiles with the light LLVM optimization of `make test-jax`
-    (`JAX_TEST_XLA_FLAGS`, after the caller's XLA_FLAGS), as the JAX test
-    runs do: the programs are small and compile far longer than they run."""
+    """The last line `code` prints, run in a fresh interpreter under `backend`
+    (with this run's XLA_FLAGS: the Makefile's light LLVM optimization)."""
     env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
-    if backend == "jax":
-        env["XLA_FLAGS"] = " ".join(
-            [os.environ.get("XLA_FLAGS", ""), "--xla_backend_optimization_level=0"]).strip()
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
