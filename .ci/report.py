@@ -1,10 +1,14 @@
 """Where CI's time went: a table of stages and the slowest tests.
 
-Usage: python .ci/report.py STAGES_TSV [JUNIT_XML ...]
+Usage: python .ci/report.py STAGES_TSV [SAMPLES_TSV] [JUNIT_XML ...]
 
-STAGES_TSV has one `stage<TAB>seconds<TAB>status` line per stage (`.ci/run`
-writes it); each JUNIT_XML is the report of one pytest run, named
-`<backend>-<tier>.xml` so that the slowest tests say where they ran.
+STAGES_TSV has one `stage<TAB>began<TAB>seconds<TAB>status` line per stage
+(`.ci/run` writes it; `began` counts seconds from the start of the run);
+SAMPLES_TSV (`.tsv`) one `seconds<TAB>busy<TAB>idle<TAB>available` line per
+sample of the machine: /proc/stat's busy and idle jiffies of all cores
+so far, and MemAvailable in MiB. Each JUNIT_XML is the report of one
+pytest run, named after its make target so that the slowest tests say
+where they ran.
 """
 
 import pathlib
@@ -15,12 +19,34 @@ SLOWEST = 25
 
 
 def read_stages(path):
-    """`[(stage, seconds, status)]` in the order they ran."""
+    """`[(stage, began, seconds, status)]` in the order they ended."""
     rows = []
     for line in pathlib.Path(path).read_text().splitlines():
-        stage, seconds, status = line.split("\t")
-        rows.append((stage, int(seconds), status))
+        stage, began, seconds, status = line.split("\t")
+        rows.append((stage, int(began), int(seconds), status))
     return rows
+
+
+def read_samples(path):
+    """`[(seconds, busy, idle, available_mib)]` in time order."""
+    samples = []
+    for line in pathlib.Path(path).read_text().splitlines():
+        fields = line.split("\t")
+        if len(fields) == 4 and all(field.isdigit() for field in fields):
+            samples.append(tuple(int(field) for field in fields))
+    return samples
+
+
+def machine_during(samples, begun, ended):
+    """`(busy percent, least available MiB)` between two times, or `None`
+    when fewer than two samples fall in between."""
+    inside = [sample for sample in samples if begun <= sample[0] <= ended]
+    if len(inside) < 2:
+        return None
+    busy = inside[-1][1] - inside[0][1]
+    idle = inside[-1][2] - inside[0][2]
+    total = busy + idle
+    return (100.0 * busy / total if total else 0.0), min(sample[3] for sample in inside)
 
 
 def read_tests(path):
@@ -33,12 +59,19 @@ def read_tests(path):
     return tests
 
 
-def format_stages(rows):
+def format_stages(rows, samples=()):
     if not rows:
         return "(no stage finished)"
-    width = max(len(stage) for stage, _, _ in rows)
-    lines = [f"{'stage':<{width}}  seconds  status"]
-    lines += [f"{stage:<{width}}  {seconds:>7}  {status}" for stage, seconds, status in rows]
+    width = max(len(stage) for stage, *_ in rows)
+    lines = [f"{'stage':<{width}}  began  seconds  status  cores busy  least free memory"]
+    for stage, began, seconds, status in sorted(rows, key=lambda row: row[1]):
+        machine = machine_during(samples, began, began + seconds)
+        busy, free = (f"{machine[0]:.0f}%", f"{machine[1]:,} MiB") if machine else ("", "")
+        lines.append(f"{stage:<{width}}  {began:>5}  {seconds:>7}  {status:<6}  "
+                     f"{busy:>10}  {free:>17}")
+    if len(samples) >= 2:
+        busy, free = machine_during(samples, samples[0][0], samples[-1][0])
+        lines.append(f"whole run: cores {busy:.0f}% busy, least free memory {free:,} MiB")
     return "\n".join(lines)
 
 
@@ -50,8 +83,12 @@ def format_slowest(tests, count=SLOWEST):
 
 
 def main(argv):
-    stages, *reports = argv
-    print(format_stages(read_stages(stages)))
+    stages, *others = argv
+    sample_files = [path for path in others if path.endswith(".tsv")]
+    reports = [path for path in others if path.endswith(".xml")]
+    samples = [sample for path in sample_files if pathlib.Path(path).is_file()
+               for sample in read_samples(path)]
+    print(format_stages(read_stages(stages), samples))
     tests = [test for path in reports if pathlib.Path(path).is_file()
              for test in read_tests(path)]
     if tests:

@@ -147,26 +147,42 @@ def _cache_jax_compilations(tmp_path_factory):
     yield
 
 
-# The test modules that take minutes on 2 cores (they train recipes, start
-# processes, build the docs site), longest first. They come first in the
+# The test modules that take longest on 2 cores (they train recipes, start
+# processes, compile generation), longest first. They come first in the
 # collection, then the others, most tests first, as xdist would order them
 # itself; xdist hands modules out in this order (`--dist loadfile
 # --no-loadscope-reorder`, Makefile). In xdist's own order, most tests first,
 # these few-test modules started last, while the other worker idled.
-LONG_MODULES = (  # the longest modules by --durations (junit)
+LONG_MODULES = (  # over 25 s in one run of CI (junit: setup + call), longest first
     "tests/models/transformer_seq2seq_test.py",
-    "tests/layers/quantization_test.py",
-    "tests/examples_test.py",
     "tests/models/seq2seq_model_test.py",
+    "tests/layers/cross_backend_test.py",
+    "tests/layers/quantization_test.py",
     "tests/distribute_test.py",
+    "tests/layers/attention_implementations_test.py",
+    "tests/docs_test.py",
     "tests/examples_question_answering_test.py",
+    "tests/runs/convert_test.py",
     "tests/recipes/backends_test.py",
     "tests/export_test.py",
-    "tests/models/rnn_seq2seq_test.py",
-    "tests/layers/universal_transformer_test.py",
-    "tests/layers/transformer_decoder_block_test.py",
+    "tests/export_converted_test.py",
     "tests/examples_summarization_test.py",
-    "tests/runs/convert_test.py",
+    "tests/recipes/fine_tuning_test.py",
+    "tests/layers/relative_position_bias_test.py",
+    "tests/pretrained/bart_test.py",
+    "tests/compat/keras_hub_test.py",
+    "tests/examples_test.py",
+    "tests/layers/multi_head_attention_test.py",
+    "tests/layers/transformer_decoder_block_test.py",
+    "tests/layers/universal_transformer_test.py",
+    "tests/layers/output_specs_test.py",
+    "tests/compat/keras_test.py",
+    "tests/pretrained/t5_test.py",
+    "tests/layers/cache_contract_test.py",
+    "tests/models/packed_sequences_test.py",
+    "tests/layers/pointer_generator_test.py",
+    "tests/decoding/hf_beam_search_test.py",
+    "tests/layers/attention_properties_test.py",
 )
 
 

@@ -29,7 +29,7 @@ from keras_attention import distribute
 from tests import recipes
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-TIMEOUT = 150  # seconds for one distributed run (about 25 s on 2 busy cores)
+TIMEOUT = 300  # seconds for one distributed run (about 25 s on 2 busy cores)
 # Epochs of the one-device and two-replica loss curves: 8 steps, enough for
 # the loss to fall and for a wrongly scaled gradient to show.
 PARITY_EPOCHS = 2

@@ -2,7 +2,6 @@ import keras
 import numpy as np
 import pytest
 
-from keras_attention.data import make_task, sequence_accuracy
 from keras_attention.models import RNNSeq2Seq, rnn_seq2seq
 from tests.models.generation_checks import (
     SOURCE,
@@ -46,22 +45,6 @@ def test_save_and_reload(tmp_path):
     assert isinstance(reloaded, RNNSeq2Seq)
     np.testing.assert_array_equal(reloaded(inputs), model(inputs))
     np.testing.assert_array_equal(reloaded.generate(SOURCE, 5), model.generate(SOURCE, 5))
-
-
-@pytest.mark.slow_on("torch", reason="trains to an accuracy target, eagerly")
-@pytest.mark.same_path_on("tensorflow", reason=(
-    "tests/examples_test.py's reverse demo trains this model on this task under XLA, "
-    "and checks beam search and the alignment too"))
-def test_learns_to_reverse_with_bahdanau_attention():
-    keras.utils.set_random_seed(0)
-    x, y = make_task("reverse", 3000, seed=0)
-    test_x, test_y = make_task("reverse", 100, seed=1)
-    model = rnn_seq2seq(16, embedding_dim=32, units=64, attention="bahdanau")
-    model.compile(optimizer=keras.optimizers.Adam(3e-3), jit_compile=True,
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0))
-    model.fit(x, y, batch_size=64, epochs=8, verbose=0)
-    predicted = model.generate(test_x["encoder_token_ids"], max_length=9)
-    assert sequence_accuracy(predicted, test_y) >= 0.9
 
 
 def test_invalid_builder_args():

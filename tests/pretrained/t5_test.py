@@ -109,11 +109,12 @@ def test_unsupported_feed_forward_is_an_error_naming_it():
 
 @pytest.mark.large
 @pytest.mark.slow_on("jax", reason=quantization_checks.SLOW_ON_JAX)
-@pytest.mark.parametrize("name", ["t5_v1_0", "t5_v1_1"])
-def test_int8_quantized_close_to_float_and_round_trips(tmp_path, name):
-    """Tied (v1.0) and untied (v1.1) tables, the relative position biases
-    (int8 `Embedding`s) too."""
-    hf_checkpoints.save_checkpoint(tmp_path / "checkpoint", "t5", **CONFIGURATIONS[name])
+def test_int8_quantized_close_to_float_and_round_trips(tmp_path):
+    """T5 v1.1: the gated feed-forward, the untied output table and the
+    relative position biases (int8 `Embedding`s). A tied table quantizes in
+    tests/models/transformer_seq2seq_test.py::test_shared_tied_model_quantizes_to_int8
+    and tests/models/seq2seq_model_test.py's int8 round trip."""
+    hf_checkpoints.save_checkpoint(tmp_path / "checkpoint", "t5", **CONFIGURATIONS["t5_v1_1"])
     model, info = load_pretrained(tmp_path / "checkpoint")
     assert model.encoder_bias.weights
     quantization_checks.assert_int8_close_to_float_and_round_trips(
