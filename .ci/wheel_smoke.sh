@@ -71,8 +71,14 @@ print("\n".join(dict.fromkeys([paths["purelib"], paths["platlib"]])))' \
     > "$site/reused_dependencies.pth"
   pip=("$REUSED/bin/python" -m pip --python "$VENV/python")
   "${pip[@]}" install --quiet --no-deps --no-index "${wheel[0]}"
-  "${pip[@]}" check > "$WORK/pip_check.log" 2>&1 \
-    || { cat "$WORK/pip_check.log" >&2; fail "the requirements are not met by $REUSED"; }
+  # Only the wheel's own requirements count: CI runs this while pip installs
+  # the extras (torch, transformers) into $REUSED, whose other packages may
+  # be half-installed meanwhile.
+  "${pip[@]}" check > "$WORK/pip_check.log" 2>&1 || true
+  if grep -qi '^keras-attention-kit ' "$WORK/pip_check.log"; then
+    cat "$WORK/pip_check.log" >&2
+    fail "the wheel's requirements are not met by $REUSED"
+  fi
 else
   "$PYTHON" -m venv "$WORK/venv"
   # shellcheck disable=SC2086  # PIP_OPTIONS is a list of options
