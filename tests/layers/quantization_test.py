@@ -69,7 +69,15 @@ def projection_kernels(model):
     return {w.path: w for w in model.weights if w.path.endswith("/kernel")}
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", [
+    pytest.param("int8", marks=pytest.mark.same_path_on("jax", reason=(
+        "which projections quantize is Python, the same on every backend (the float8 case "
+        "counts them on JAX); JAX's int8 outputs equal Keras' in "
+        "test_quantized_outputs_equal_keras_multi_head_attention[int8], and a whole int8 "
+        "model generates there in tests/models/seq2seq_model_test.py::"
+        "test_a_quantized_model_round_trips_through_a_keras_file"))),
+    *MODES[1:],
+])
 def test_quantize_reaches_every_projection_and_stays_near_float(mode):
     model = transformer_model()
     x = inputs()

@@ -88,7 +88,7 @@ def test_halting_steps_follow_the_facts_in_reading_order():
 @pytest.mark.slow_on("jax", "torch", reason=LEARNS_ON_TENSORFLOW)
 def test_learns_the_last_place_of_a_person():
     (x, y), (x_test, y_test), tokenizer, answers = encoded_stories(
-        2000, 200, max_sentences=4, max_memories=4
+        2016, 224, max_sentences=4, max_memories=4  # whole batches of 32: one compile each
     )
     model = universal_transformer_qa(tokenizer.vocabulary_size(), len(answers), hidden_dim=32,
                                      num_heads=2, intermediate_dim=64, max_steps=2,
