@@ -14,6 +14,7 @@ import pytest
 
 from keras_attention import cli, data, recipes, runs
 from keras_attention.models import Seq2SeqModel, transformer_seq2seq
+from tests.package_layers_test import TOOLKIT
 from tests.run_in_turn import CONSOLE_SCRIPT, run_in_turn
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -69,11 +70,36 @@ def pairs_file(tmp_path):
 ## What works
 
 
+def _toolkit_files_run_by(function):
+    """The files of the toolkit's parts (`tests/package_layers_test.TOOLKIT`:
+    pretrained, runs, recipes, export, cli) whose code runs during
+    `function()`, relative to the package."""
+    package = os.path.join(ROOT, "keras_attention") + os.sep
+    ran = set()
+
+    def record(frame, event, arg):
+        name = frame.f_code.co_filename
+        if event == "call" and name.startswith(package):
+            ran.add(os.path.relpath(name, package))
+
+    sys.setprofile(record)
+    try:
+        function()
+    finally:
+        sys.setprofile(None)
+    return sorted(name for name in ran if name.split(os.sep)[0].removesuffix(".py") in TOOLKIT)
+
+
 @pytest.mark.large
 def test_generate_writes_one_line_per_input_line(run_dir, tmp_path, capsys):
+    """Also: one generate call runs the code of at most 10 toolkit files
+    (the CLI, the run folder's reader and its text-to-text path); the layers,
+    models, decoding and data it reaches are the library's core."""
     (tmp_path / "in.txt").write_bytes("\ufeffMarch 3, 2021\r\nmai 1er, 2003 ünïcode\n".encode())
-    cli.main(["generate", str(run_dir), "--input", str(tmp_path / "in.txt"),
-              "--output", str(tmp_path / "out.txt")])
+    toolkit_files = _toolkit_files_run_by(lambda: cli.main([
+        "generate", str(run_dir), "--input", str(tmp_path / "in.txt"),
+        "--output", str(tmp_path / "out.txt")]))
+    assert "cli.py" in toolkit_files and len(toolkit_files) <= 10, toolkit_files
     lines = (tmp_path / "out.txt").read_text(encoding="utf-8").splitlines()
     assert lines == runs.SavedRun(run_dir).generate(["March 3, 2021", "mai 1er, 2003 ünïcode"])
     assert sorted(os.listdir(tmp_path)) == ["in.txt", "out.txt"]  # no temporary file left
