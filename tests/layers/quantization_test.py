@@ -157,6 +157,9 @@ def test_files_saved_with_raw_kernels_still_load():
     assert "gqa/query/kernel" in paths and "encoder/self_attention/key/kernel" in paths
 
 
+@pytest.mark.same_path_on("jax", reason=(
+    "Python maps a raw-weights file onto the sublayers, the same on every backend; JAX loads "
+    "old files in test_additive_and_luong_files_saved_with_raw_kernels_still_load"))
 def test_raw_weights_file_maps_onto_the_sublayers_in_order(tmp_path):
     """The shim puts each old own variable into its sublayer (checked
     variable by variable against a file written in the old layout)."""
@@ -205,6 +208,11 @@ def additive_and_luong_model():
     return keras.Model([query, value], keras.layers.Concatenate()(outputs))
 
 
+@pytest.mark.same_path_on("jax", reason=(
+    "which projections quantize is Python and the round trip is Keras' saving, the same on "
+    "every backend; JAX's int8 projections equal Keras' in "
+    "test_quantized_outputs_equal_keras_multi_head_attention[int8] and the RNN decoder's "
+    "quantize in test_rnn_decoder_quantizes_its_projections_and_loads_the_raw_layout"))
 def test_additive_and_luong_projections_quantize_and_round_trip(tmp_path):
     model = additive_and_luong_model()
     rng = np.random.default_rng(0)
@@ -256,6 +264,10 @@ def test_files_saved_with_raw_tables_still_load():
             "encode/temporal_embedding/embeddings"} <= paths
 
 
+@pytest.mark.same_path_on("jax", reason=(
+    "Keras' int8 Embedding and its saving, the same code on every backend; on JAX a shared, "
+    "tied model quantizes to int8, reloads and generates in tests/models/seq2seq_model_test.py::"
+    "test_a_quantized_model_round_trips_through_a_keras_file"))
 def test_embedding_tables_quantize_to_int8_and_round_trip(tmp_path):
     model, inputs, expected = tables_fixture()
     with warnings.catch_warnings(record=True) as caught:
@@ -279,6 +291,10 @@ def test_embedding_tables_quantize_to_int8_and_round_trip(tmp_path):
     np.testing.assert_array_equal(to_numpy(masks[1]), (inputs["story"] != 0).any(-1))
 
 
+@pytest.mark.same_path_on("jax", reason=(
+    "Keras' int8 Embedding under our position table, the same code on every backend; on JAX "
+    "a whole int8 model generates in tests/models/seq2seq_model_test.py::"
+    "test_a_quantized_model_round_trips_through_a_keras_file"))
 def test_position_table_quantizes_in_a_model():
     tokens = keras.Input((5,), dtype="int32")
     embedded = layers.TokenAndPositionEmbedding(
@@ -308,6 +324,10 @@ def test_layer_quantize_of_raw_kernels_raises_naming_the_layer():
         layer.quantize("int8")
 
 
+@pytest.mark.same_path_on("jax", reason=(
+    "which projections quantize and how an old file maps are Python, the same on every "
+    "backend; JAX's int8 projections equal Keras' in "
+    "test_quantized_outputs_equal_keras_multi_head_attention[int8]"))
 def test_pointer_generator_quantizes_its_vocabulary_projections_and_loads_old_files():
     model = keras.saving.load_model(FIXTURES / "raw_weights_pointer_generator.keras")
     saved = np.load(FIXTURES / "raw_weights_pointer_generator_io.npz")

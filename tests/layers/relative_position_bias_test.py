@@ -179,6 +179,9 @@ def test_gradient_reaches_the_table_through_attention(rng):
     assert np.isfinite(table_gradient).all() and np.abs(table_gradient).max() > 0
 
 
+@pytest.mark.same_path_on("jax", reason=(
+    "Keras' saving, the same on every backend; on JAX the layer saved under TensorFlow gives "
+    "its outputs in tests/layers/cross_backend_test.py"))
 def test_functional_model_saves_and_loads_with_identical_outputs(rng, tmp_path):
     """In a functional model the lengths come from the sequence itself."""
     x = keras.Input((None, 8))
@@ -213,6 +216,10 @@ def test_config_round_trip(bidirectional):
     )
 
 
+@pytest.mark.same_path_on("jax", reason=(
+    "Keras' int8 Embedding and its saving, the same code on every backend; on JAX int8 "
+    "tables generate in tests/models/seq2seq_model_test.py::"
+    "test_a_quantized_model_round_trips_through_a_keras_file"))
 def test_quantized_table_gives_nearly_the_same_bias_and_saves(rng, tmp_path):
     x = keras.Input((None, 8))
     bias_layer = RelativePositionBias(4, num_buckets=8, max_distance=16,
