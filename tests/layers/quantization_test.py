@@ -18,8 +18,8 @@ FIXTURES = pathlib.Path(__file__).parent.parent / "fixtures"
 # packs its nibbles with the same keras.ops code as int8's path plus Keras'
 # own packing, checked on TensorFlow.
 MODES = ("int8", "float8", pytest.param("int4", marks=pytest.mark.same_path_on("jax", reason=(
-    "the int8 case's projections and calls; int4's packing is Keras' own code, run on "
-    "TensorFlow"))))
+    "int4 packs its nibbles with Keras' own code over the int8 path, run on TensorFlow; "
+    "JAX runs int8 and float8 quantized calls"))))
 # Old files: their variables are mapped onto the sublayers in Python
 # (load_own_variables), the same on every backend; that a file saved under
 # TensorFlow gives its outputs on JAX and torch is tests/layers/cross_backend_test.py's.
