@@ -1,9 +1,10 @@
-"""BART, mBART and Marian (OPUS-MT) checkpoints as `TransformerSeq2Seq`.
+"""BART checkpoints as `TransformerSeq2Seq`, and the layout BART-style families share.
 
-The three share one layer layout (`transformers`' `BartEncoderLayer`,
-`MBartEncoderLayer`, `MarianEncoderLayer`, ...): `self_attn.{q,k,v,out}_proj`,
-`self_attn_layer_norm`, `encoder_attn*` in the decoder, `fc1`, `fc2`,
-`final_layer_norm`. They differ in the embeddings and the norms:
+BART, mBART and Marian (OPUS-MT) share one layer layout (`transformers`'
+`BartEncoderLayer`, `MBartEncoderLayer`, `MarianEncoderLayer`, ...):
+`self_attn.{q,k,v,out}_proj`, `self_attn_layer_norm`, `encoder_attn*` in the
+decoder, `fc1`, `fc2`, `final_layer_norm`. They differ in the embeddings and
+the norms, which a `BartLayout` names:
 
 | family | blocks    | positions                  | embedding norm | final norms |
 |--------|-----------|----------------------------|----------------|-------------|
@@ -11,22 +12,24 @@ The three share one layer layout (`transformers`' `BartEncoderLayer`,
 | mBART  | pre-norm  | learned, offset 2          | yes            | yes         |
 | Marian | post-norm | sinusoidal (sin, cos halves) | no           | no          |
 
-`bart_model(config, weights)` builds the model of a `config.json` (a dict)
-and copies `weights` (a dict of arrays) into it, after checking every value
-and shape.
+This module is BART's (`bart_model`, `BART`); `marian.py` and `mbart.py`
+hold the other two layouts. `bart_style_model(config, weights, layout)`
+builds the model of a `config.json` (a dict) and pairs its variables with
+`weights` (a dict of arrays), after checking every value and shape.
 
 >>> options = bart_options({
-...     "model_type": "marian", "encoder_layers": 6, "decoder_layers": 6,
-...     "encoder_attention_heads": 8, "decoder_attention_heads": 8,
-...     "encoder_ffn_dim": 2048, "decoder_ffn_dim": 2048, "activation_function": "swish",
-...     "vocab_size": 58101, "d_model": 512, "max_position_embeddings": 512,
-...     "scale_embedding": True, "pad_token_id": 58100, "eos_token_id": 0,
-...     "decoder_start_token_id": 58100})
->>> options["position"], options["norm_first"], options["start_token_id"]
-('sinusoidal_halves', False, 1)
+...     "model_type": "bart", "encoder_layers": 6, "decoder_layers": 6,
+...     "encoder_attention_heads": 16, "decoder_attention_heads": 16,
+...     "encoder_ffn_dim": 4096, "decoder_ffn_dim": 4096, "activation_function": "gelu",
+...     "vocab_size": 50265, "d_model": 1024, "max_position_embeddings": 1024,
+...     "pad_token_id": 1, "bos_token_id": 0, "eos_token_id": 2,
+...     "decoder_start_token_id": 2})
+>>> options["position"], options["position_offset"], options["start_token_id"]
+('learned', 2, 0)
 """
 
-import keras
+import dataclasses
+
 import numpy as np
 
 from keras_attention.models.transformer_seq2seq import transformer_seq2seq
@@ -41,8 +44,6 @@ from keras_attention.pretrained.checkpoint import (
     weight,
 )
 
-#: `config.json` `model_type` -> family.
-MODEL_TYPES = ("bart", "mbart", "marian")
 #: `transformers`' activation names -> ours.
 ACTIVATIONS = {
     "gelu": "gelu", "gelu_new": "gelu_approximate", "gelu_pytorch_tanh": "gelu_approximate",
@@ -50,10 +51,44 @@ ACTIVATIONS = {
 }
 
 
-def bart_options(config):
-    """The `transformer_seq2seq` arguments of a BART, mBART or Marian
-    `config` (a dict); an error naming any value we do not support."""
-    family = check_config_value(config, "model_type", MODEL_TYPES)
+@dataclasses.dataclass(frozen=True)
+class BartLayout:
+    """What sets a BART-style family apart (the table of the module docstring).
+
+    Attributes:
+        model_type: the `config.json` `model_type` of the family.
+        position: `"learned"` (saved tables, offset 2) or
+            `"sinusoidal_halves"` (computed; a saved table must equal ours).
+        norm_first: pre-norm blocks and a final norm closing each stack.
+        embedding_norm: a norm after the token and position embeddings.
+        target_vocabulary: the config may give the decoder a vocabulary of its
+            own (`share_encoder_decoder_embeddings`, `decoder_vocab_size`).
+    """
+
+    model_type: str
+    position: str = "learned"
+    norm_first: bool = False
+    embedding_norm: bool = True
+    target_vocabulary: bool = False
+
+
+#: BART's layout: post-norm, learned positions, an embedding norm.
+BART = BartLayout("bart")
+
+
+def bart_model(config, weights):
+    """A `TransformerSeq2Seq` with the weights of a BART checkpoint
+    (`config`: its `config.json` as a dict, `weights`: its arrays by name).
+    Every weight is found and its shape checked before any is copied."""
+    model, pairs = bart_style_model(config, weights, BART)
+    assign_weights(pairs)
+    return model
+
+
+def bart_options(config, layout=BART):
+    """The `transformer_seq2seq` arguments of a `config` (a dict) of the
+    BART-style family `layout`; an error naming any value we do not support."""
+    check_config_value(config, "model_type", (layout.model_type,))
     num_layers = check_equal(config, "encoder_layers", "decoder_layers")
     num_heads = check_equal(config, "encoder_attention_heads", "decoder_attention_heads")
     intermediate_dim = check_equal(config, "encoder_ffn_dim", "decoder_ffn_dim")
@@ -61,7 +96,7 @@ def bart_options(config):
     vocabulary_size = config["vocab_size"]
     target_vocabulary_size = vocabulary_size
     share = True
-    if family == "marian":
+    if layout.target_vocabulary:
         share = config.get("share_encoder_decoder_embeddings", True)
         if not share:
             target_vocabulary_size = config.get("decoder_vocab_size") or vocabulary_size
@@ -75,11 +110,11 @@ def bart_options(config):
         intermediate_dim=intermediate_dim,
         dropout=0.0,
         max_length=config["max_position_embeddings"],
-        position="sinusoidal_halves" if family == "marian" else "learned",
-        norm_first=family == "mbart",
-        final_norm=family == "mbart",
-        embedding_norm=family != "marian",
-        position_offset=0 if family == "marian" else 2,
+        position=layout.position,
+        norm_first=layout.norm_first,
+        final_norm=layout.norm_first,
+        embedding_norm=layout.embedding_norm,
+        position_offset=2 if layout.position == "learned" else 0,
         scale_embeddings=bool(config.get("scale_embedding", False)),
         activation=ACTIVATIONS[activation],
         layer_norm_epsilon=1e-5,
@@ -92,18 +127,18 @@ def bart_options(config):
     )
 
 
-def bart_model(config, weights):
-    """A `TransformerSeq2Seq` with the weights of a BART, mBART or Marian
-    checkpoint (`config`: its `config.json` as a dict, `weights`: its
-    arrays by name). Every weight is found and its shape checked before
-    any is copied.
+def bart_style_model(config, weights, layout):
+    """`(model, pairs)`: the `TransformerSeq2Seq` of a checkpoint of the
+    BART-style family `layout` and its `(variable, array, name)` pairs (see
+    `checkpoint.assign_weights`), every weight found and its shape checked;
+    nothing is copied yet.
 
     Whether the source and target tables are one, and whether the output
     projection is the target table, is read from the weights themselves
     (`transformers` saves a tied table once, and with
     `tie_word_embeddings=False` unties the encoder's and decoder's tables
     too)."""
-    options = bart_options(config)
+    options = bart_options(config, layout)
     tables = embedding_tables(weights, options["share_embeddings"])
     options["share_embeddings"] = (
         tables["source"].shape == tables["target"].shape
@@ -113,13 +148,8 @@ def bart_model(config, weights):
     options["tie_embeddings"] = output is None or (
         output.shape == tables["target"].shape and np.array_equal(output, tables["target"])
     )
-    family = config["model_type"]
     model = transformer_seq2seq(**options)
-    pairs = bart_weight_pairs(model, weights, family, options, tables)
-    if family == "marian":
-        _check_sinusoidal(model, weights)
-    assign_weights(pairs)
-    return model
+    return model, bart_weight_pairs(model, weights, options, tables)
 
 
 def embedding_tables(weights, shared=True):
@@ -139,7 +169,7 @@ def embedding_tables(weights, shared=True):
     }
 
 
-def bart_weight_pairs(model, weights, family, options, tables):
+def bart_weight_pairs(model, weights, options, tables):
     """The `(variable, array, name)` pairs of a built model."""
     pairs = [(model.source_embedding.token_embedding.embeddings, tables["source"],
               "model.encoder.embed_tokens.weight")]
@@ -151,14 +181,15 @@ def bart_weight_pairs(model, weights, family, options, tables):
         ("decoder", model.target_embedding, model.decoder_blocks),
     ):
         prefix = f"model.{side}"
-        if family != "marian":
+        if options["position"] == "learned":
             name = f"{prefix}.embed_positions.weight"
             pairs.append((embedding.position_encoding.position_embeddings,
                           weight(weights, name), name))
+        if options["embedding_norm"]:
             norm = (model.source_embedding_norm if side == "encoder"
                     else model.target_embedding_norm)
             pairs += norm_pairs(norm, weights, f"{prefix}.layernorm_embedding")
-        if family == "mbart":
+        if options["final_norm"]:
             norm = model.encoder_norm if side == "encoder" else model.decoder_norm
             pairs += norm_pairs(norm, weights, f"{prefix}.layer_norm")
         for i, block in enumerate(blocks):
@@ -168,26 +199,6 @@ def bart_weight_pairs(model, weights, family, options, tables):
     name = "final_logits_bias"
     pairs.append((model.output_projection.bias, weight(weights, name).reshape(-1), name))
     return pairs
-
-
-def _check_sinusoidal(model, weights):
-    """Marian saves its (fixed) sinusoidal tables; ours are computed, so a
-    saved table must be the one we compute."""
-    for side, embedding in (("encoder", model.source_embedding),
-                            ("decoder", model.target_embedding)):
-        name = f"model.{side}.embed_positions.weight"
-        if name not in weights:
-            continue
-        table = np.asarray(weights[name], "float32")
-        ours = keras.ops.convert_to_numpy(
-            embedding.position_encoding(np.zeros((1,) + table.shape, "float32"))
-        )[0]
-        if ours.shape != table.shape or not np.allclose(ours, table, atol=1e-4):
-            raise ValueError(
-                f"The checkpoint weight {name!r} is not Marian's sinusoidal table "
-                "(sines in the first half, cosines in the second), the only positions "
-                f"we convert for Marian. Received: {name}.shape={table.shape}"
-            )
 
 
 def bart_layer_pairs(block, weights, prefix):

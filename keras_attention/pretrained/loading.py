@@ -5,28 +5,18 @@ model, info = load_pretrained("opus-mt-en-de")   # a folder you have
 token_ids = model.generate(source_ids, **info["generation"])
 ```
 
-Supported: `MarianMTModel` (OPUS-MT), `BartForConditionalGeneration`,
-`MBartForConditionalGeneration`, `T5ForConditionalGeneration` (v1.0, v1.1,
-flan-T5). Another architecture, a config value our
+Supported: the families of `families.FAMILIES`: `MarianMTModel` (OPUS-MT),
+`BartForConditionalGeneration`, `MBartForConditionalGeneration`,
+`T5ForConditionalGeneration` (v1.0, v1.1, flan-T5). Another architecture, a config value our
 blocks cannot express, a missing weight or one of another shape is an error
 naming it, raised before any weight is copied. Nothing is downloaded.
 """
 
 import os
 
-from keras_attention.pretrained.bart import MODEL_TYPES as BART_MODEL_TYPES
-from keras_attention.pretrained.bart import bart_model
 from keras_attention.pretrained.checkpoint import read_config, read_weights
+from keras_attention.pretrained.families import family_of
 from keras_attention.pretrained.generation_config import generation_settings
-from keras_attention.pretrained.t5 import t5_model
-
-#: `config.json` `architectures` entries we convert, by `model_type`.
-ARCHITECTURES = {
-    "marian": "MarianMTModel",
-    "bart": "BartForConditionalGeneration",
-    "mbart": "MBartForConditionalGeneration",
-    "t5": "T5ForConditionalGeneration",
-}
 
 
 def load_pretrained(folder):
@@ -40,7 +30,7 @@ def load_pretrained(folder):
 
     Returns:
         `(model, info)`: the model (float32, dropout 0) and a dict with
-        `family` (`"marian"`, `"bart"`, `"mbart"` or `"t5"`), `config` (the
+        `family` (the `model_type`: `"marian"`, `"bart"`, `"mbart"` or `"t5"`), `config` (the
         `config.json` dict) and `generation` (the `generate` keyword
         arguments of the checkpoint's generation config, always with its
         `decoder_start_token_id`: Marian starts the decoder with its pad id,
@@ -60,24 +50,9 @@ def load_pretrained(folder):
     ValueError: Argument `folder` must be a local ... Received: folder='no-such-folder'
     """
     config = read_config(folder)
-    model_type = config.get("model_type")
-    if model_type not in ARCHITECTURES:
-        raise ValueError(
-            "The checkpoint's `model_type` is not one we convert (supported: "
-            f"{', '.join(map(repr, ARCHITECTURES))}). Received: model_type={model_type!r}"
-        )
-    for architecture in config.get("architectures") or [ARCHITECTURES[model_type]]:
-        if architecture != ARCHITECTURES[model_type]:
-            raise ValueError(
-                f"The checkpoint's architecture is not one we convert (for "
-                f"`model_type={model_type!r}`: {ARCHITECTURES[model_type]!r}). "
-                f"Received: architectures={config.get('architectures')!r}"
-            )
+    family = family_of(config)
     weights = read_weights(folder)
-    if model_type in BART_MODEL_TYPES:
-        model = bart_model(config, weights)
-    else:
-        model = t5_model(config, weights)
+    model = family.build_model(config, weights)
     generation = {}
     if os.path.isfile(os.path.join(os.fspath(folder), "generation_config.json")):
         generation = generation_settings(folder, end_token_id=model.end_token_id,
@@ -87,4 +62,4 @@ def load_pretrained(folder):
         generation["decoder_start_token_id"] = (
             config.get("bos_token_id") if start is None else start
         )
-    return model, {"family": model_type, "config": config, "generation": generation}
+    return model, {"family": family.model_type, "config": config, "generation": generation}

@@ -29,13 +29,22 @@ import json
 import os
 import re
 
-import keras_hub
 import numpy as np
 
 SPIECE_UNDERLINE = "\u2581"
 
 
-def _require(folder, name):
+def _keras_hub_tokenizers():
+    """keras-hub's tokenizers, imported when a tokenizer is first made (the
+    table of families, `families.py`, names these classes without it)."""
+    import keras_hub
+
+    return keras_hub.tokenizers
+
+
+def require_file(folder, name):
+    """The path of the file `name` in a checkpoint folder; a
+    `FileNotFoundError` naming it when it is not there."""
     path = os.path.join(os.fspath(folder), name)
     if not os.path.isfile(path):
         raise FileNotFoundError(
@@ -93,6 +102,9 @@ class MarianTokenizer:
     ```
     """
 
+    #: The files `from_folder` reads.
+    FILES = ("source.spm", "target.spm", "vocab.json")
+
     def __init__(self, source_spm, target_spm, vocabulary, *, unk_token="<unk>",
                  eos_token="</s>", pad_token="<pad>"):
         if not isinstance(vocabulary, dict) or not vocabulary:
@@ -105,9 +117,9 @@ class MarianTokenizer:
                                  f"Received: {name}={token!r}")
         self.vocabulary = {str(k): int(v) for k, v in vocabulary.items()}
         self.pieces = {v: k for k, v in self.vocabulary.items()}
-        self.source = keras_hub.tokenizers.SentencePieceTokenizer(proto=source_spm,
+        self.source = _keras_hub_tokenizers().SentencePieceTokenizer(proto=source_spm,
                                                                   dtype="string")
-        self.target = keras_hub.tokenizers.SentencePieceTokenizer(proto=target_spm,
+        self.target = _keras_hub_tokenizers().SentencePieceTokenizer(proto=target_spm,
                                                                   dtype="string")
         self.unk_token_id = self.vocabulary[unk_token]
         self.end_token_id = self.vocabulary[eos_token]
@@ -117,9 +129,10 @@ class MarianTokenizer:
     @classmethod
     def from_folder(cls, folder):
         """From a checkpoint folder holding source.spm, target.spm and vocab.json."""
-        with open(_require(folder, "vocab.json"), encoding="utf-8") as file:
+        with open(require_file(folder, "vocab.json"), encoding="utf-8") as file:
             vocabulary = json.load(file)
-        return cls(_require(folder, "source.spm"), _require(folder, "target.spm"), vocabulary)
+        return cls(require_file(folder, "source.spm"), require_file(folder, "target.spm"),
+                   vocabulary)
 
     @property
     def vocabulary_size(self):
@@ -159,6 +172,9 @@ class BartTokenizer:
         merges: `merges.txt`'s path or its list of merge rules.
     """
 
+    #: The files `from_folder` reads.
+    FILES = ("vocab.json", "merges.txt")
+
     def __init__(self, vocabulary, merges, *, bos_token="<s>", eos_token="</s>",
                  pad_token="<pad>", unk_token="<unk>"):
         if isinstance(vocabulary, (str, os.PathLike)):
@@ -174,7 +190,7 @@ class BartTokenizer:
                 raise ValueError(f"Argument `{name}` must be in the vocabulary. "
                                  f"Received: {name}={token!r}")
         self.vocabulary = dict(vocabulary)
-        self.bpe = keras_hub.tokenizers.BytePairTokenizer(vocabulary=self.vocabulary,
+        self.bpe = _keras_hub_tokenizers().BytePairTokenizer(vocabulary=self.vocabulary,
                                                           merges=list(merges))
         self.start_token_id = self.vocabulary[bos_token]
         self.end_token_id = self.vocabulary[eos_token]
@@ -188,7 +204,7 @@ class BartTokenizer:
     @classmethod
     def from_folder(cls, folder):
         """From a checkpoint folder holding vocab.json and merges.txt."""
-        return cls(_require(folder, "vocab.json"), _require(folder, "merges.txt"))
+        return cls(require_file(folder, "vocab.json"), require_file(folder, "merges.txt"))
 
     @property
     def vocabulary_size(self):
@@ -218,12 +234,14 @@ class T5Tokenizer:
     """
 
     SENTINEL = re.compile(r"<extra_id_(\d+)>")
+    #: The files `from_folder` reads.
+    FILES = ("spiece.model",)
 
     def __init__(self, spiece_model, extra_ids=100):
         if isinstance(extra_ids, bool) or not isinstance(extra_ids, int) or extra_ids < 0:
             raise ValueError("Argument `extra_ids` must be an integer >= 0. "
                              f"Received: extra_ids={extra_ids!r}")
-        self.spm = keras_hub.tokenizers.SentencePieceTokenizer(proto=spiece_model)
+        self.spm = _keras_hub_tokenizers().SentencePieceTokenizer(proto=spiece_model)
         self.extra_ids = extra_ids
         self.piece_count = self.spm.vocabulary_size()
         self.pad_token_id = self.spm.token_to_id("<pad>")
@@ -234,7 +252,7 @@ class T5Tokenizer:
     @classmethod
     def from_folder(cls, folder, extra_ids=100):
         """From a checkpoint folder holding spiece.model."""
-        return cls(_require(folder, "spiece.model"), extra_ids)
+        return cls(require_file(folder, "spiece.model"), extra_ids)
 
     @property
     def vocabulary_size(self):
@@ -274,54 +292,6 @@ class T5Tokenizer:
             kept = [i for i in row if i not in self.special_ids and i < self.piece_count]
             texts.append(_string(self.spm.detokenize([kept])) if kept else "")
         return texts
-
-
-#: The tokenizer files of each family, as its checkpoints ship them.
-TOKENIZER_FILES = {
-    "marian": ("source.spm", "target.spm", "vocab.json"),
-    "bart": ("vocab.json", "merges.txt"),
-    "t5": ("spiece.model",),
-}
-_CLASSES = {"marian": MarianTokenizer, "bart": BartTokenizer, "t5": T5Tokenizer}
-
-
-def tokenizer_files(folder, family):
-    """The paths of `family`'s tokenizer files in `folder` (see
-    `TOKENIZER_FILES`).
-
-    Raises:
-        ValueError: naming `family`, for a family without a tokenizer here.
-        FileNotFoundError: naming the first missing file.
-    """
-    if family not in TOKENIZER_FILES:
-        raise ValueError(f"Argument `family` must be one of "
-                         f"{', '.join(map(repr, TOKENIZER_FILES))} (the families whose "
-                         f"tokenizer we read). Received: family={family!r}")
-    return [_require(folder, name) for name in TOKENIZER_FILES[family]]
-
-
-def load_checkpoint_tokenizer(folder, family):
-    """The tokenizer of a `family` checkpoint from a folder of its tokenizer
-    files: a `MarianTokenizer`, `BartTokenizer` or `T5Tokenizer`.
-
-    Args:
-        folder: a checkpoint folder, or a run folder's `tokenizer/`.
-        family: `"marian"`, `"bart"` or `"t5"`.
-
-    Raises:
-        ValueError: naming `family`, for another family.
-        FileNotFoundError: naming a missing file.
-
-    Example:
-
-    >>> load_checkpoint_tokenizer("no-such-folder", "gpt2")
-    Traceback (most recent call last):
-    ...
-    ValueError: Argument `family` must be one of 'marian', 'bart', 't5' (the families \
-whose tokenizer we read). Received: family='gpt2'
-    """
-    tokenizer_files(folder, family)
-    return _CLASSES[family].from_folder(folder)
 
 
 def _string(value):

@@ -99,7 +99,7 @@ def load_converted(run_dir, metadata):
     `metadata`): the `Seq2SeqModel` and the checkpoint's tokenizer."""
     import keras
 
-    from keras_attention.pretrained.tokenizers import load_checkpoint_tokenizer
+    from keras_attention.pretrained.families import load_checkpoint_tokenizer
 
     model = keras.saving.load_model(os.path.join(run_dir, "model.keras"))
     family = metadata["converted_from"]["family"]

@@ -14,10 +14,8 @@ generation settings (`keras_attention.runs.converted.DECODING_KEYS`).
 
 import os
 
-from keras_attention.pretrained.loading import ARCHITECTURES
+from keras_attention.pretrained.families import FAMILIES
 
-#: The recipe a converted run gets when none is asked for, by family.
-DEFAULT_RECIPES = {"marian": "translation", "bart": "summarization", "t5": "summarization"}
 #: The source length recorded when the checkpoint has no position limit (T5).
 DEFAULT_SOURCE_LENGTH = 512
 
@@ -35,7 +33,8 @@ def convert_checkpoint(checkpoint_dir, run_dir, *, recipe=None, overwrite=False)
             is complete; never a folder holding anything else.
         recipe: `"translation"` or `"summarization"`, the recipe whose
             evaluation file and scores `keras-attention evaluate` uses;
-            default: translation for Marian, summarization for BART and T5.
+            default: the family's (`pretrained.families.FAMILIES`):
+            translation for Marian, summarization for BART and T5.
         overwrite: bool, whether an existing run folder may be replaced.
 
     Returns:
@@ -71,7 +70,7 @@ def convert_checkpoint(checkpoint_dir, run_dir, *, recipe=None, overwrite=False)
         source_format="text", overwrite=overwrite, tokenizer_files=paths,
         extra={"converted_from": {
             "family": family, "checkpoint": os.fspath(checkpoint_dir),
-            "architecture": ARCHITECTURES[family],
+            "architecture": FAMILIES[family].architecture,
             "vocabulary_size": tokenizer.vocabulary_size,
             "tokenizer_files": [os.path.basename(path) for path in paths],
         }},
@@ -91,21 +90,22 @@ def load_checkpoint(checkpoint_dir, recipe=None):
         ValueError, FileNotFoundError: as `convert_checkpoint`.
     """
     from keras_attention.pretrained.checkpoint import read_config
+    from keras_attention.pretrained.families import load_checkpoint_tokenizer, tokenizer_files
     from keras_attention.pretrained.loading import load_pretrained
-    from keras_attention.pretrained.tokenizers import load_checkpoint_tokenizer, tokenizer_files
     from keras_attention.runs.generation import GenerationConfig
     from keras_attention.runs.text_to_text import TextToText
 
     _check_recipe(recipe)
     config = read_config(checkpoint_dir)
     family = config.get("model_type")
-    if family in ARCHITECTURES and family not in DEFAULT_RECIPES:
+    with_runs = [name for name, row in FAMILIES.items() if row.recipe is not None]
+    if family in FAMILIES and family not in with_runs:
         raise ValueError(
-            f"`keras-attention convert` makes run folders of {', '.join(DEFAULT_RECIPES)} "
+            f"`keras-attention convert` makes run folders of {', '.join(with_runs)} "
             f"checkpoints (their tokenizers are read here); use "
             f"`keras_attention.pretrained.load_pretrained` for a {family} checkpoint. "
             f"Received: model_type={family!r}")
-    paths = tokenizer_files(checkpoint_dir, family) if family in DEFAULT_RECIPES else None
+    paths = tokenizer_files(checkpoint_dir, family) if family in with_runs else None
     model, info = load_pretrained(checkpoint_dir)  # refuses another architecture
     tokenizer = load_checkpoint_tokenizer(checkpoint_dir, family)
     vocabulary = min(model.source_vocabulary_size, model.target_vocabulary_size)
@@ -117,7 +117,7 @@ def load_checkpoint(checkpoint_dir, recipe=None):
     source_length = config.get("max_position_embeddings") or DEFAULT_SOURCE_LENGTH
     generation = GenerationConfig.from_generate_kwargs(info["generation"], source_length)
     converted = TextToText(model, tokenizer, tokenizer, generation, kind="converted",
-                           recipe=recipe or DEFAULT_RECIPES[family])
+                           recipe=recipe or FAMILIES[family].recipe)
     return converted, family, config, paths
 
 
@@ -127,4 +127,4 @@ def _check_recipe(recipe):
                          f"converted checkpoint. Received: recipe={recipe!r}")
 
 
-__all__ = ["DEFAULT_RECIPES", "convert_checkpoint", "load_checkpoint"]
+__all__ = ["convert_checkpoint", "load_checkpoint"]

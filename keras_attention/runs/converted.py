@@ -29,18 +29,21 @@ def load_tokenizers(run):
     """
     import os
 
-    from keras_attention.pretrained.tokenizers import TOKENIZER_FILES, load_checkpoint_tokenizer
+    from keras_attention.pretrained import families
 
     family = run.metadata["converted_from"].get("family")
     folder = run.path(run.metadata["tokenizers"]["source"], folder=True)
-    if family not in TOKENIZER_FILES:
+    try:
+        files = families.with_tokenizer(family).tokenizer_files
+    except ValueError:
+        names = [name for name, row in families.FAMILIES.items() if row.tokenizer is not None]
         raise run.folder_error(os.path.join(run.run_dir, "config.json"),
                                f"naming converted_from.family={family!r}, not one of "
-                               f"{', '.join(map(repr, TOKENIZER_FILES))}")
-    for name in TOKENIZER_FILES[family]:
+                               f"{', '.join(map(repr, names))}") from None
+    for name in files:
         run.path(os.path.join(run.metadata["tokenizers"]["source"], name))
     try:
-        tokenizer = load_checkpoint_tokenizer(folder, family)
+        tokenizer = families.load_checkpoint_tokenizer(folder, family)
     except Exception as error:  # sentencepiece, JSON or keras-hub errors of a bad file
         message = str(error).strip().splitlines()[-1:] or [type(error).__name__]
         raise run.folder_error(folder, f"not a {family} tokenizer's files, corrupt or from "

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from keras_attention.pretrained import load_pretrained
-from keras_attention.pretrained.bart import bart_options
+from keras_attention.pretrained.marian import marian_options
+from keras_attention.pretrained.mbart import mbart_options
 from tests.pretrained import hf_checkpoints, quantization_checks
 
 CONFIGURATIONS = {
@@ -105,7 +106,7 @@ def test_beam_tokens_match_transformers(tmp_path, name):
 
 
 def test_options_follow_the_family():
-    marian = bart_options(dict(
+    marian = marian_options(dict(
         model_type="marian", encoder_layers=6, decoder_layers=6, encoder_attention_heads=8,
         decoder_attention_heads=8, encoder_ffn_dim=2048, decoder_ffn_dim=2048,
         activation_function="swish", vocab_size=58101, d_model=512,
@@ -113,7 +114,7 @@ def test_options_follow_the_family():
         eos_token_id=0, decoder_start_token_id=58100))
     assert marian["position"] == "sinusoidal_halves" and not marian["norm_first"]
     assert marian["scale_embeddings"] and marian["start_token_id"] not in (0, 58100)
-    mbart = bart_options(dict(
+    mbart = mbart_options(dict(
         model_type="mbart", encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
         decoder_attention_heads=2, encoder_ffn_dim=8, decoder_ffn_dim=8,
         activation_function="gelu", vocab_size=10, d_model=4, max_position_embeddings=8,

@@ -1,0 +1,141 @@
+"""The checkpoint families we convert: one table, one row per family.
+
+A `Family` says what a Hugging Face checkpoint of that family is
+(`config.json`'s `model_type` and `architectures`), which function of its
+module builds our model from its config and weights, which tokenizer reads
+its tokenizer files, and which recipe a run folder converted from it gets.
+Everything that depends on the family (`load_pretrained`,
+`keras-attention convert`, a converted run's tokenizer) reads it here.
+
+Adding a family touches its module (the model mapping, e.g. `marian.py`),
+one row of `FAMILIES`, and its tests.
+
+>>> FAMILIES["marian"].architecture, FAMILIES["marian"].tokenizer_files
+('MarianMTModel', ('source.spm', 'target.spm', 'vocab.json'))
+>>> family_of({"model_type": "gpt2"})
+Traceback (most recent call last):
+...
+ValueError: The checkpoint's `model_type` is not one we convert (supported: 'marian', \
+'bart', 'mbart', 't5'). Received: model_type='gpt2'
+"""
+
+import dataclasses
+from collections.abc import Callable
+
+from keras_attention.pretrained import bart, marian, mbart, t5, tokenizers
+
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+    """One family of checkpoints.
+
+    Attributes:
+        model_type: `config.json`'s `model_type`.
+        architecture: the `architectures` entry of its checkpoints.
+        build_model: `(config, weights) -> Seq2SeqModel`, `config` the
+            `config.json` dict and `weights` the arrays by name; checks every
+            value and shape before copying any weight.
+        tokenizer: the class (with `FILES` and `from_folder`) of its
+            tokenizer, or None where none is read (no run folders then).
+        recipe: the recipe of a run folder converted from it
+            (`"translation"` or `"summarization"`), None with no tokenizer.
+    """
+
+    model_type: str
+    architecture: str
+    build_model: Callable
+    tokenizer: type | None = None
+    recipe: str | None = None
+
+    @property
+    def tokenizer_files(self):
+        """The tokenizer files its checkpoints ship (empty without a tokenizer)."""
+        return self.tokenizer.FILES if self.tokenizer is not None else ()
+
+
+FAMILIES = {family.model_type: family for family in (
+    Family("marian", "MarianMTModel", marian.marian_model, tokenizers.MarianTokenizer,
+           "translation"),
+    Family("bart", "BartForConditionalGeneration", bart.bart_model, tokenizers.BartTokenizer,
+           "summarization"),
+    Family("mbart", "MBartForConditionalGeneration", mbart.mbart_model),
+    Family("t5", "T5ForConditionalGeneration", t5.t5_model, tokenizers.T5Tokenizer,
+           "summarization"),
+)}
+
+
+def family_of(config):
+    """The `Family` of a checkpoint's `config.json` dict.
+
+    Raises:
+        ValueError: naming `model_type` or `architectures` when the
+            checkpoint is not of a family we convert.
+    """
+    model_type = config.get("model_type")
+    if model_type not in FAMILIES:
+        raise ValueError(
+            "The checkpoint's `model_type` is not one we convert (supported: "
+            f"{', '.join(map(repr, FAMILIES))}). Received: model_type={model_type!r}"
+        )
+    family = FAMILIES[model_type]
+    for architecture in config.get("architectures") or [family.architecture]:
+        if architecture != family.architecture:
+            raise ValueError(
+                f"The checkpoint's architecture is not one we convert (for "
+                f"`model_type={model_type!r}`: {family.architecture!r}). "
+                f"Received: architectures={config.get('architectures')!r}"
+            )
+    return family
+
+
+def with_tokenizer(family):
+    """The `Family` named `family` (a `model_type`), which must have a tokenizer.
+
+    Raises:
+        ValueError: naming `family`, for an unknown family or one whose
+            tokenizer is not read here.
+    """
+    if family not in FAMILIES or FAMILIES[family].tokenizer is None:
+        names = [name for name, row in FAMILIES.items() if row.tokenizer is not None]
+        raise ValueError(f"Argument `family` must be one of {', '.join(map(repr, names))} "
+                         f"(the families whose tokenizer we read). Received: family={family!r}")
+    return FAMILIES[family]
+
+
+def tokenizer_files(folder, family):
+    """The paths of `family`'s tokenizer files in `folder`.
+
+    Raises:
+        ValueError: naming `family`, for a family without a tokenizer here.
+        FileNotFoundError: naming the first missing file.
+    """
+    return [tokenizers.require_file(folder, name)
+            for name in with_tokenizer(family).tokenizer_files]
+
+
+def load_checkpoint_tokenizer(folder, family):
+    """The tokenizer of a `family` checkpoint from a folder of its tokenizer
+    files (the row's `tokenizer`: `tokenizers.MarianTokenizer`, ...).
+
+    Args:
+        folder: a checkpoint folder, or a run folder's `tokenizer/`.
+        family: a `model_type` of `FAMILIES` with a tokenizer.
+
+    Raises:
+        ValueError: naming `family`, for another family.
+        FileNotFoundError: naming a missing file.
+
+    Example:
+
+    >>> load_checkpoint_tokenizer("no-such-folder", "gpt2")
+    Traceback (most recent call last):
+    ...
+    ValueError: Argument `family` must be one of 'marian', 'bart', 't5' (the families \
+whose tokenizer we read). Received: family='gpt2'
+    """
+    tokenizer_files(folder, family)
+    return FAMILIES[family].tokenizer.from_folder(folder)
+
+
+__all__ = ["FAMILIES", "Family", "family_of", "load_checkpoint_tokenizer", "tokenizer_files",
+           "with_tokenizer"]

@@ -1,0 +1,65 @@
+"""Marian (OPUS-MT) checkpoints as `TransformerSeq2Seq`.
+
+Marian's layers are BART's (`bart.py`): post-norm blocks, but positions
+that are sinusoidal (sines in the first half of each row, cosines in the
+second, offset 0), no embedding norm, and a decoder that may have a
+vocabulary of its own (`share_encoder_decoder_embeddings: false`,
+`decoder_vocab_size`). Its tokenizer is `tokenizers.MarianTokenizer`.
+
+>>> options = marian_options({
+...     "model_type": "marian", "encoder_layers": 6, "decoder_layers": 6,
+...     "encoder_attention_heads": 8, "decoder_attention_heads": 8,
+...     "encoder_ffn_dim": 2048, "decoder_ffn_dim": 2048, "activation_function": "swish",
+...     "vocab_size": 58101, "d_model": 512, "max_position_embeddings": 512,
+...     "scale_embedding": True, "pad_token_id": 58100, "eos_token_id": 0,
+...     "decoder_start_token_id": 58100})
+>>> options["position"], options["norm_first"], options["start_token_id"]
+('sinusoidal_halves', False, 1)
+"""
+
+import keras
+import numpy as np
+
+from keras_attention.pretrained.bart import BartLayout, bart_options, bart_style_model
+from keras_attention.pretrained.checkpoint import assign_weights
+
+#: Marian's layout of BART's layers.
+MARIAN = BartLayout("marian", position="sinusoidal_halves", embedding_norm=False,
+                    target_vocabulary=True)
+
+
+def marian_options(config):
+    """The `transformer_seq2seq` arguments of a Marian `config` (a dict)."""
+    return bart_options(config, MARIAN)
+
+
+def marian_model(config, weights):
+    """A `TransformerSeq2Seq` with the weights of a Marian checkpoint
+    (`config`: its `config.json` as a dict, `weights`: its arrays by name).
+    Every weight is found and its shape checked, and a saved position table
+    compared with ours, before any is copied."""
+    model, pairs = bart_style_model(config, weights, MARIAN)
+    _check_sinusoidal(model, weights)
+    assign_weights(pairs)
+    return model
+
+
+def _check_sinusoidal(model, weights):
+    """Marian saves its (fixed) sinusoidal tables; ours are computed, so a
+    saved table must be the one we compute."""
+    for side, embedding in (("encoder", model.source_embedding),
+                            ("decoder", model.target_embedding)):
+        name = f"model.{side}.embed_positions.weight"
+        if name not in weights:
+            continue
+        table = np.asarray(weights[name], "float32")
+        ours = keras.ops.convert_to_numpy(
+            embedding.position_encoding(np.zeros((1,) + table.shape, "float32"))
+        )[0]
+        if ours.shape != table.shape or not np.allclose(ours, table, atol=1e-4):
+            raise ValueError(
+                f"The checkpoint weight {name!r} is not Marian's sinusoidal table "
+                "(sines in the first half, cosines in the second), the only positions "
+                f"we convert for Marian. Received: {name}.shape={table.shape}"
+            )
+
