@@ -8,15 +8,10 @@ export TF_CPP_MIN_LOG_LEVEL := 3
 
 .PHONY: demo test test-large test-all test-jax test-torch lint install install-torch install-extras wheel-smoke docs
 
-# pip installs with --no-compile: Python compiles a module when it is first
-# imported (and keeps the .pyc), instead of pip compiling every file of
-# TensorFlow, torch and transformers at install time, most never imported.
-PIP_INSTALL := $(BIN)/pip install --quiet --no-compile
-
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(PIP_INSTALL) -e '.[dev,jax]'
+	$(BIN)/pip install --quiet -e '.[dev,jax]'
 	touch $@
 
 install: $(BIN)/.installed
@@ -95,7 +90,7 @@ test-jax: install
 # torch comes from PyPI (the `torch` extra); its Linux wheel brings CUDA
 # libraries (about 5 GB installed) and runs on the CPU.
 $(BIN)/.installed-torch: pyproject.toml $(BIN)/.installed
-	$(PIP_INSTALL) -e '.[torch]'
+	$(BIN)/pip install --quiet -e '.[torch]'
 	touch $@
 
 install-torch: $(BIN)/.installed-torch
@@ -104,7 +99,7 @@ install-torch: $(BIN)/.installed-torch
 # compares generated tokens with torch, and `make test-torch` needs nothing
 # more) and the `hf` extra (the tests that compare with transformers).
 $(BIN)/.installed-extras: pyproject.toml $(BIN)/.installed
-	$(PIP_INSTALL) -e '.[torch,hf]'
+	$(BIN)/pip install --quiet -e '.[torch,hf]'
 	touch $(BIN)/.installed-torch $@
 
 install-extras: $(BIN)/.installed-extras
