@@ -34,14 +34,21 @@ import numpy as np
 
 from keras_attention.models.transformer_seq2seq import transformer_seq2seq
 from keras_attention.pretrained.checkpoint import (
+    CheckpointWeights,
     assign_weights,
     attention_pairs,
+    check_against_weights,
+    check_all_read,
     check_config_value,
     check_equal,
+    check_token_table,
+    config_int,
+    count_blocks,
     dense_pairs,
     distinct_start_token_id,
     norm_pairs,
     weight,
+    weight_shape,
 )
 
 #: `transformers`' activation names -> ours.
@@ -74,13 +81,24 @@ class BartLayout:
 
 #: BART's layout: post-norm, learned positions, an embedding norm.
 BART = BartLayout("bart")
+#: The names under which BART-style checkpoints also save a tied token table
+#: read under another name (`embedding_tables`).
+TABLE_COPIES = ("model.shared.weight", "model.encoder.embed_tokens.weight",
+                "model.decoder.embed_tokens.weight")
+#: The most positions of a computed (sinusoidal) table whose checkpoint
+#: saves none: the table is built in memory, `max_position_embeddings` rows.
+MAX_COMPUTED_POSITIONS = 65536
 
 
 def bart_model(config, weights):
     """A `TransformerSeq2Seq` with the weights of a BART checkpoint
     (`config`: its `config.json` as a dict, `weights`: its arrays by name).
-    Every weight is found and its shape checked before any is copied."""
+    The config is checked against the weights' shapes before anything is
+    built, and every weight is found, its shape checked and every weight
+    of the checkpoint used before any is copied."""
+    weights = CheckpointWeights(weights)
     model, pairs = bart_style_model(config, weights, BART)
+    check_all_read(weights, TABLE_COPIES)
     assign_weights(pairs)
     return model
 
@@ -139,6 +157,7 @@ def bart_style_model(config, weights, layout):
     `tie_word_embeddings=False` unties the encoder's and decoder's tables
     too)."""
     options = bart_options(config, layout)
+    check_sizes(config, weights, layout)
     tables = embedding_tables(weights, options["share_embeddings"])
     options["share_embeddings"] = (
         tables["source"].shape == tables["target"].shape
@@ -150,6 +169,50 @@ def bart_style_model(config, weights, layout):
     )
     model = transformer_seq2seq(**options)
     return model, bart_weight_pairs(model, weights, options, tables)
+
+
+def check_sizes(config, weights, layout):
+    """The config's sizes are positive ints and match the weights' shapes
+    (tables, layer counts, feed-forward sizes, position tables), before
+    anything is built: a wrong or huge value is refused by name instead of
+    building a model it describes."""
+    sizes = ("encoder_layers", "decoder_layers", "encoder_attention_heads",
+             "decoder_attention_heads", "encoder_ffn_dim", "decoder_ffn_dim", "vocab_size",
+             "d_model", "max_position_embeddings")
+    for key in sizes:
+        config_int(config, key)
+    check_token_table(config, weights, ("model.shared.weight", "model.encoder.embed_tokens.weight"))
+    if layout.target_vocabulary and config.get("decoder_vocab_size") is not None:
+        config_int(config, "decoder_vocab_size")
+        name = "model.decoder.embed_tokens.weight"
+        shape = weight_shape(weights, name)
+        if shape is not None and not config.get("share_encoder_decoder_embeddings", True):
+            check_against_weights(config, "decoder_vocab_size", shape[0], f"{name} {shape}")
+    for side in ("encoder", "decoder"):
+        prefix = f"model.{side}.layers"
+        check_against_weights(config, f"{side}_layers", count_blocks(weights, prefix),
+                              f"the weights' {prefix}.N")
+        name = f"{prefix}.0.fc1.weight"
+        shape = weight_shape(weights, name)
+        if shape is not None:
+            check_against_weights(config, f"{side}_ffn_dim", shape[0], f"{name} {shape}")
+        heads = config[f"{side}_attention_heads"]
+        if config["d_model"] % heads:
+            raise ValueError(f"The checkpoint's config value `{side}_attention_heads` must "
+                             f"divide d_model={config['d_model']}. Received: "
+                             f"{side}_attention_heads={heads}")
+        name = f"model.{side}.embed_positions.weight"
+        shape = weight_shape(weights, name)
+        offset = 2 if layout.position == "learned" else 0
+        if shape is not None:
+            check_against_weights(config, "max_position_embeddings", shape[0] - offset,
+                                  f"{name} {shape}")
+        elif layout.position != "learned" and (
+                config["max_position_embeddings"] > MAX_COMPUTED_POSITIONS):
+            raise ValueError(f"The checkpoint's config value `max_position_embeddings` is "
+                             f"more than the {MAX_COMPUTED_POSITIONS} positions of a table "
+                             f"computed in memory (the checkpoint saves none). Received: "
+                             f"max_position_embeddings={config['max_position_embeddings']}")
 
 
 def embedding_tables(weights, shared=True):

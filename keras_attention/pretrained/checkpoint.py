@@ -18,13 +18,57 @@ every shape has been checked, so a mismatched checkpoint changes nothing:
 
 import json
 import os
+import re
+import stat
 
 import numpy as np
+
+from keras_attention import files
 
 CONFIG_FILE = "config.json"
 SAFETENSORS_FILE = "model.safetensors"
 SAFETENSORS_INDEX = "model.safetensors.index.json"
 TORCH_FILE = "pytorch_model.bin"
+
+
+def checkpoint_file(folder, name):
+    """The path of `name`, a plain file inside checkpoint `folder`.
+
+    Raises:
+        ValueError: naming `name` when it is not a relative name inside the
+            folder (an absolute name, `..`, a link to a file elsewhere) or
+            not a plain file (a folder, a device).
+        FileNotFoundError: naming `name` when it is missing.
+    """
+    folder = os.fspath(folder)
+    outside = files.outside_folder(folder, name)
+    if outside is not None:
+        raise ValueError(f"The checkpoint names {name!r}, {outside}: only files inside the "
+                         f"checkpoint folder are read. Received: folder={folder!r}")
+    path = os.path.join(folder, name)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"The checkpoint folder has no {name}. Received: "
+                                f"folder={folder!r}")
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise ValueError(f"The checkpoint file {name} is not a plain file. Received: "
+                         f"folder={folder!r}")
+    return path
+
+
+def read_json(folder, name):
+    """The JSON object (a dict) of the file `name` of checkpoint `folder`;
+    one-line errors naming the file."""
+    path = checkpoint_file(folder, name)
+    try:
+        with open(path, encoding="utf-8") as f:
+            value = json.load(f)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"The checkpoint file {name} is not JSON ({error}). Received: "
+                         f"folder={os.fspath(folder)!r}") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"The checkpoint file {name} must hold a JSON object. Received: "
+                         f"a JSON {type(value).__name__} in folder={os.fspath(folder)!r}")
+    return value
 
 
 def read_config(folder):
@@ -36,55 +80,214 @@ def read_config(folder):
             "Argument `folder` must be a local Hugging Face checkpoint folder "
             f"(nothing is downloaded). Received: folder={folder!r}"
         )
-    path = os.path.join(folder, CONFIG_FILE)
-    if not os.path.isfile(path):
+    if not os.path.lexists(os.path.join(folder, CONFIG_FILE)):
         raise ValueError(
             f"The checkpoint folder has no `{CONFIG_FILE}`. Received: folder={folder!r}"
         )
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    return read_json(folder, CONFIG_FILE)
 
 
 def read_weights(folder):
-    """The weights of checkpoint `folder`: a dict `name -> numpy array`.
+    """The weights of checkpoint `folder`: a dict `name -> numpy array`,
+    every one floating point and finite.
 
     Reads `model.safetensors`, the shards listed in
-    `model.safetensors.index.json`, or (only when torch is installed)
-    `pytorch_model.bin`."""
+    `model.safetensors.index.json` (each a plain file inside the folder),
+    or (only when torch is installed) `pytorch_model.bin`, loaded with
+    `weights_only=True`: a pickle holding anything but tensors is refused.
+    Every failure is one line naming the file or the weight."""
     folder = os.fspath(folder)
-    single = os.path.join(folder, SAFETENSORS_FILE)
-    index = os.path.join(folder, SAFETENSORS_INDEX)
-    if os.path.isfile(single) or os.path.isfile(index):
-        from safetensors.numpy import load_file
-
-        if os.path.isfile(single):
-            files = [single]
-        else:
-            with open(index, encoding="utf-8") as f:
-                shards = sorted(set(json.load(f)["weight_map"].values()))
-            files = [os.path.join(folder, name) for name in shards]
+    if os.path.lexists(os.path.join(folder, SAFETENSORS_FILE)):
+        weights = _read_safetensors(folder, SAFETENSORS_FILE)
+    elif os.path.lexists(os.path.join(folder, SAFETENSORS_INDEX)):
         weights = {}
-        for path in files:
-            weights.update(load_file(path))
-        return weights
-    torch_path = os.path.join(folder, TORCH_FILE)
-    if os.path.isfile(torch_path):
-        try:
-            import torch
-        except ImportError:
-            raise ImportError(
-                f"The checkpoint holds `{TORCH_FILE}` only, which needs torch to be "
-                "read; install torch, or convert the folder to safetensors "
-                "(`model.save_pretrained(folder)` in transformers writes them). "
-                f"Received: folder={folder!r}"
-            ) from None
-        state = torch.load(torch_path, map_location="cpu", weights_only=True)
-        return {name: value.float().numpy() if value.is_floating_point() else value.numpy()
-                for name, value in state.items()}
-    raise ValueError(
-        f"The checkpoint folder has no weights (`{SAFETENSORS_FILE}`, "
-        f"`{SAFETENSORS_INDEX}` or `{TORCH_FILE}`). Received: folder={folder!r}"
-    )
+        for shard, names in _shards(folder).items():
+            arrays = _read_safetensors(folder, shard)
+            missing = sorted(set(names) - set(arrays))
+            if missing:
+                raise ValueError(f"The checkpoint file {SAFETENSORS_INDEX} places "
+                                 f"{missing[0]!r} in {shard}, which lacks it. Received: "
+                                 f"folder={folder!r}")
+            weights.update(arrays)
+    elif os.path.lexists(os.path.join(folder, TORCH_FILE)):
+        weights = _read_torch_file(folder)
+    else:
+        raise ValueError(
+            f"The checkpoint folder has no weights (`{SAFETENSORS_FILE}`, "
+            f"`{SAFETENSORS_INDEX}` or `{TORCH_FILE}`). Received: folder={folder!r}"
+        )
+    for name, array in weights.items():
+        check_weight_values(name, array)
+    return CheckpointWeights(weights)
+
+
+def check_weight_values(name, array):
+    """A weight must be floating point and finite; an error naming it otherwise."""
+    if not np.issubdtype(array.dtype, np.floating):
+        raise ValueError(f"The checkpoint weight {name!r} is not floating point (weights "
+                         f"are converted as floats only). Received: {name}.dtype={array.dtype}")
+    if not np.isfinite(array).all():
+        raise ValueError(f"The checkpoint weight {name!r} holds NaN or infinite values. "
+                         f"Received: {name} with {int(np.size(array) - np.isfinite(array).sum())} "
+                         f"non-finite values")
+
+
+def _shards(folder):
+    """`{shard file: [weight names]}` of `model.safetensors.index.json`."""
+    index = read_json(folder, SAFETENSORS_INDEX)
+    weight_map = index.get("weight_map")
+    if not isinstance(weight_map, dict) or not weight_map or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in weight_map.items()):
+        raise ValueError(f"The checkpoint file {SAFETENSORS_INDEX} must map weight names "
+                         f"to shard files in `weight_map`. Received: weight_map="
+                         f"{type(weight_map).__name__} in folder={folder!r}")
+    shards = {}
+    for name, shard in sorted(weight_map.items()):
+        checkpoint_file(folder, shard)
+        shards.setdefault(shard, []).append(name)
+    return shards
+
+
+def _read_safetensors(folder, name):
+    from safetensors.numpy import load_file
+
+    path = checkpoint_file(folder, name)
+    try:
+        return load_file(path)
+    except Exception as error:  # safetensors' errors of a truncated, empty or bad file
+        raise ValueError(f"The checkpoint file {name} is not a readable safetensors file "
+                         f"(truncated, empty or a bad header: {_first_line(error)}). "
+                         f"Received: folder={folder!r}") from None
+
+
+def _read_torch_file(folder):
+    path = checkpoint_file(folder, TORCH_FILE)
+    try:
+        import torch
+    except ImportError:
+        raise ImportError(
+            f"The checkpoint holds `{TORCH_FILE}` only, which needs torch to be "
+            "read; install torch, or convert the folder to safetensors "
+            "(`model.save_pretrained(folder)` in transformers writes them). "
+            f"Received: folder={folder!r}"
+        ) from None
+    import pickle
+
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as error:
+        raise ValueError(f"The checkpoint file {TORCH_FILE} holds pickled objects other "
+                         f"than tensors, which are not loaded (torch's weights_only "
+                         f"refusal: {_first_line(error)}); save it as safetensors. "
+                         f"Received: folder={folder!r}") from None
+    except Exception as error:  # a truncated or corrupt archive
+        raise ValueError(f"The checkpoint file {TORCH_FILE} does not load "
+                         f"({type(error).__name__}: {_first_line(error)}). "
+                         f"Received: folder={folder!r}") from None
+    if not isinstance(state, dict) or not all(
+            isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()):
+        raise ValueError(f"The checkpoint file {TORCH_FILE} must hold a dict of tensors by "
+                         f"name. Received: {type(state).__name__} in folder={folder!r}")
+    return {name: (value.float() if value.dtype == torch.bfloat16 else value).numpy()
+            for name, value in state.items()}
+
+
+def _first_line(error):
+    lines = str(error).strip().splitlines()
+    return (lines[0] if lines else type(error).__name__)[:200]
+
+
+class CheckpointWeights(dict):
+    """A checkpoint's weights by name (`name -> numpy array`) that remembers
+    which were read (`[]` and `get`), so that `check_all_read` can refuse a
+    checkpoint holding weights the conversion did not use."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.read = set()
+
+    def __getitem__(self, name):
+        self.read.add(name)
+        return super().__getitem__(name)
+
+    def get(self, name, default=None):
+        if name in self:
+            self.read.add(name)
+        return super().get(name, default)
+
+
+def check_all_read(weights, copies=()):
+    """Every weight of `weights` (a `CheckpointWeights`) was read, or is one
+    of `copies` (the names under which a checkpoint may also save a tied
+    table that was read under another name); an error naming the first
+    other one (a weight the conversion would silently drop)."""
+    unread = sorted(set(weights) - weights.read - set(copies))
+    if unread:
+        raise ValueError(
+            f"The checkpoint weight {unread[0]!r} is not used by the model its config "
+            f"describes ({len(unread)} such weights; a config with fewer layers than the "
+            f"weights, or weights of another model?). Received: {unread[0]}.shape="
+            f"{tuple(np.shape(dict.__getitem__(weights, unread[0])))}")
+
+
+def config_int(config, key, default=None, minimum=1):
+    """`config[key]` (or `default` when unset), which must be an int >=
+    `minimum`; an error naming the key otherwise."""
+    value = config.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"The checkpoint's config value `{key}` must be an integer >= "
+                         f"{minimum}. Received: {key}={value!r}")
+    return value
+
+
+def count_blocks(weights, prefix):
+    """How many blocks `{prefix}.{i}.` the weights hold (`i` from 0 up)."""
+    pattern = re.compile(re.escape(prefix) + r"\.(\d+)\.")
+    found = {int(match.group(1)) for match in map(pattern.match, weights) if match}
+    return max(found) + 1 if found else 0
+
+
+def check_against_weights(config, key, found, evidence, default=None):
+    """`config[key]` (or `default` when unset) must be `found`, what the
+    weights say (`evidence` names the weight that says it): checked before a
+    model is built, so that a wrong or huge config value is refused by name
+    without building anything."""
+    value = config.get(key, default)
+    if value != found:
+        raise ValueError(f"The checkpoint's config value `{key}` does not match its weights "
+                         f"({evidence} says {found}). Received: {key}={value!r}")
+
+
+def weight_shape(weights, name):
+    """The shape of weight `name`, or None when absent (without counting it
+    as read: the shape checks before building read no weight)."""
+    return tuple(np.shape(dict.__getitem__(weights, name))) if name in weights else None
+
+
+def check_token_table(config, weights, names):
+    """`vocab_size` and `d_model` (the config's keys) against the first of
+    `names` the weights hold (the token table), then the special token ids
+    against `vocab_size`."""
+    for name in names:
+        shape = weight_shape(weights, name)
+        if shape is not None:
+            check_against_weights(config, "vocab_size", shape[0], f"{name} {shape}")
+            check_against_weights(config, "d_model", shape[-1], f"{name} {shape}")
+            break
+    check_token_ids(config, config["vocab_size"])
+
+
+def check_token_ids(config, vocabulary_size):
+    """The config's special token ids (pad, end, start, decoder start) lie
+    in the vocabulary; an error naming the first that does not."""
+    for key in ("pad_token_id", "eos_token_id", "bos_token_id", "decoder_start_token_id"):
+        value = config.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not (
+                0 <= value < vocabulary_size):
+            raise ValueError(f"The checkpoint's config value `{key}` must be a token id "
+                             f"below its vocab_size={vocabulary_size}. Received: {key}={value!r}")
 
 
 def weight(weights, *names):

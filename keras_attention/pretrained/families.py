@@ -23,6 +23,7 @@ import dataclasses
 from collections.abc import Callable
 
 from keras_attention.pretrained import bart, marian, mbart, t5, tokenizers
+from keras_attention.pretrained.checkpoint import checkpoint_file
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,11 +107,11 @@ def tokenizer_files(folder, family):
     """The paths of `family`'s tokenizer files in `folder`.
 
     Raises:
-        ValueError: naming `family`, for a family without a tokenizer here.
+        ValueError: naming `family`, for a family without a tokenizer here;
+            naming a file that is not a plain file inside `folder`.
         FileNotFoundError: naming the first missing file.
     """
-    return [tokenizers.require_file(folder, name)
-            for name in with_tokenizer(family).tokenizer_files]
+    return [checkpoint_file(folder, name) for name in with_tokenizer(family).tokenizer_files]
 
 
 def load_checkpoint_tokenizer(folder, family):

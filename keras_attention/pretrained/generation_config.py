@@ -49,6 +49,7 @@ from keras_attention.decoding.samplers import (
     TopKSampler,
     TopPSampler,
 )
+from keras_attention.pretrained.checkpoint import checkpoint_file
 
 #: `transformers`' defaults of the keys we read (applied when a key is unset).
 DEFAULTS = {
@@ -97,8 +98,8 @@ def read_generation_config(path_or_dict):
             f"dict. Received: path_or_dict={path_or_dict!r}"
         )
     path = os.fspath(path_or_dict)
-    if os.path.isdir(path):
-        path = os.path.join(path, "generation_config.json")
+    if os.path.isdir(path):  # a plain file inside the checkpoint folder
+        path = checkpoint_file(path, "generation_config.json")
     if not os.path.isfile(path):
         raise FileNotFoundError(
             f"No generation_config.json at {path!r}. Received: path_or_dict={path_or_dict!r}"

@@ -20,8 +20,17 @@ vocabulary of its own (`share_encoder_decoder_embeddings: false`,
 import keras
 import numpy as np
 
-from keras_attention.pretrained.bart import BartLayout, bart_options, bart_style_model
-from keras_attention.pretrained.checkpoint import assign_weights
+from keras_attention.pretrained.bart import (
+    TABLE_COPIES,
+    BartLayout,
+    bart_options,
+    bart_style_model,
+)
+from keras_attention.pretrained.checkpoint import (
+    CheckpointWeights,
+    assign_weights,
+    check_all_read,
+)
 
 #: Marian's layout of BART's layers.
 MARIAN = BartLayout("marian", position="sinusoidal_halves", embedding_norm=False,
@@ -36,10 +45,14 @@ def marian_options(config):
 def marian_model(config, weights):
     """A `TransformerSeq2Seq` with the weights of a Marian checkpoint
     (`config`: its `config.json` as a dict, `weights`: its arrays by name).
-    Every weight is found and its shape checked, and a saved position table
-    compared with ours, before any is copied."""
+    The config is checked against the weights' shapes before anything is
+    built; every weight is found, its shape checked, a saved position table
+    compared with ours and every weight of the checkpoint used before any is
+    copied."""
+    weights = CheckpointWeights(weights)
     model, pairs = bart_style_model(config, weights, MARIAN)
     _check_sinusoidal(model, weights)
+    check_all_read(weights, TABLE_COPIES)
     assign_weights(pairs)
     return model
 

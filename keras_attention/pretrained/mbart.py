@@ -17,8 +17,17 @@ BART's learned positions and embedding norm. Conversion into run folders
 (True, True, 2)
 """
 
-from keras_attention.pretrained.bart import BartLayout, bart_options, bart_style_model
-from keras_attention.pretrained.checkpoint import assign_weights
+from keras_attention.pretrained.bart import (
+    TABLE_COPIES,
+    BartLayout,
+    bart_options,
+    bart_style_model,
+)
+from keras_attention.pretrained.checkpoint import (
+    CheckpointWeights,
+    assign_weights,
+    check_all_read,
+)
 
 #: mBART's layout of BART's layers.
 MBART = BartLayout("mbart", norm_first=True)
@@ -32,7 +41,11 @@ def mbart_options(config):
 def mbart_model(config, weights):
     """A `TransformerSeq2Seq` with the weights of an mBART checkpoint
     (`config`: its `config.json` as a dict, `weights`: its arrays by name).
-    Every weight is found and its shape checked before any is copied."""
+    The config is checked against the weights' shapes before anything is
+    built; every weight is found, its shape checked and every weight of the
+    checkpoint used before any is copied."""
+    weights = CheckpointWeights(weights)
     model, pairs = bart_style_model(config, weights, MBART)
+    check_all_read(weights, TABLE_COPIES)
     assign_weights(pairs)
     return model

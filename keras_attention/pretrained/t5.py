@@ -35,13 +35,20 @@ from keras_attention.layers import (
 )
 from keras_attention.models.seq2seq_model import Seq2SeqModel, token_inputs
 from keras_attention.pretrained.checkpoint import (
+    CheckpointWeights,
     assign_weights,
     attention_pairs,
+    check_against_weights,
+    check_all_read,
     check_config_value,
+    check_token_table,
+    config_int,
+    count_blocks,
     dense_pairs,
     distinct_start_token_id,
     norm_pairs,
     weight,
+    weight_shape,
 )
 
 #: `feed_forward_proj` values -> (activation, gated).
@@ -230,10 +237,19 @@ def t5_options(config):
     )
 
 
+#: The names under which T5 checkpoints also save the token table read as
+#: `shared.weight`.
+TABLE_COPIES = ("shared.weight", "encoder.embed_tokens.weight", "decoder.embed_tokens.weight")
+
+
 def t5_model(config, weights):
-    """A `T5Seq2Seq` with the weights of a T5 checkpoint; every weight is
-    found and its shape checked before any is copied."""
+    """A `T5Seq2Seq` with the weights of a T5 checkpoint. The config is
+    checked against the weights' shapes before anything is built; every
+    weight is found, its shape checked and every weight of the checkpoint
+    used before any is copied."""
+    weights = CheckpointWeights(weights)
     options = t5_options(config)
+    check_sizes(config, weights)
     # A saved `lm_head.weight` that is not the token table is its own
     # projection (T5 v1.1 and flan-T5 files; transformers 5 ties it).
     output = weights.get("lm_head.weight")
@@ -242,8 +258,45 @@ def t5_model(config, weights):
         options["tie_embeddings"] = (output.shape == shared.shape
                                      and np.array_equal(output, shared))
     model = T5Seq2Seq(**options)
-    assign_weights(t5_weight_pairs(model, weights, options))
+    pairs = t5_weight_pairs(model, weights, options)
+    check_all_read(weights, TABLE_COPIES)
+    assign_weights(pairs)
     return model
+
+
+def check_sizes(config, weights):
+    """The config's sizes are positive ints and match the weights' shapes
+    (the token table, block counts, attention and feed-forward widths, the
+    relative position buckets), before anything is built."""
+    for key in ("num_layers", "d_model", "d_kv", "num_heads", "d_ff", "vocab_size"):
+        config_int(config, key)
+    config_int(config, "num_decoder_layers", config["num_layers"])
+    config_int(config, "relative_attention_num_buckets", 32)
+    check_token_table(config, weights, TABLE_COPIES)
+    check_against_weights(config, "num_layers", count_blocks(weights, "encoder.block"),
+                          "the weights' encoder.block.N")
+    check_against_weights(config, "num_decoder_layers", count_blocks(weights, "decoder.block"),
+                          "the weights' decoder.block.N", default=config["num_layers"])
+    name = "encoder.block.0.layer.0.SelfAttention.q.weight"
+    shape = weight_shape(weights, name)
+    if shape is not None and shape[0] != config["d_kv"] * config["num_heads"]:
+        raise ValueError(f"The checkpoint's config values `d_kv` * `num_heads` do not match "
+                         f"its weights ({name} {shape}). Received: d_kv={config['d_kv']}, "
+                         f"num_heads={config['num_heads']}")
+    for name in ("encoder.block.0.layer.1.DenseReluDense.wi.weight",
+                 "encoder.block.0.layer.1.DenseReluDense.wi_0.weight"):
+        shape = weight_shape(weights, name)
+        if shape is not None:
+            check_against_weights(config, "d_ff", shape[0], f"{name} {shape}")
+    name = "encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"
+    shape = weight_shape(weights, name)
+    if shape is not None:
+        buckets = config.get("relative_attention_num_buckets", 32)
+        if shape != (buckets, config["num_heads"]):
+            raise ValueError(f"The checkpoint's config values `relative_attention_num_buckets`"
+                             f" and `num_heads` do not match its weights ({name} {shape}). "
+                             f"Received: relative_attention_num_buckets={buckets}, "
+                             f"num_heads={config['num_heads']}")
 
 
 def t5_weight_pairs(model, weights, options):

@@ -31,6 +31,8 @@ import re
 
 import numpy as np
 
+from keras_attention.pretrained.checkpoint import checkpoint_file
+
 SPIECE_UNDERLINE = "\u2581"
 
 
@@ -40,18 +42,6 @@ def _keras_hub_tokenizers():
     import keras_hub
 
     return keras_hub.tokenizers
-
-
-def require_file(folder, name):
-    """The path of the file `name` in a checkpoint folder; a
-    `FileNotFoundError` naming it when it is not there."""
-    path = os.path.join(os.fspath(folder), name)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(
-            f"The checkpoint folder has no {name} (needed by its tokenizer). "
-            f"Received: folder={os.fspath(folder)!r}"
-        )
-    return path
 
 
 def _texts(texts):
@@ -129,14 +119,19 @@ class MarianTokenizer:
     @classmethod
     def from_folder(cls, folder):
         """From a checkpoint folder holding source.spm, target.spm and vocab.json."""
-        with open(require_file(folder, "vocab.json"), encoding="utf-8") as file:
+        with open(checkpoint_file(folder, "vocab.json"), encoding="utf-8") as file:
             vocabulary = json.load(file)
-        return cls(require_file(folder, "source.spm"), require_file(folder, "target.spm"),
+        return cls(checkpoint_file(folder, "source.spm"), checkpoint_file(folder, "target.spm"),
                    vocabulary)
 
     @property
     def vocabulary_size(self):
         return len(self.vocabulary)
+
+    @property
+    def largest_id(self):
+        """The largest id `encode` can give (a model needs more rows than it)."""
+        return max(self.vocabulary.values())
 
     def encode(self, texts, target=False):
         """Ids of each text, `</s>` appended; `target=True` uses `target.spm`."""
@@ -204,11 +199,16 @@ class BartTokenizer:
     @classmethod
     def from_folder(cls, folder):
         """From a checkpoint folder holding vocab.json and merges.txt."""
-        return cls(require_file(folder, "vocab.json"), require_file(folder, "merges.txt"))
+        return cls(checkpoint_file(folder, "vocab.json"), checkpoint_file(folder, "merges.txt"))
 
     @property
     def vocabulary_size(self):
         return len(self.vocabulary)
+
+    @property
+    def largest_id(self):
+        """The largest id `encode` can give (a model needs more rows than it)."""
+        return max(self.vocabulary.values())
 
     def encode(self, texts):
         """`<s>` + the BPE ids of each text + `</s>`."""
@@ -252,11 +252,16 @@ class T5Tokenizer:
     @classmethod
     def from_folder(cls, folder, extra_ids=100):
         """From a checkpoint folder holding spiece.model."""
-        return cls(require_file(folder, "spiece.model"), extra_ids)
+        return cls(checkpoint_file(folder, "spiece.model"), extra_ids)
 
     @property
     def vocabulary_size(self):
         return self.piece_count + self.extra_ids
+
+    @property
+    def largest_id(self):
+        """The largest id `encode` can give (a model needs more rows than it)."""
+        return self.vocabulary_size - 1
 
     def sentinel_id(self, n):
         """The id of `<extra_id_n>`."""

@@ -109,11 +109,13 @@ def load_checkpoint(checkpoint_dir, recipe=None):
     model, info = load_pretrained(checkpoint_dir)  # refuses another architecture
     tokenizer = load_checkpoint_tokenizer(checkpoint_dir, family)
     vocabulary = min(model.source_vocabulary_size, model.target_vocabulary_size)
-    if tokenizer.vocabulary_size > vocabulary:
+    if tokenizer.largest_id >= vocabulary:
+        files = ", ".join(FAMILIES[family].tokenizer_files)
         raise ValueError(
-            f"The checkpoint's tokenizer gives {tokenizer.vocabulary_size} ids, more than the "
-            f"{vocabulary} of its model (a smaller tokenizer is allowed, a larger one would "
-            f"give ids the model lacks). Received: checkpoint_dir={os.fspath(checkpoint_dir)!r}")
+            f"The checkpoint's tokenizer ({files}) gives ids up to {tokenizer.largest_id}, "
+            f"beyond the {vocabulary} ids of its model (a smaller tokenizer is allowed, a "
+            f"larger one would give ids the model lacks). Received: "
+            f"checkpoint_dir={os.fspath(checkpoint_dir)!r}")
     source_length = config.get("max_position_embeddings") or DEFAULT_SOURCE_LENGTH
     generation = GenerationConfig.from_generate_kwargs(info["generation"], source_length)
     converted = TextToText(model, tokenizer, tokenizer, generation, kind="converted",

@@ -102,6 +102,7 @@ parents: a run replaces its whole folder. Received: output_dir='.'
             "Argument `output_dir` must not be the working directory or one of its parents: "
             f"a run replaces its whole folder. {received}"
         )
+    files.restore_set_aside(shown)  # the run an interrupted replacement set aside
     if os.path.lexists(shown) and not os.path.isdir(shown):
         raise ValueError(
             f"Argument `output_dir` must be a folder (new, empty or a run folder). {received} "
@@ -210,7 +211,8 @@ def save_run(output_dir, model, source_tokenizer, target_tokenizer, *, recipe, c
                              tokenizers)
     text = json.dumps(metadata, indent=2)  # fails here, before writing, if not JSON-able
     return files.write_folder_atomically(
-        output_dir, _writer(model, source_tokenizer, target_tokenizer, text, tokenizer_files))
+        output_dir, _writer(model, source_tokenizer, target_tokenizer, text, tokenizer_files),
+        replace=overwrite)
 
 
 def _readable_files(paths):

@@ -130,7 +130,8 @@ def check_metadata(metadata, path, received):
     tokenizers = metadata["tokenizers"]
     for side in ("source", "target"):
         name = tokenizers.get(side)
-        if not isinstance(name, str) or not name or os.path.basename(name) != name:
+        if not isinstance(name, str) or name in ("", ".", "..") or (
+                os.path.basename(name) != name):
             raise refuse(f"has tokenizers[{side!r}]={name!r}, not a file name in the folder")
     memory = metadata.get("answer_classes") is not None
     if memory and not (isinstance(metadata["answer_classes"], list)

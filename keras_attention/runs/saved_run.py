@@ -4,6 +4,7 @@ parts against each other before any work."""
 import os
 import zipfile
 
+from keras_attention import files
 from keras_attention.runs import registry
 from keras_attention.runs.generation import GenerationConfig
 from keras_attention.runs.layout import CONFIG_FILE, MODEL_FILE, RunFolderError
@@ -51,6 +52,7 @@ class SavedRun(TextToText):
     def __init__(self, run_dir):
         os.environ.setdefault("KERAS_BACKEND", "tensorflow")
         self.run_dir = os.fspath(run_dir)
+        files.restore_set_aside(self.run_dir)  # the run an interrupted replacement set aside
         if os.path.isdir(self.run_dir):
             self.path(MODEL_FILE)  # the file that makes a run, named first
         self.metadata = read_metadata(self.run_dir)
@@ -71,8 +73,13 @@ class SavedRun(TextToText):
 
     def path(self, name, folder=False):
         """The path of `name` in the run folder (a file; a folder with
-        `folder=True`), or a `RunFolderError` naming it when it is missing."""
+        `folder=True`), or a `RunFolderError` naming it when it is missing or
+        not inside the folder (an absolute name, `..`, a link out of it)."""
         path = os.path.join(self.run_dir, name)
+        outside = files.outside_folder(self.run_dir, name)
+        if outside is not None:
+            raise self.folder_error(path, f"{outside}, named in {CONFIG_FILE} (only files "
+                                          f"inside the run folder are read)")
         if not (os.path.isdir(path) if folder else os.path.isfile(path)):
             raise RunFolderError(
                 f"Argument `run_dir` must be a run folder saved by a recipe: {path} is missing. "

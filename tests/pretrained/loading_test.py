@@ -78,10 +78,58 @@ def test_missing_weight_is_an_error_naming_it(bart_folder, tmp_path):
 
 
 def test_mismatched_weight_is_an_error_naming_it(bart_folder, tmp_path):
-    name = "model.encoder.layers.0.fc1.weight"
+    name = "model.encoder.layers.0.fc2.weight"
     with pytest.raises(ValueError, match=rf"'{name}' has shape \(16, 16\)"):
         load_pretrained(_copy(bart_folder, tmp_path,
                               weights={name: np.zeros((16, 16), "float32")}))
+
+
+@pytest.mark.parametrize("config, message", [
+    # Sizes that would build a huge model are refused before anything is built.
+    ({"encoder_layers": 10**9, "decoder_layers": 10**9},
+     r"`encoder_layers` does not match its weights \(the weights' model\.encoder\.layers\.N "
+     r"says 2\)\. Received: encoder_layers=1000000000"),
+    ({"encoder_ffn_dim": 10**7, "decoder_ffn_dim": 10**7}, r"`encoder_ffn_dim` does not match"),
+    ({"max_position_embeddings": 10**12}, r"`max_position_embeddings` does not match its "
+                                          r"weights \(model\.encoder\.embed_positions"),
+    ({"d_model": 10**6}, r"`d_model` does not match its weights \(model\.shared\.weight"),
+    ({"vocab_size": 10**8}, r"`vocab_size` does not match"),
+    ({"encoder_layers": 1, "decoder_layers": 1}, r"Received: encoder_layers=1"),
+    ({"encoder_attention_heads": 3, "decoder_attention_heads": 3},
+     r"`encoder_attention_heads` must divide d_model=16"),
+    ({"d_model": "16"}, r"`d_model` must be an integer >= 1\. Received: d_model='16'"),
+    ({"pad_token_id": 40}, r"`pad_token_id` must be a token id below its vocab_size=40"),
+    ({"decoder_start_token_id": -1}, r"Received: decoder_start_token_id=-1"),
+])
+def test_config_values_are_checked_against_the_weights_first(bart_folder, tmp_path, config,
+                                                              message):
+    with pytest.raises(ValueError, match=message) as error:
+        load_pretrained(_copy(bart_folder, tmp_path, config=config))
+    assert "\n" not in str(error.value)
+
+
+def test_a_weight_the_model_does_not_use_is_refused_naming_it(bart_folder, tmp_path):
+    extra = {"model.encoder.layers.0.extra_proj.weight": np.ones((2, 2), "float32")}
+    with pytest.raises(ValueError, match=r"'model\.encoder\.layers\.0\.extra_proj\.weight' "
+                                         r"is not used by the model.*\(2, 2\)"):
+        load_pretrained(_copy(bart_folder, tmp_path, weights=extra))
+
+
+def test_t5_sizes_are_checked_against_the_weights_first(tmp_path):
+    folder = tmp_path / "t5"
+    hf_checkpoints.save_checkpoint(folder, "t5")
+    for case, (config, message) in enumerate([
+        ({"num_layers": 10**9}, r"`num_layers` does not match .* says 2\)"),
+        ({"num_decoder_layers": 1}, r"`num_decoder_layers` does not match"),
+        ({"d_ff": 10**7}, r"`d_ff` does not match"),
+        ({"d_kv": 4}, r"`d_kv` \* `num_heads` do not match"),
+        ({"relative_attention_num_buckets": 10**6}, r"relative_attention_num_buckets=1000000"),
+        ({"eos_token_id": 400}, r"`eos_token_id` must be a token id below"),
+    ]):
+        copy = tmp_path / f"case{case}"
+        copy.mkdir()
+        with pytest.raises(ValueError, match=message):
+            load_pretrained(_copy(folder, copy, config=config))
 
 
 def test_not_a_checkpoint_folder(tmp_path):

@@ -75,10 +75,10 @@ def _full_disk_at(output_dir, monkeypatch):
     """`files.write_folder_atomically` fails with ENOSPC for `output_dir` only."""
     write = files.write_folder_atomically
 
-    def full(path, writer):
+    def full(path, writer, **kwargs):
         if os.path.abspath(path) == os.path.abspath(output_dir):
             raise OSError(errno.ENOSPC, "No space left on device")
-        return write(path, writer)
+        return write(path, writer, **kwargs)
 
     monkeypatch.setattr(files, "write_folder_atomically", full)
 
@@ -132,7 +132,7 @@ def test_a_rescue_folder_never_replaces_one_already_there(tokenizer, tmp_path, m
 
 
 def test_no_rescue_possible_says_so_in_one_line(tokenizer, tmp_path, monkeypatch):
-    def full(path, writer):
+    def full(path, writer, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(files, "write_folder_atomically", full)

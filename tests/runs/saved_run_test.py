@@ -2,6 +2,8 @@
 a tokenizer or `model.keras` of another run is one line naming the file; a
 model that does not decode refuses a beam search instead of ignoring it."""
 
+import json
+import os
 import shutil
 
 import keras
@@ -61,6 +63,44 @@ def _refused(run_dir, match):
 def test_matching_parts_load(folders):
     for name in folders:
         runs.SavedRun(folders[name])
+
+
+NOT_A_NAME = r"has tokenizers\['source'\]='{}', not a file name in the folder"
+OUTSIDE = (r"{} is a link to a place outside the folder, named in config\.json \(only files "
+           r"inside the run folder are read\)")
+
+
+@pytest.mark.parametrize("name, what", [
+    ("..", NOT_A_NAME.format(r"\.\.")),
+    ("../source.spm", NOT_A_NAME.format(r"\.\./source\.spm")),
+    ("/etc/hostname", NOT_A_NAME.format("/etc/hostname")),
+    ("linked.spm", OUTSIDE.format(r"linked\.spm")),
+])
+def test_a_tokenizer_named_outside_the_folder_is_never_read(folders, tmp_path, name, what):
+    """`config.json` names the tokenizers: a name leading out of the run folder
+    (`..`, an absolute name, a link) is refused, and nothing outside is read."""
+    run_dir = _copy(folders, "translation", tmp_path)
+    outside = tmp_path / "source.spm"
+    shutil.copy(run_dir / "source.spm", outside)  # a real tokenizer, one folder up
+    (run_dir / "linked.spm").symlink_to(outside)
+    config = json.loads((run_dir / "config.json").read_text())
+    config["tokenizers"]["source"] = name
+    (run_dir / "config.json").write_text(json.dumps(config))
+    message = _refused(run_dir, rf"{what}.*Received: run_dir=")
+    assert str(outside) not in message
+
+
+def test_a_run_set_aside_by_an_interrupted_replacement_is_found_again(folders, tmp_path):
+    """`--overwrite=true` killed between its two renames leaves the old run in
+    `.NAME.previous-*` and no run folder: the next read restores it, and so
+    does the next write (which then refuses to replace it without overwrite)."""
+    shutil.copytree(folders["translation"], tmp_path / ".translation.previous-5f3a")
+    run = runs.SavedRun(tmp_path / "translation")
+    assert run.model is not None and os.listdir(tmp_path) == ["translation"]
+    os.rename(tmp_path / "translation", tmp_path / ".translation.previous-77aa")
+    with pytest.raises(ValueError, match=r"holds a run already"):
+        runs.check_output_dir(tmp_path / "translation")
+    assert os.listdir(tmp_path) == ["translation"]
 
 
 @pytest.mark.parametrize("name", ["source.spm", "target.spm"])
