@@ -86,3 +86,19 @@ def test_the_check_sees_a_family_branch():
     assert FAMILY_BRANCH.search("if family in ('bart', 'mbart'):")
     assert FAMILY_BRANCH.search('TOKENIZERS = {"t5": T5Tokenizer}')
     assert not FAMILY_BRANCH.search('{"recipe": "translation"}')
+
+
+@pytest.mark.backend_independent
+def test_a_tokenizer_file_linked_from_outside_is_refused_unread(tmp_path):
+    """A `merges.txt` that links to a private file elsewhere is refused
+    before it is read: the error names the file, never its content."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("private line\n")
+    folder = tmp_path / "checkpoint"
+    folder.mkdir()
+    (folder / "vocab.json").write_text("{}")
+    (folder / "merges.txt").symlink_to(secret)
+    with pytest.raises(ValueError, match=r"'merges\.txt', a link to a place outside the "
+                                         r"folder") as error:
+        families.load_checkpoint_tokenizer(folder, "bart")
+    assert "private line" not in str(error.value) and "\n" not in str(error.value)
