@@ -31,12 +31,19 @@ on every backend. The toolkit modules (`data`, `metrics`, `visualize`,
 first use (`keras_attention.metrics`, or `from keras_attention import
 metrics`), so TensorFlow, tensorflow-text, keras-hub, matplotlib, sacrebleu
 and rouge-score load only when they are used.
+
+TensorFlow's C++ start-up lines are kept off stderr
+(`keras_attention.native_logs`; `TF_CPP_MIN_LOG_LEVEL=0` shows them).
 """
 
 import importlib
 
-from keras_attention import callbacks, decoding, layers, losses, masks, models, schedules
-from keras_attention.version import __version__
+from keras_attention import native_logs
+
+native_logs.silence_tensorflow_start()  # before Keras may import TensorFlow
+
+from keras_attention import callbacks, decoding, layers, losses, masks, models, schedules  # noqa: E402
+from keras_attention.version import __version__  # noqa: E402
 
 _TOOLKIT_MODULES = (
     "data", "distribute", "export", "metrics", "pretrained", "runs", "runtime", "visualize",
