@@ -89,6 +89,12 @@ def family_of(config):
     return family
 
 
+def names_with_tokenizers():
+    """The `model_type`s whose tokenizer is read here (the families
+    `keras-attention convert` makes run folders of)."""
+    return [name for name, row in FAMILIES.items() if row.tokenizer is not None]
+
+
 def with_tokenizer(family):
     """The `Family` named `family` (a `model_type`), which must have a tokenizer.
 
@@ -97,8 +103,8 @@ def with_tokenizer(family):
             tokenizer is not read here.
     """
     if family not in FAMILIES or FAMILIES[family].tokenizer is None:
-        names = [name for name, row in FAMILIES.items() if row.tokenizer is not None]
-        raise ValueError(f"Argument `family` must be one of {', '.join(map(repr, names))} "
+        names = ", ".join(map(repr, names_with_tokenizers()))
+        raise ValueError(f"Argument `family` must be one of {names} "
                          f"(the families whose tokenizer we read). Received: family={family!r}")
     return FAMILIES[family]
 
@@ -138,5 +144,5 @@ whose tokenizer we read). Received: family='gpt2'
     return FAMILIES[family].tokenizer.from_folder(folder)
 
 
-__all__ = ["FAMILIES", "Family", "family_of", "load_checkpoint_tokenizer", "tokenizer_files",
-           "with_tokenizer"]
+__all__ = ["FAMILIES", "Family", "family_of", "load_checkpoint_tokenizer",
+           "names_with_tokenizers", "tokenizer_files", "with_tokenizer"]

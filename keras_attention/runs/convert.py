@@ -14,7 +14,7 @@ generation settings (`keras_attention.runs.converted.DECODING_KEYS`).
 
 import os
 
-from keras_attention.pretrained.families import FAMILIES
+from keras_attention.pretrained.families import FAMILIES, names_with_tokenizers
 
 #: The source length recorded when the checkpoint has no position limit (T5).
 DEFAULT_SOURCE_LENGTH = 512
@@ -98,7 +98,7 @@ def load_checkpoint(checkpoint_dir, recipe=None):
     _check_recipe(recipe)
     config = read_config(checkpoint_dir)
     family = config.get("model_type")
-    with_runs = [name for name, row in FAMILIES.items() if row.recipe is not None]
+    with_runs = names_with_tokenizers()  # each has a run recipe
     if family in FAMILIES and family not in with_runs:
         raise ValueError(
             f"`keras-attention convert` makes run folders of {', '.join(with_runs)} "

@@ -36,10 +36,10 @@ def load_tokenizers(run):
     try:
         files = families.with_tokenizer(family).tokenizer_files
     except ValueError:
-        names = [name for name, row in families.FAMILIES.items() if row.tokenizer is not None]
+        names = ", ".join(map(repr, families.names_with_tokenizers()))
         raise run.folder_error(os.path.join(run.run_dir, "config.json"),
                                f"naming converted_from.family={family!r}, not one of "
-                               f"{', '.join(map(repr, names))}") from None
+                               f"{names}") from None
     for name in files:
         run.path(os.path.join(run.metadata["tokenizers"]["source"], name))
     try:
