@@ -87,8 +87,8 @@ test-jax: install
 # (`torch.compile` would build C++ kernels at test time), `fit` runs with
 # Keras' torch default, jit_compile off, and generation under no_grad. One
 # intra-op thread per worker: two made small einsums ~200x slower on 2 cores.
-# torch comes from PyPI (the `torch` extra); its Linux wheel brings CUDA
-# libraries (about 5 GB installed) and runs on the CPU.
+# torch is the `torch` extra: 2.13, the CPU build where pip's find-links
+# hold it (pyproject.toml), else PyPI's Linux wheel with CUDA libraries.
 $(BIN)/.installed-torch: pyproject.toml $(BIN)/.installed
 	$(BIN)/pip install --quiet -e '.[torch]'
 	touch $@

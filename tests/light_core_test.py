@@ -61,7 +61,7 @@ STEPS = [
         "assert 'keras_attention.compat' not in sys.modules",
         "assert keras_attention.pretrained.load_pretrained",
         "from keras_attention.pretrained import families",
-        "assert families.FAMILIES['marian'].tokenizer_files",
+        "assert families.FAMILIES['marian'].tokenizer_layouts",
         "assert 'compat' not in dir(keras_attention)",
         "assert round(keras_attention.metrics.bleu(['a b c d'], ['a b c d'])) == 100",
         "from keras_attention import visualize",

@@ -10,8 +10,8 @@ Everything that depends on the family (`load_pretrained`,
 Adding a family touches its module (the model mapping, e.g. `marian.py`),
 one row of `FAMILIES`, and its tests.
 
->>> FAMILIES["marian"].architecture, FAMILIES["marian"].tokenizer_files
-('MarianMTModel', ('source.spm', 'target.spm', 'vocab.json'))
+>>> FAMILIES["marian"].architecture, FAMILIES["t5"].tokenizer_layouts
+('MarianMTModel', (('spiece.model',), ('tokenizer.json',)))
 >>> family_of({"model_type": "gpt2"})
 Traceback (most recent call last):
 ...
@@ -49,9 +49,11 @@ class Family:
     recipe: str | None = None
 
     @property
-    def tokenizer_files(self):
-        """The tokenizer files its checkpoints ship (empty without a tokenizer)."""
-        return self.tokenizer.FILES if self.tokenizer is not None else ()
+    def tokenizer_layouts(self):
+        """The sets of tokenizer files its checkpoints ship, each enough
+        (the older files, then transformers 5's `tokenizer.json`; empty
+        without a tokenizer)."""
+        return self.tokenizer.LAYOUTS if self.tokenizer is not None else ()
 
 
 FAMILIES = {family.model_type: family for family in (
@@ -110,14 +112,16 @@ def with_tokenizer(family):
 
 
 def tokenizer_files(folder, family):
-    """The paths of `family`'s tokenizer files in `folder`.
+    """The paths of the tokenizer files of `family` that its tokenizer
+    reads in `folder` (the first complete layout of `tokenizer_layouts`).
 
     Raises:
         ValueError: naming `family`, for a family without a tokenizer here;
             naming a file that is not a plain file inside `folder`.
         FileNotFoundError: naming the first missing file.
     """
-    return [checkpoint_file(folder, name) for name in with_tokenizer(family).tokenizer_files]
+    names = with_tokenizer(family).tokenizer.files_in(folder)
+    return [checkpoint_file(folder, name) for name in names]
 
 
 def load_checkpoint_tokenizer(folder, family):

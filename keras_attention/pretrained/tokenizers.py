@@ -14,6 +14,12 @@ BPE), so `transformers` is not needed:
   tokens `<extra_id_0>` ... `<extra_id_99>` after the SentencePiece
   vocabulary, `<extra_id_0>` last (32099 for a 32000-piece model).
 
+BART and T5 folders saved by `transformers` 5 hold `tokenizer.json` alone:
+`from_folder` reads it when the older files are not all there (its BPE
+vocabulary and merges, or the SentencePiece model of its Unigram pieces:
+`keras_attention.pretrained.tokenizer_json`), and gives the same ids either
+way. `files_in(folder)` names the files `from_folder` reads.
+
 All three: `encode(texts) -> list of id lists` (`target=True` for Marian's
 target side), `decode(ids) -> list of str` (special tokens and padding
 dropped, as `transformers`' `batch_decode(..., skip_special_tokens=True)`),
@@ -31,6 +37,7 @@ import re
 
 import numpy as np
 
+from keras_attention.pretrained import tokenizer_json
 from keras_attention.pretrained.checkpoint import checkpoint_file
 
 SPIECE_UNDERLINE = "\u2581"
@@ -70,6 +77,29 @@ def _pieces(spm, texts):
     return [[p.decode("utf-8") if isinstance(p, bytes) else str(p) for p in row] for row in out]
 
 
+def _files_in(layouts, folder):
+    """The names of the first of `layouts` (tuples of file names) whose files
+    are all in `folder`; each must be a plain file inside it.
+
+    Raises:
+        FileNotFoundError: naming the first missing file of the first layout
+            (and the other layouts), when none is complete.
+        ValueError: naming a file that is a link out of the folder or not a
+            plain file.
+    """
+    folder = os.fspath(folder)
+    for names in layouts:
+        if all(os.path.lexists(os.path.join(folder, name)) for name in names):
+            for name in names:
+                checkpoint_file(folder, name)
+            return names
+    missing = next(n for n in layouts[0] if not os.path.lexists(os.path.join(folder, n)))
+    others = " or ".join(" + ".join(names) for names in layouts[1:])
+    raise FileNotFoundError(f"The checkpoint folder has no {missing}"
+                            + (f" (nor {others})" if others else "")
+                            + f". Received: folder={folder!r}")
+
+
 def _join_pieces(pieces):
     """SentencePiece's decoding of plain pieces: `▁` is a space, the first
     one dropped."""
@@ -92,8 +122,9 @@ class MarianTokenizer:
     ```
     """
 
-    #: The files `from_folder` reads.
+    #: The files `from_folder` reads (transformers 5 still saves these).
     FILES = ("source.spm", "target.spm", "vocab.json")
+    LAYOUTS = (FILES,)
 
     def __init__(self, source_spm, target_spm, vocabulary, *, unk_token="<unk>",
                  eos_token="</s>", pad_token="<pad>"):
@@ -117,8 +148,14 @@ class MarianTokenizer:
         self.special_ids = {self.unk_token_id, self.end_token_id, self.pad_token_id}
 
     @classmethod
+    def files_in(cls, folder):
+        """The names of the files `from_folder` reads in `folder`."""
+        return _files_in(cls.LAYOUTS, folder)
+
+    @classmethod
     def from_folder(cls, folder):
         """From a checkpoint folder holding source.spm, target.spm and vocab.json."""
+        cls.files_in(folder)
         with open(checkpoint_file(folder, "vocab.json"), encoding="utf-8") as file:
             vocabulary = json.load(file)
         return cls(checkpoint_file(folder, "source.spm"), checkpoint_file(folder, "target.spm"),
@@ -167,8 +204,10 @@ class BartTokenizer:
         merges: `merges.txt`'s path or its list of merge rules.
     """
 
-    #: The files `from_folder` reads.
+    #: The files of the older layout; `LAYOUTS`: the layouts `from_folder`
+    #: reads, the first complete one.
     FILES = ("vocab.json", "merges.txt")
+    LAYOUTS = (FILES, (tokenizer_json.FILE,))
 
     def __init__(self, vocabulary, merges, *, bos_token="<s>", eos_token="</s>",
                  pad_token="<pad>", unk_token="<unk>"):
@@ -197,9 +236,18 @@ class BartTokenizer:
             self.special_ids.add(self.vocabulary["<mask>"])
 
     @classmethod
+    def files_in(cls, folder):
+        """The names of the files `from_folder` reads in `folder`."""
+        return _files_in(cls.LAYOUTS, folder)
+
+    @classmethod
     def from_folder(cls, folder):
-        """From a checkpoint folder holding vocab.json and merges.txt."""
-        return cls(checkpoint_file(folder, "vocab.json"), checkpoint_file(folder, "merges.txt"))
+        """From a checkpoint folder holding vocab.json and merges.txt, or
+        tokenizer.json (a byte-level BPE)."""
+        if cls.files_in(folder) == cls.FILES:
+            return cls(checkpoint_file(folder, "vocab.json"),
+                       checkpoint_file(folder, "merges.txt"))
+        return cls(*tokenizer_json.bpe_vocabulary_and_merges(tokenizer_json.read(folder)))
 
     @property
     def vocabulary_size(self):
@@ -229,13 +277,15 @@ class T5Tokenizer:
     """A T5 checkpoint's SentencePiece tokenizer with its sentinel tokens.
 
     Args:
-        spiece_model: path of `spiece.model`.
+        spiece_model: path of `spiece.model`, or its bytes.
         extra_ids: the number of sentinels `<extra_id_N>` (100).
     """
 
     SENTINEL = re.compile(r"<extra_id_(\d+)>")
-    #: The files `from_folder` reads.
+    #: The file of the older layout; `LAYOUTS`: the layouts `from_folder`
+    #: reads, the first complete one.
     FILES = ("spiece.model",)
+    LAYOUTS = (FILES, (tokenizer_json.FILE,))
 
     def __init__(self, spiece_model, extra_ids=100):
         if isinstance(extra_ids, bool) or not isinstance(extra_ids, int) or extra_ids < 0:
@@ -250,9 +300,29 @@ class T5Tokenizer:
         self.special_ids = {self.pad_token_id, self.end_token_id, self.unk_token_id}
 
     @classmethod
-    def from_folder(cls, folder, extra_ids=100):
-        """From a checkpoint folder holding spiece.model."""
-        return cls(checkpoint_file(folder, "spiece.model"), extra_ids)
+    def files_in(cls, folder):
+        """The names of the files `from_folder` reads in `folder`."""
+        return _files_in(cls.LAYOUTS, folder)
+
+    @classmethod
+    def from_folder(cls, folder, extra_ids=None):
+        """From a checkpoint folder holding spiece.model, or tokenizer.json
+        (a Unigram model). `extra_ids`: None for the folder's (tokenizer.json's
+        sentinels; 100 beside spiece.model), or a number it must equal."""
+        if cls.files_in(folder) == cls.FILES:
+            return cls(checkpoint_file(folder, "spiece.model"),
+                       100 if extra_ids is None else extra_ids)
+        model, added = tokenizer_json.unigram_sentencepiece_model(tokenizer_json.read(folder))
+        if extra_ids is not None and extra_ids != len(added):
+            raise ValueError(f"Argument `extra_ids` must be the {len(added)} sentinels of the "
+                             f"folder's tokenizer.json. Received: extra_ids={extra_ids!r}")
+        tokenizer = cls(model, len(added))
+        if added != {tokenizer.sentinel_id(n): f"<extra_id_{n}>" for n in range(len(added))}:
+            shown = dict(sorted(added.items())[:3])
+            raise ValueError(f"tokenizer.json: the `added_tokens` after the "
+                             f"{tokenizer.piece_count} pieces must be T5's sentinels, "
+                             f"<extra_id_0> last. Received: {shown} ...")
+        return tokenizer
 
     @property
     def vocabulary_size(self):

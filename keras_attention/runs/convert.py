@@ -110,7 +110,7 @@ def load_checkpoint(checkpoint_dir, recipe=None):
     tokenizer = load_checkpoint_tokenizer(checkpoint_dir, family)
     vocabulary = min(model.source_vocabulary_size, model.target_vocabulary_size)
     if tokenizer.largest_id >= vocabulary:
-        files = ", ".join(FAMILIES[family].tokenizer_files)
+        files = ", ".join(os.path.basename(path) for path in paths)
         raise ValueError(
             f"The checkpoint's tokenizer ({files}) gives ids up to {tokenizer.largest_id}, "
             f"beyond the {vocabulary} ids of its model (a smaller tokenizer is allowed, a "

@@ -34,12 +34,16 @@ def load_tokenizers(run):
     family = run.metadata["converted_from"].get("family")
     folder = run.path(run.metadata["tokenizers"]["source"], folder=True)
     try:
-        files = families.with_tokenizer(family).tokenizer_files
+        tokenizer_class = families.with_tokenizer(family).tokenizer
     except ValueError:
         names = ", ".join(map(repr, families.names_with_tokenizers()))
         raise run.folder_error(os.path.join(run.run_dir, "config.json"),
                                f"naming converted_from.family={family!r}, not one of "
                                f"{names}") from None
+    try:
+        files = tokenizer_class.files_in(folder)
+    except (OSError, ValueError):  # no complete layout: the run folder error names a file
+        files = tokenizer_class.LAYOUTS[0]
     for name in files:
         run.path(os.path.join(run.metadata["tokenizers"]["source"], name))
     try:

@@ -28,11 +28,12 @@ def test_every_row_is_a_family_with_its_module_builder_and_tokenizer():
         assert family.architecture.endswith(("MTModel", "ForConditionalGeneration"))
         assert family.build_model.__module__ == f"keras_attention.pretrained.{name}"
         if family.tokenizer is None:
-            assert family.recipe is None and family.tokenizer_files == ()
+            assert family.recipe is None and family.tokenizer_layouts == ()
         else:
             assert family.recipe in ("translation", "summarization")
-            assert family.tokenizer_files and all(isinstance(f, str)
-                                                  for f in family.tokenizer_files)
+            assert family.tokenizer_layouts and all(
+                names and all(isinstance(f, str) for f in names)
+                for names in family.tokenizer_layouts)
             assert callable(family.tokenizer.from_folder)
 
 

@@ -12,8 +12,10 @@ from tests.pretrained.tokenizers_test import (  # noqa: F401 (fixtures)
     GERMAN,
     TEXTS,
     bart_folder,
+    bart_json_folder,
     marian_folder,
     t5_folder,
+    t5_json_folder,
 )
 
 # TensorFlow graphs and SavedModels (what `keras-attention export` serves): under
@@ -50,16 +52,24 @@ def test_marian(marian_folder):  # noqa: F811 (the imported fixture)
     assert_same_in_a_graph(graph, theirs, texts + GERMAN[:5], target=True)
 
 
+# Each with the older files and with transformers 5's tokenizer.json alone.
+LAYOUTS = ["folder", "json_folder"]
+
+
 @pytest.mark.large
-def test_bart(bart_folder):  # noqa: F811
-    theirs = transformers.BartTokenizer.from_pretrained(str(bart_folder))
-    graph = graph_tokenizers.graph_tokenizer(tokenizers.BartTokenizer.from_folder(bart_folder))
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_bart(layout, request):
+    folder = request.getfixturevalue(f"bart_{layout}")
+    theirs = transformers.BartTokenizer.from_pretrained(str(folder))
+    graph = graph_tokenizers.graph_tokenizer(tokenizers.BartTokenizer.from_folder(folder))
     assert_same_in_a_graph(graph, theirs, TEXTS)
 
 
-def test_t5_with_sentinels(t5_folder):  # noqa: F811
-    theirs = transformers.T5Tokenizer.from_pretrained(str(t5_folder))
-    ours = tokenizers.T5Tokenizer.from_folder(t5_folder)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_t5_with_sentinels(layout, request):
+    folder = request.getfixturevalue(f"t5_{layout}")
+    theirs = transformers.T5Tokenizer.from_pretrained(str(folder))
+    ours = tokenizers.T5Tokenizer.from_folder(folder)
     graph = graph_tokenizers.graph_tokenizer(ours)
     texts = TEXTS + ["<extra_id_0>", "a <extra_id_1> b <extra_id_0>", "x <extra_id_100> y"]
     assert_same_in_a_graph(graph, theirs, texts[:-1])

@@ -71,6 +71,27 @@ def t5_folder(tmp_path_factory):
     return folder
 
 
+def saved_by_transformers_5(folder, destination, tokenizer_class):
+    """`folder`'s tokenizer loaded by `transformers` and saved again: the
+    layout of transformers 5, `tokenizer.json` (and its config) only."""
+    tokenizer_class.from_pretrained(str(folder)).save_pretrained(str(destination))
+    assert sorted(p.name for p in destination.iterdir()) == [
+        "tokenizer.json", "tokenizer_config.json"]
+    return destination
+
+
+@pytest.fixture(scope="module")
+def bart_json_folder(bart_folder, tmp_path_factory):
+    return saved_by_transformers_5(bart_folder, tmp_path_factory.mktemp("bart_json"),
+                                   transformers.BartTokenizer)
+
+
+@pytest.fixture(scope="module")
+def t5_json_folder(t5_folder, tmp_path_factory):
+    return saved_by_transformers_5(t5_folder, tmp_path_factory.mktemp("t5_json"),
+                                   transformers.T5Tokenizer)
+
+
 def assert_same_as_transformers(ours, theirs, texts, **encode_options):
     target = encode_options.pop("target", False)
     expected = (theirs(text_target=texts) if target else theirs(texts))["input_ids"]
@@ -125,7 +146,7 @@ def test_decode_takes_arrays_and_drops_padding(t5_folder):
 
 
 def test_missing_files_and_bad_input_are_named(tmp_path, t5_folder):
-    with pytest.raises(FileNotFoundError, match=r"no vocab.json.*Received: folder="):
+    with pytest.raises(FileNotFoundError, match=r"no source.spm. Received: folder="):
         tokenizers.MarianTokenizer.from_folder(tmp_path)
     with pytest.raises(FileNotFoundError, match=r"no merges.txt|no vocab.json"):
         tokenizers.BartTokenizer.from_folder(tmp_path)
@@ -148,3 +169,57 @@ def test_bart_decodes_a_cut_character_as_transformers_does(bart_folder):
     cut = [[ours.vocabulary["Ã"]], [ours.vocabulary["a"], ours.vocabulary["Ã"]]]
     assert ours.decode(cut) == theirs.batch_decode(cut, skip_special_tokens=True)
     assert ours.decode(cut)[0] == "\ufffd"
+
+
+def test_bart_from_tokenizer_json_alone(bart_folder, bart_json_folder):
+    """A folder saved by transformers 5: the ids and texts of transformers'
+    tokenizer of that folder, and of ours from the older files."""
+    theirs = transformers.AutoTokenizer.from_pretrained(str(bart_json_folder))
+    ours = tokenizers.BartTokenizer.from_folder(bart_json_folder)
+    assert tokenizers.BartTokenizer.files_in(bart_json_folder) == ("tokenizer.json",)
+    assert_same_as_transformers(ours, theirs, TEXTS)
+    older = tokenizers.BartTokenizer.from_folder(bart_folder)
+    assert ours.encode(TEXTS) == older.encode(TEXTS)
+    assert ours.vocabulary == older.vocabulary and ours.vocabulary_size == len(theirs)
+
+
+def test_t5_from_tokenizer_json_alone(t5_folder, t5_json_folder):
+    theirs = transformers.AutoTokenizer.from_pretrained(str(t5_json_folder))
+    ours = tokenizers.T5Tokenizer.from_folder(t5_json_folder)
+    assert tokenizers.T5Tokenizer.files_in(t5_json_folder) == ("tokenizer.json",)
+    assert_same_as_transformers(ours, theirs, TEXTS)
+    older = tokenizers.T5Tokenizer.from_folder(t5_folder)
+    assert ours.encode(TEXTS) == older.encode(TEXTS)
+    assert (ours.piece_count, ours.extra_ids, ours.vocabulary_size) == (60, 100, len(theirs))
+    assert ours.sentinel_id(0) == 159 == theirs.convert_tokens_to_ids("<extra_id_0>")
+    with pytest.raises(ValueError, match=r"the 100 sentinels of the folder's tokenizer.json. "
+                                         r"Received: extra_ids=10"):
+        tokenizers.T5Tokenizer.from_folder(t5_json_folder, extra_ids=10)
+
+
+@pytest.mark.parametrize("family", ["bart", "t5"])
+def test_a_folder_with_both_layouts_gives_the_same_ids(family, request, tmp_path):
+    """The older files are read when they are all there; either way the ids
+    are the same."""
+    import shutil
+
+    tokenizer_class = {"bart": tokenizers.BartTokenizer, "t5": tokenizers.T5Tokenizer}[family]
+    both = tmp_path / "both"
+    shutil.copytree(request.getfixturevalue(f"{family}_folder"), both)
+    shutil.copy(request.getfixturevalue(f"{family}_json_folder") / "tokenizer.json", both)
+    assert tokenizer_class.files_in(both) == tokenizer_class.FILES
+    json_only = tokenizer_class.from_folder(request.getfixturevalue(f"{family}_json_folder"))
+    assert tokenizer_class.from_folder(both).encode(TEXTS) == json_only.encode(TEXTS)
+    (both / tokenizer_class.FILES[0]).unlink()  # an incomplete older layout: tokenizer.json
+    assert tokenizer_class.files_in(both) == ("tokenizer.json",)
+
+
+def test_a_folder_with_neither_layout_names_both(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"no spiece.model \(nor tokenizer.json\)\. "
+                                                r"Received: folder="):
+        tokenizers.T5Tokenizer.from_folder(tmp_path)
+    with pytest.raises(FileNotFoundError, match=r"no vocab.json \(nor tokenizer.json\)"):
+        tokenizers.BartTokenizer.files_in(tmp_path)
+    (tmp_path / "tokenizer.json").symlink_to("/etc/hostname")
+    with pytest.raises(ValueError, match=r"only files inside the checkpoint folder"):
+        tokenizers.BartTokenizer.from_folder(tmp_path)

@@ -17,6 +17,7 @@ import torch
 import transformers
 
 from keras_attention import cli, runs
+from keras_attention.pretrained.families import FAMILIES
 from keras_attention.runs.convert import convert_checkpoint
 from tests.made_once import made_once
 from tests.pretrained import hf_checkpoints
@@ -71,9 +72,11 @@ def _t5_tokenizer(folder):
 SEEDS = {"marian": 2, "bart": 2, "t5": 3}
 
 
-def make_checkpoint(folder, family, generation=None):
+def make_checkpoint(folder, family, generation=None, layout=None):
     """A tiny random checkpoint with its tokenizer files; returns
-    `(torch model, transformers tokenizer)`."""
+    `(torch model, transformers tokenizer)`. `layout`: the family's
+    `LAYOUTS` default, or `"tokenizer.json"` (BART, T5): the tokenizer saved
+    by transformers 5, `tokenizer.json` alone."""
     folder.mkdir(parents=True, exist_ok=True)
     if family == "marian":
         size = _marian_tokenizer(folder)
@@ -99,6 +102,11 @@ def make_checkpoint(folder, family, generation=None):
         tokenizer = transformers.BartTokenizer.from_pretrained(str(folder))
     else:
         tokenizer = transformers.T5Tokenizer.from_pretrained(str(folder))
+    if layout == "tokenizer.json":
+        for name in FAMILIES[family].tokenizer_layouts[0]:
+            (folder / name).unlink()
+        tokenizer.save_pretrained(str(folder))
+        tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder))
     return model, tokenizer
 
 
@@ -119,6 +127,11 @@ def cli_generate(run_dir, texts, tmp_path, *options):
 
 #: The generation config of the shared beam checkpoints (`converted_run`).
 BEAM = {"num_beams": 4, "length_penalty": 0.6, "max_length": 10}
+#: The tokenizer files of the shared checkpoints: as transformers 5 saves BART
+#: and T5 (`tokenizer.json` alone; transformers 5 still saves Marian's
+#: SentencePiece files). The older layout converts to the same run
+#: (`test_the_older_tokenizer_files_convert_to_the_same_run`).
+LAYOUTS = {"marian": None, "bart": "tokenizer.json", "t5": "tokenizer.json"}
 
 
 def _make_converted_run(folder, family, generation, strings):
@@ -126,7 +139,8 @@ def _make_converted_run(folder, family, generation, strings):
     `generation`) and `run/` (its conversion); returns `transformers`'
     strings for `TEXTS` (with `strings`, else {}): `"beam"` with the
     checkpoint's settings, `"greedy"` with `num_beams=1`."""
-    model, tokenizer = make_checkpoint(folder / "checkpoint", family, generation)
+    model, tokenizer = make_checkpoint(folder / "checkpoint", family, generation,
+                                       LAYOUTS[family])
     convert_checkpoint(folder / "checkpoint", folder / "run")
     if not strings:
         return {}
@@ -172,6 +186,26 @@ def test_the_run_folder(converted):
                                                 name).read_bytes()
     assert run.source_tokenizer is run.target_tokenizer
     assert runs.is_run_folder(run_dir)
+
+
+@pytest.mark.parametrize("family", ["bart", "t5"])
+def test_the_older_tokenizer_files_convert_to_the_same_run(family, tmp_path_factory, tmp_path):
+    """The same checkpoint with `vocab.json` + `merges.txt` / `spiece.model`
+    instead of transformers 5's `tokenizer.json`: the run folder copies those
+    files, and its tokenizer gives the same ids (so `generate` the same
+    strings, shown on the shared `tokenizer.json` run) as transformers'."""
+    _, shared_run, _ = converted_run(tmp_path_factory, family)
+    model, tokenizer = make_checkpoint(tmp_path / "checkpoint", family, BEAM)
+    convert_checkpoint(tmp_path / "checkpoint", tmp_path / "run")
+    older, shared = runs.SavedRun(tmp_path / "run"), runs.SavedRun(shared_run)
+    files = list(FAMILIES[family].tokenizer_layouts[0])
+    assert older.metadata["converted_from"]["tokenizer_files"] == files
+    assert shared.metadata["converted_from"]["tokenizer_files"] == ["tokenizer.json"]
+    assert sorted(p.name for p in (tmp_path / "run" / "tokenizer").iterdir()) == sorted(files)
+    ids = tokenizer(TEXTS)["input_ids"]
+    assert older.source_tokenizer.encode(TEXTS) == ids == shared.source_tokenizer.encode(TEXTS)
+    for mine, theirs in zip(older.model.weights, shared.model.weights):
+        np.testing.assert_array_equal(mine.numpy(), theirs.numpy())
 
 
 def run_dir_path(run_dir):
