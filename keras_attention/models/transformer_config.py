@@ -22,7 +22,9 @@ class TransformerConfig:
 
     Checked when made (a `ValueError` naming the field and saying
     `Received: ...`); `target_vocabulary_size=None` becomes
-    `vocabulary_size` and `final_norm=None` becomes `norm_first`.
+    `vocabulary_size`, `final_norm=None` becomes `norm_first`, and the
+    decoder's sizes left `None` become the encoder's (`num_layers`,
+    `num_heads`, `intermediate_dim`).
 
     Example:
 
@@ -39,6 +41,9 @@ class TransformerConfig:
     hidden_dim: int = 256
     num_heads: int = 8
     intermediate_dim: int = 1024
+    num_decoder_layers: object = None
+    decoder_num_heads: object = None
+    decoder_intermediate_dim: object = None
     dropout: float = 0.1
     max_length: int = 512
     position: str = "sinusoidal"
@@ -74,6 +79,12 @@ class TransformerConfig:
         resolve("target_vocabulary_size", check_positive_int(
             "target_vocabulary_size", self.target_vocabulary_size or self.vocabulary_size))
         resolve("num_layers", check_positive_int("num_layers", self.num_layers))
+        for name, encoder in (("num_decoder_layers", "num_layers"),
+                              ("decoder_num_heads", "num_heads"),
+                              ("decoder_intermediate_dim", "intermediate_dim")):
+            value = getattr(self, name)
+            resolve(name, getattr(self, encoder) if value is None
+                    else check_positive_int(name, value))
         resolve("position", check_choice("position", self.position, POSITIONS))
         for name in ("packed", "pointer_generator", "share_embeddings", "tie_embeddings",
                      "output_bias", "embedding_norm"):

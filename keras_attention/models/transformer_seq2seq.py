@@ -121,9 +121,11 @@ class TransformerSeq2Seq(Seq2SeqModel):
             TransformerEncoderBlock(**block_args, name=f"encoder_block_{i}")
             for i in range(c.num_layers)
         ]
+        decoder_args = dict(block_args, num_heads=c.decoder_num_heads,
+                            intermediate_dim=c.decoder_intermediate_dim)
         decoder_blocks = [
-            TransformerDecoderBlock(**block_args, name=f"decoder_block_{i}")
-            for i in range(c.num_layers)
+            TransformerDecoderBlock(**decoder_args, name=f"decoder_block_{i}")
+            for i in range(c.num_decoder_layers)
         ]
         encoder_norm = decoder_norm = None
         if c.final_norm:
@@ -382,6 +384,9 @@ def transformer_seq2seq(
     hidden_dim=256,
     num_heads=8,
     intermediate_dim=1024,
+    num_decoder_layers=None,
+    decoder_num_heads=None,
+    decoder_intermediate_dim=None,
     dropout=0.1,
     max_length=512,
     position="sinusoidal",
@@ -417,10 +422,19 @@ def transformer_seq2seq(
             target's, by default).
         target_vocabulary_size: positive int or `None` (the same as
             `vocabulary_size`), the target vocabulary size `V`.
-        num_layers: positive int, encoder and decoder blocks each.
-        hidden_dim: int, the model size `D` (divisible by `num_heads`).
-        num_heads: int, attention heads.
-        intermediate_dim: int, the feed-forward hidden size.
+        num_layers: positive int, the encoder's blocks (and the decoder's,
+            by default).
+        hidden_dim: int, the model size `D` (divisible by `num_heads` and
+            `decoder_num_heads`).
+        num_heads: int, the attention heads of the encoder's blocks (and the
+            decoder's, by default).
+        intermediate_dim: int, the feed-forward hidden size of the encoder's
+            blocks (and the decoder's, by default).
+        num_decoder_layers, decoder_num_heads, decoder_intermediate_dim:
+            positive int or `None` (default: the encoder's), the decoder's
+            blocks, attention heads (self- and cross-attention) and
+            feed-forward size: a deep encoder with a shallow decoder, as
+            converted checkpoints of that shape have.
         dropout: float in [0, 1), the dropout rate everywhere.
         max_length: int, the longest source or target sequence with
             `position="learned"` (the rows of its table; longer inputs and

@@ -30,6 +30,7 @@ builds the model of a `config.json` (a dict) and pairs its variables with
 
 import dataclasses
 
+import keras
 import numpy as np
 
 from keras_attention.models.transformer_seq2seq import transformer_seq2seq
@@ -40,7 +41,6 @@ from keras_attention.pretrained.checkpoint import (
     check_against_weights,
     check_all_read,
     check_config_value,
-    check_equal,
     check_token_table,
     config_int,
     count_blocks,
@@ -107,9 +107,6 @@ def bart_options(config, layout=BART):
     """The `transformer_seq2seq` arguments of a `config` (a dict) of the
     BART-style family `layout`; an error naming any value we do not support."""
     check_config_value(config, "model_type", (layout.model_type,))
-    num_layers = check_equal(config, "encoder_layers", "decoder_layers")
-    num_heads = check_equal(config, "encoder_attention_heads", "decoder_attention_heads")
-    intermediate_dim = check_equal(config, "encoder_ffn_dim", "decoder_ffn_dim")
     activation = check_config_value(config, "activation_function", tuple(ACTIVATIONS))
     vocabulary_size = config["vocab_size"]
     target_vocabulary_size = vocabulary_size
@@ -122,10 +119,15 @@ def bart_options(config, layout=BART):
     return dict(
         vocabulary_size=vocabulary_size,
         target_vocabulary_size=target_vocabulary_size,
-        num_layers=num_layers,
         hidden_dim=config["d_model"],
-        num_heads=num_heads,
-        intermediate_dim=intermediate_dim,
+        # Each side's depth, heads and feed-forward size (a deep encoder and a
+        # shallow decoder is a common serving shape).
+        num_layers=config_int(config, "encoder_layers"),
+        num_heads=config_int(config, "encoder_attention_heads"),
+        intermediate_dim=config_int(config, "encoder_ffn_dim"),
+        num_decoder_layers=config_int(config, "decoder_layers"),
+        decoder_num_heads=config_int(config, "decoder_attention_heads"),
+        decoder_intermediate_dim=config_int(config, "decoder_ffn_dim"),
         dropout=0.0,
         max_length=config["max_position_embeddings"],
         position=layout.position,
@@ -213,6 +215,27 @@ def check_sizes(config, weights, layout):
                              f"more than the {MAX_COMPUTED_POSITIONS} positions of a table "
                              f"computed in memory (the checkpoint saves none). Received: "
                              f"max_position_embeddings={config['max_position_embeddings']}")
+
+
+def check_sinusoidal_tables(model, weights, layout):
+    """Marian and Pegasus save their fixed sinusoidal position tables; ours
+    are computed, so a saved table must be the one we compute (an error
+    naming the weight otherwise)."""
+    for side, embedding in (("encoder", model.source_embedding),
+                            ("decoder", model.target_embedding)):
+        name = f"model.{side}.embed_positions.weight"
+        if name not in weights:
+            continue
+        table = np.asarray(weights[name], "float32")
+        ours = keras.ops.convert_to_numpy(
+            embedding.position_encoding(np.zeros((1,) + table.shape, "float32"))
+        )[0]
+        if ours.shape != table.shape or not np.allclose(ours, table, atol=1e-4):
+            raise ValueError(
+                f"The checkpoint weight {name!r} is not {layout.model_type}'s sinusoidal "
+                "table (sines in the first half, cosines in the second), the only positions "
+                f"we convert for {layout.model_type}. Received: {name}.shape={table.shape}"
+            )
 
 
 def embedding_tables(weights, shared=True):

@@ -331,18 +331,6 @@ def check_config_value(config, key, allowed, default=None):
     return value
 
 
-def check_equal(config, first, second):
-    """`config[first]`, which must equal `config[second]` (our models have
-    one setting for both), otherwise an error naming them."""
-    if config.get(first) != config.get(second):
-        raise ValueError(
-            f"The checkpoint's `{first}` and `{second}` differ, which our "
-            f"models do not support. Received: {first}={config.get(first)!r}, "
-            f"{second}={config.get(second)!r}"
-        )
-    return config[first]
-
-
 def distinct_start_token_id(config):
     """The model's `start_token_id`: the checkpoint's decoder start id when
     it differs from its pad and end ids, else its `bos_token_id`, else the

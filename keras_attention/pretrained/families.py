@@ -16,13 +16,13 @@ one row of `FAMILIES`, and its tests.
 Traceback (most recent call last):
 ...
 ValueError: The checkpoint's `model_type` is not one we convert (supported: 'marian', \
-'bart', 'mbart', 't5'). Received: model_type='gpt2'
+'bart', 'mbart', 't5', 'mt5', 'pegasus'). Received: model_type='gpt2'
 """
 
 import dataclasses
 from collections.abc import Callable
 
-from keras_attention.pretrained import bart, marian, mbart, t5, tokenizers
+from keras_attention.pretrained import bart, marian, mbart, mt5, pegasus, t5, tokenizers
 from keras_attention.pretrained.checkpoint import checkpoint_file
 
 
@@ -64,6 +64,9 @@ FAMILIES = {family.model_type: family for family in (
     Family("mbart", "MBartForConditionalGeneration", mbart.mbart_model),
     Family("t5", "T5ForConditionalGeneration", t5.t5_model, tokenizers.T5Tokenizer,
            "summarization"),
+    Family("mt5", "MT5ForConditionalGeneration", mt5.mt5_model, tokenizers.T5Tokenizer,
+           "summarization"),
+    Family("pegasus", "PegasusForConditionalGeneration", pegasus.pegasus_model),
 )}
 
 
@@ -141,7 +144,7 @@ def load_checkpoint_tokenizer(folder, family):
     >>> load_checkpoint_tokenizer("no-such-folder", "gpt2")
     Traceback (most recent call last):
     ...
-    ValueError: Argument `family` must be one of 'marian', 'bart', 't5' (the families \
+    ValueError: Argument `family` must be one of 'marian', 'bart', 't5', 'mt5' (the families \
 whose tokenizer we read). Received: family='gpt2'
     """
     tokenizer_files(folder, family)

@@ -17,14 +17,12 @@ vocabulary of its own (`share_encoder_decoder_embeddings: false`,
 ('sinusoidal_halves', False, 1)
 """
 
-import keras
-import numpy as np
-
 from keras_attention.pretrained.bart import (
     TABLE_COPIES,
     BartLayout,
     bart_options,
     bart_style_model,
+    check_sinusoidal_tables,
 )
 from keras_attention.pretrained.checkpoint import (
     CheckpointWeights,
@@ -51,28 +49,7 @@ def marian_model(config, weights):
     copied."""
     weights = CheckpointWeights(weights)
     model, pairs = bart_style_model(config, weights, MARIAN)
-    _check_sinusoidal(model, weights)
+    check_sinusoidal_tables(model, weights, MARIAN)
     check_all_read(weights, TABLE_COPIES)
     assign_weights(pairs)
     return model
-
-
-def _check_sinusoidal(model, weights):
-    """Marian saves its (fixed) sinusoidal tables; ours are computed, so a
-    saved table must be the one we compute."""
-    for side, embedding in (("encoder", model.source_embedding),
-                            ("decoder", model.target_embedding)):
-        name = f"model.{side}.embed_positions.weight"
-        if name not in weights:
-            continue
-        table = np.asarray(weights[name], "float32")
-        ours = keras.ops.convert_to_numpy(
-            embedding.position_encoding(np.zeros((1,) + table.shape, "float32"))
-        )[0]
-        if ours.shape != table.shape or not np.allclose(ours, table, atol=1e-4):
-            raise ValueError(
-                f"The checkpoint weight {name!r} is not Marian's sinusoidal table "
-                "(sines in the first half, cosines in the second), the only positions "
-                f"we convert for Marian. Received: {name}.shape={table.shape}"
-            )
-

@@ -211,10 +211,11 @@ class _Logits(keras.layers.Layer):
         return tuple(hidden_shape[:-1]) + (self.embedding.vocab_size,)
 
 
-def t5_options(config):
-    """The `T5Seq2Seq` arguments of a T5 `config` (a dict); an error naming
-    any value we do not support."""
-    check_config_value(config, "model_type", ("t5",))
+def t5_options(config, model_type="t5"):
+    """The `T5Seq2Seq` arguments of a `config` (a dict) of T5's layout
+    (`model_type`: `"t5"`, or `"mt5"`, whose checkpoints are T5 v1.1's); an
+    error naming any value we do not support."""
+    check_config_value(config, "model_type", (model_type,))
     projection = check_config_value(config, "feed_forward_proj", tuple(FEED_FORWARDS), "relu")
     check_config_value(config, "is_encoder_decoder", (True,), True)
     activation, gated = FEED_FORWARDS[projection]
@@ -230,11 +231,22 @@ def t5_options(config):
         max_distance=config.get("relative_attention_max_distance", 128),
         layer_norm_epsilon=config.get("layer_norm_epsilon", 1e-6),
         tie_embeddings=True,
-        scale_outputs=bool(config.get("scale_decoder_outputs",
-                                      config.get("tie_word_embeddings", True) is not False)),
+        scale_outputs=_scale_outputs(config, model_type),
         pad_token_id=config["pad_token_id"], end_token_id=config["eos_token_id"],
         start_token_id=distinct_start_token_id(config),
     )
+
+
+def _scale_outputs(config, model_type):
+    """Whether the decoder's outputs are scaled by `d_model ** -0.5` before
+    the output projection: `scale_decoder_outputs` where the config says
+    (transformers 5's T5), else T5 with a tied output projection (older T5
+    configs); never mT5 (transformers 5 does not scale mT5's, whatever its
+    config says, and mT5 checkpoints have their own `lm_head`)."""
+    scale = config.get("scale_decoder_outputs")
+    if scale is None:
+        scale = model_type == "t5" and config.get("tie_word_embeddings", True) is not False
+    return bool(scale)
 
 
 #: The names under which T5 checkpoints also save the token table read as
@@ -247,8 +259,13 @@ def t5_model(config, weights):
     checked against the weights' shapes before anything is built; every
     weight is found, its shape checked and every weight of the checkpoint
     used before any is copied."""
+    return t5_style_model(config, weights, "t5")
+
+
+def t5_style_model(config, weights, model_type):
+    """`t5_model` for the family `model_type` of T5's layout (T5, mT5)."""
     weights = CheckpointWeights(weights)
-    options = t5_options(config)
+    options = t5_options(config, model_type)
     check_sizes(config, weights)
     # A saved `lm_head.weight` that is not the token table is its own
     # projection (T5 v1.1 and flan-T5 files; transformers 5 ties it).

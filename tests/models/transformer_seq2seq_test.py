@@ -63,13 +63,41 @@ def assert_reload_generates_identically(model, reloaded):
 @pytest.mark.parametrize(
     "kwargs",
     [{"position": "sinusoidal"}, {"position": "rotary", "num_key_value_heads": 1},
-     {"position": "learned", "norm_first": False}],
-    ids=["sinusoidal", "rotary_mqa", "learned_post_norm"],
+     {"position": "learned", "norm_first": False},
+     {"num_decoder_layers": 1, "decoder_num_heads": 4, "decoder_intermediate_dim": 24}],
+    ids=["sinusoidal", "rotary_mqa", "learned_post_norm", "deep_encoder"],
 )
 @pytest.mark.large
 def test_cached_generation_equals_full_recomputation(kwargs, jit_compile, shared_models):
     assert_cached_generation_equals_recomputation(shared_small_model(shared_models, **kwargs),
                                                   jit_compile)
+
+
+def test_the_decoder_may_have_its_own_depth_heads_and_width(tmp_path):
+    """`num_decoder_layers`, `decoder_num_heads`, `decoder_intermediate_dim`
+    (None: the encoder's); saved and reloaded identically, and a `.keras`
+    file saved before they existed loads with the encoder's sizes."""
+    model = small_model(num_layers=2, num_decoder_layers=1, decoder_num_heads=4,
+                        decoder_intermediate_dim=24)
+    assert (len(model.encoder_blocks), len(model.decoder_blocks)) == (2, 1)
+    encoder, decoder = model.encoder_blocks[0], model.decoder_blocks[0]
+    assert (encoder.num_heads, decoder.num_heads) == (SMALL["num_heads"], 4)
+    assert (encoder.intermediate_dim, decoder.intermediate_dim) == (
+        SMALL["intermediate_dim"], 24)
+    inputs = {"encoder_token_ids": SOURCE, "decoder_token_ids": SOURCE[:, :4]}
+    model.save(tmp_path / "model.keras")
+    reloaded = keras.saving.load_model(tmp_path / "model.keras")
+    np.testing.assert_array_equal(np.asarray(reloaded(inputs)), np.asarray(model(inputs)))
+    assert reloaded.config == model.config
+    older = {k: v for k, v in small_model().get_config().items() if not k.startswith(
+        ("num_decoder", "decoder_"))}
+    symmetric = type(model).from_config(older)
+    assert (symmetric.config.num_decoder_layers, symmetric.config.decoder_num_heads,
+            symmetric.config.decoder_intermediate_dim) == (
+        SMALL["num_layers"], SMALL["num_heads"], SMALL["intermediate_dim"])
+    for name in ("num_decoder_layers", "decoder_num_heads", "decoder_intermediate_dim"):
+        with pytest.raises(ValueError, match=rf"`{name}`.*Received: {name}=0"):
+            small_model(**{name: 0})
 
 
 @pytest.mark.large

@@ -1,4 +1,4 @@
-"""Marian, BART and mBART checkpoints converted from tiny random
+"""Marian, BART, mBART and Pegasus checkpoints converted from tiny random
 `transformers` models: encoder outputs and logits within 1e-4 with padding,
 greedy and beam tokens equal to `transformers`' `generate`.
 
@@ -23,7 +23,13 @@ CONFIGURATIONS = {
     "bart_scaled_relu_untied": ("bart", dict(scale_embedding=True, activation_function="relu",
                                              tie_word_embeddings=False)),
     "mbart": ("mbart", {}),
+    "pegasus": ("pegasus", dict(scale_embedding=True, activation_function="relu")),
 }
+# A deeper encoder than decoder, other heads (key sizes 8 and 4) and widths per side.
+DEEP_ENCODER = dict(encoder_layers=3, decoder_layers=1, encoder_attention_heads=2,
+                    decoder_attention_heads=4, encoder_ffn_dim=48, decoder_ffn_dim=24)
+CONFIGURATIONS.update(marian_deep_encoder=("marian", DEEP_ENCODER),
+                      bart_deep_encoder=("bart", DEEP_ENCODER))
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +58,7 @@ def test_outputs_match_transformers_with_padding(converted, name):
     assert info["family"] == family
 
 
-@pytest.mark.parametrize("name", ["marian", "bart", "mbart"])
+@pytest.mark.parametrize("name", ["marian", "bart", "mbart", "pegasus"])
 def test_teacher_forced_logits_match_transformers_labels(converted, name):
     """Training logits on `[start] + target[:-1]` equal `transformers`'
     `model(..., labels=...)`: Marian starts with its pad id, which must not
@@ -77,7 +83,7 @@ def _assert_same_tokens(ours, theirs, pad):
 
 
 @pytest.mark.large
-@pytest.mark.parametrize("name", ["marian", "bart", "mbart"])
+@pytest.mark.parametrize("name", ["marian", "marian_deep_encoder", "bart", "mbart", "pegasus"])
 def test_greedy_tokens_match_transformers(tmp_path, name):
     family, options = CONFIGURATIONS[name]
     generation = {"forced_eos_token_id": hf_checkpoints.ids(family)[1]}
@@ -92,7 +98,7 @@ def test_greedy_tokens_match_transformers(tmp_path, name):
 
 
 @pytest.mark.large
-@pytest.mark.parametrize("name", ["marian", "bart"])
+@pytest.mark.parametrize("name", ["marian", "bart_deep_encoder"])
 def test_beam_tokens_match_transformers(tmp_path, name):
     family, options = CONFIGURATIONS[name]
     generation = {"num_beams": 4, "length_penalty": 0.6, "early_stopping": True,
@@ -121,6 +127,15 @@ def test_options_follow_the_family():
         pad_token_id=1, eos_token_id=2, decoder_start_token_id=2, bos_token_id=0))
     assert mbart["norm_first"] and mbart["final_norm"] and mbart["position_offset"] == 2
     assert mbart["start_token_id"] == 0
+
+
+def test_each_side_keeps_its_depth_heads_and_width(converted):
+    _, model, _ = converted("bart_deep_encoder")
+    assert (len(model.encoder_blocks), len(model.decoder_blocks)) == (3, 1)
+    encoder, decoder = model.encoder_blocks[0], model.decoder_blocks[0]
+    assert (encoder.num_heads, decoder.num_heads) == (2, 4)
+    assert (encoder.intermediate_dim, decoder.intermediate_dim) == (48, 24)
+    assert decoder.cross_attention.num_heads == 4
 
 
 @pytest.mark.large

@@ -13,16 +13,16 @@ from keras_attention.pretrained.families import FAMILIES
 PACKAGE = pathlib.Path(families.__file__).resolve().parents[1]
 # A branch on a family's name (`== "marian"`, `in ("bart", ...)`) or a
 # table keyed by one (`"t5": ...`).
-FAMILY_BRANCH = re.compile(r"""(==|!=|\bin)\s*\(?["'](marian|bart|mbart|t5)["']"""
-                           r"""|["'](marian|bart|mbart|t5)["']\s*:""")
+NAMES = "|".join(FAMILIES)
+FAMILY_BRANCH = re.compile(rf"""(==|!=|\bin)\s*\(?["']({NAMES})["']"""
+                           rf"""|["']({NAMES})["']\s*:""")
 # The modules that hold a family's mapping, and the table.
-FAMILY_MODULES = {"pretrained/marian.py", "pretrained/bart.py", "pretrained/mbart.py",
-                  "pretrained/t5.py", "pretrained/families.py"}
+FAMILY_MODULES = {f"pretrained/{name}.py" for name in FAMILIES} | {"pretrained/families.py"}
 
 
 @pytest.mark.backend_independent
 def test_every_row_is_a_family_with_its_module_builder_and_tokenizer():
-    assert list(FAMILIES) == ["marian", "bart", "mbart", "t5"]
+    assert list(FAMILIES) == ["marian", "bart", "mbart", "t5", "mt5", "pegasus"]
     for name, family in FAMILIES.items():
         assert family.model_type == name
         assert family.architecture.endswith(("MTModel", "ForConditionalGeneration"))
@@ -53,7 +53,7 @@ def test_family_of_refuses_other_model_types_and_architectures():
 
 @pytest.mark.backend_independent
 def test_tokenizer_files_are_the_rows_and_missing_ones_are_named(tmp_path):
-    with pytest.raises(ValueError, match=r"one of 'marian', 'bart', 't5' .*Received: "
+    with pytest.raises(ValueError, match=r"one of 'marian', 'bart', 't5', 'mt5' .*Received: "
                                          r"family='mbart'"):
         families.tokenizer_files(tmp_path, "mbart")
     with pytest.raises(FileNotFoundError, match=r"no spiece.model.*Received: folder="):

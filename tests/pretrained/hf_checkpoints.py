@@ -13,7 +13,12 @@ FAMILIES = {
     "bart": (transformers.BartConfig, transformers.BartForConditionalGeneration),
     "mbart": (transformers.MBartConfig, transformers.MBartForConditionalGeneration),
     "t5": (transformers.T5Config, transformers.T5ForConditionalGeneration),
+    "mt5": (transformers.MT5Config, transformers.MT5ForConditionalGeneration),
+    "pegasus": (transformers.PegasusConfig, transformers.PegasusForConditionalGeneration),
 }
+#: The families of T5's layout, and those that save a fixed sinusoidal table.
+T5_LAYOUT = ("t5", "mt5")
+SINUSOIDAL = ("marian", "pegasus")
 VOCAB = 40
 
 
@@ -22,7 +27,7 @@ def ids(family):
     the last id and starts the decoder; BART's decoder starts with its end."""
     if family == "marian":
         return VOCAB - 1, 0, VOCAB - 1
-    if family == "t5":
+    if family in T5_LAYOUT + ("pegasus",):
         return 0, 1, 0
     return 1, 2, 2
 
@@ -39,7 +44,7 @@ def save_checkpoint(folder, family, generation=None, seed=0, **options):
         bos_token_id=0, decoder_start_token_id=start, forced_eos_token_id=None,
         dropout=0.0, attention_dropout=0.0, activation_dropout=0.0,
     )
-    if family == "t5":
+    if family in T5_LAYOUT:
         arguments = dict(
             vocab_size=VOCAB, d_model=16, d_kv=8, num_heads=2, d_ff=32, num_layers=2,
             num_decoder_layers=2, relative_attention_num_buckets=8,
@@ -56,8 +61,8 @@ def save_checkpoint(folder, family, generation=None, seed=0, **options):
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, parameter in model.named_parameters():
-            if family == "marian" and "embed_positions" in name:
-                continue  # Marian's fixed sinusoidal table
+            if family in SINUSOIDAL and "embed_positions" in name:
+                continue  # Marian's and Pegasus's fixed sinusoidal tables
             noise = torch.randn(parameter.shape, generator=generator)
             if "norm" in name and name.endswith("weight"):
                 parameter.copy_(1.0 + 0.2 * noise)
@@ -67,7 +72,7 @@ def save_checkpoint(folder, family, generation=None, seed=0, **options):
                 parameter.copy_(0.3 * noise)
     model.generation_config = transformers.GenerationConfig(**{
         "decoder_start_token_id": start, "eos_token_id": end, "pad_token_id": pad,
-        "bos_token_id": None if family == "t5" else 0, "max_length": 12, "num_beams": 1,
+        "bos_token_id": None if family in T5_LAYOUT else 0, "max_length": 12, "num_beams": 1,
         "do_sample": False,
         **(generation or {}),
     })

@@ -63,7 +63,7 @@ def test_a_tied_table_saved_under_another_name(bart_folder, tmp_path):
     ({"architectures": ["BartForSequenceClassification"]},
      "Received: architectures=['BartForSequenceClassification']"),
     ({"activation_function": "gelu_fast"}, "Received: activation_function='gelu_fast'"),
-    ({"decoder_layers": 3}, "Received: encoder_layers=2, decoder_layers=3"),
+    ({"decoder_layers": 3}, "Received: decoder_layers=3"),
     ({"decoder_ffn_dim": 64}, "decoder_ffn_dim=64"),
 ])
 def test_unsupported_config_is_an_error_naming_it(bart_folder, tmp_path, config, message):

@@ -1,7 +1,7 @@
 """T5 checkpoints (v1.0: ReLU, tied and scaled output; v1.1 / flan: gated
-GELU, untied lm_head) converted from tiny random `transformers` models:
-encoder outputs and logits within 1e-4 with padding, greedy and beam tokens
-equal to `transformers`' `generate`.
+GELU, untied lm_head) and mT5 checkpoints (v1.1's layout) converted from
+tiny random `transformers` models: encoder outputs and logits within 1e-4
+with padding, greedy and beam tokens equal to `transformers`' `generate`.
 
 The tests that only read a seed-0 model share it (`converted`, made once
 in this module); the others make their own checkpoint."""
@@ -19,7 +19,10 @@ CONFIGURATIONS = {
     "t5_v1_1": dict(feed_forward_proj="gated-gelu", tie_word_embeddings=False),
     "t5_gated_silu_tied_3_decoder_layers": dict(feed_forward_proj="gated-silu",
                                                 num_decoder_layers=3),
+    "mt5": dict(feed_forward_proj="gated-gelu", tie_word_embeddings=False),
 }
+#: The family of a configuration other than T5's.
+FAMILY = {"mt5": "mt5"}
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +31,8 @@ def converted(tmp_path_factory):
     `CONFIGURATIONS[name]`, made once in this module
     (`hf_checkpoints.converted_on_first_use`)."""
     return hf_checkpoints.converted_on_first_use(
-        tmp_path_factory, {name: ("t5", options) for name, options in CONFIGURATIONS.items()})
+        tmp_path_factory, {name: (FAMILY.get(name, "t5"), options)
+                           for name, options in CONFIGURATIONS.items()})
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGURATIONS))
@@ -45,7 +49,7 @@ def test_outputs_match_transformers_with_padding(converted, name):
                                memory[source_valid], atol=1e-4)
     np.testing.assert_allclose(keras.ops.convert_to_numpy(ours_logits)[target_valid],
                                logits[target_valid], atol=1e-4)
-    assert info["family"] == "t5"
+    assert info["family"] == FAMILY.get(name, "t5")
 
 
 @pytest.mark.parametrize("name", ["t5_v1_0", "t5_v1_1"])
@@ -90,10 +94,11 @@ def _assert_same_tokens(ours, theirs, pad):
 @pytest.mark.parametrize("name, generation", [
     ("t5_v1_0", {}),
     ("t5_v1_1", {"num_beams": 4, "length_penalty": 0.6, "early_stopping": True}),
+    ("mt5", {}),
 ])
 def test_generated_tokens_match_transformers(tmp_path, name, generation):
-    reference = hf_checkpoints.save_checkpoint(tmp_path, "t5", generation, seed=1,
-                                               **CONFIGURATIONS[name])
+    reference = hf_checkpoints.save_checkpoint(tmp_path, FAMILY.get(name, "t5"), generation,
+                                               seed=1, **CONFIGURATIONS[name])
     model, info = load_pretrained(tmp_path)
     source = hf_checkpoints.source_ids("t5")
     theirs = hf_checkpoints.reference_generate(reference, source, 0)

@@ -337,8 +337,11 @@ def test_a_larger_tokenizer_is_refused_a_smaller_one_allowed(tmp_path_factory, t
         runs.SavedRun(other)
 
 
-def test_mbart_is_refused_naming_it(tmp_path):
+@pytest.mark.parametrize("family", ["mbart", "pegasus"])
+def test_a_family_without_a_tokenizer_here_is_refused_naming_it(family, tmp_path):
     folder = tmp_path / "checkpoint"
-    hf_checkpoints.save_checkpoint(folder, "mbart")
-    with pytest.raises(ValueError, match="Received: model_type='mbart'"):
+    hf_checkpoints.save_checkpoint(folder, family)
+    with pytest.raises(ValueError, match=f"load_pretrained` for a {family} checkpoint. "
+                                         f"Received: model_type='{family}'"):
         convert_checkpoint(folder, tmp_path / "run")
+    assert not (tmp_path / "run").exists()
