@@ -96,8 +96,18 @@ def bart_model(config, weights):
     The config is checked against the weights' shapes before anything is
     built, and every weight is found, its shape checked and every weight
     of the checkpoint used before any is copied."""
+    return convert_bart_style(config, weights, BART)
+
+
+def convert_bart_style(config, weights, layout):
+    """The model of a checkpoint of the BART-style family `layout`, with
+    its weights: `bart_style_model`, a saved sinusoidal table compared with
+    ours (`check_sinusoidal_tables`), every weight of the checkpoint used
+    (`check_all_read`), then the weights copied."""
     weights = CheckpointWeights(weights)
-    model, pairs = bart_style_model(config, weights, BART)
+    model, pairs = bart_style_model(config, weights, layout)
+    if layout.position != "learned":
+        check_sinusoidal_tables(model, weights, layout)
     check_all_read(weights, TABLE_COPIES)
     assign_weights(pairs)
     return model

@@ -17,18 +17,7 @@ vocabulary of its own (`share_encoder_decoder_embeddings: false`,
 ('sinusoidal_halves', False, 1)
 """
 
-from keras_attention.pretrained.bart import (
-    TABLE_COPIES,
-    BartLayout,
-    bart_options,
-    bart_style_model,
-    check_sinusoidal_tables,
-)
-from keras_attention.pretrained.checkpoint import (
-    CheckpointWeights,
-    assign_weights,
-    check_all_read,
-)
+from keras_attention.pretrained.bart import BartLayout, bart_options, convert_bart_style
 
 #: Marian's layout of BART's layers.
 MARIAN = BartLayout("marian", position="sinusoidal_halves", embedding_norm=False,
@@ -47,9 +36,4 @@ def marian_model(config, weights):
     built; every weight is found, its shape checked, a saved position table
     compared with ours and every weight of the checkpoint used before any is
     copied."""
-    weights = CheckpointWeights(weights)
-    model, pairs = bart_style_model(config, weights, MARIAN)
-    check_sinusoidal_tables(model, weights, MARIAN)
-    check_all_read(weights, TABLE_COPIES)
-    assign_weights(pairs)
-    return model
+    return convert_bart_style(config, weights, MARIAN)

@@ -17,17 +17,7 @@ BART's learned positions and embedding norm. Conversion into run folders
 (True, True, 2)
 """
 
-from keras_attention.pretrained.bart import (
-    TABLE_COPIES,
-    BartLayout,
-    bart_options,
-    bart_style_model,
-)
-from keras_attention.pretrained.checkpoint import (
-    CheckpointWeights,
-    assign_weights,
-    check_all_read,
-)
+from keras_attention.pretrained.bart import BartLayout, bart_options, convert_bart_style
 
 #: mBART's layout of BART's layers.
 MBART = BartLayout("mbart", norm_first=True)
@@ -44,8 +34,4 @@ def mbart_model(config, weights):
     The config is checked against the weights' shapes before anything is
     built; every weight is found, its shape checked and every weight of the
     checkpoint used before any is copied."""
-    weights = CheckpointWeights(weights)
-    model, pairs = bart_style_model(config, weights, MBART)
-    check_all_read(weights, TABLE_COPIES)
-    assign_weights(pairs)
-    return model
+    return convert_bart_style(config, weights, MBART)

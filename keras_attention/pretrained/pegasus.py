@@ -19,18 +19,7 @@ the model, and `keras-attention convert` refuses Pegasus naming it.
 ('sinusoidal_halves', True, True, False)
 """
 
-from keras_attention.pretrained.bart import (
-    TABLE_COPIES,
-    BartLayout,
-    bart_options,
-    bart_style_model,
-    check_sinusoidal_tables,
-)
-from keras_attention.pretrained.checkpoint import (
-    CheckpointWeights,
-    assign_weights,
-    check_all_read,
-)
+from keras_attention.pretrained.bart import BartLayout, bart_options, convert_bart_style
 
 #: Pegasus's layout of BART's layers.
 PEGASUS = BartLayout("pegasus", position="sinusoidal_halves", norm_first=True,
@@ -49,9 +38,4 @@ def pegasus_model(config, weights):
     built; every weight is found, its shape checked, a saved position table
     compared with ours and every weight of the checkpoint used before any is
     copied."""
-    weights = CheckpointWeights(weights)
-    model, pairs = bart_style_model(config, weights, PEGASUS)
-    check_sinusoidal_tables(model, weights, PEGASUS)
-    check_all_read(weights, TABLE_COPIES)
-    assign_weights(pairs)
-    return model
+    return convert_bart_style(config, weights, PEGASUS)
