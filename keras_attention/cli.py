@@ -21,7 +21,7 @@ import json
 import os
 import sys
 
-from keras_attention import files, recipes, runs
+from keras_attention import files, native_logs, recipes, runs
 from keras_attention.runs import registry
 
 # The errors the library raises for what a user gave it: a ValueError naming
@@ -188,6 +188,9 @@ def _bool(text):
 
 def _parser():
     parser = _Parser(prog="keras-attention", description=__doc__.split("\n")[0])
+    # Read when the package starts (keras_attention.native_logs), before this parser.
+    parser.add_argument(native_logs.VERBOSE_FLAG, action="store_true", help=(
+        "show TensorFlow's C++ start-up and log lines on stderr (hidden by default)"))
     commands = parser.add_subparsers(dest="command", required=True)
     # `train RECIPE --help` reaches the recipe's own parser, which lists its
     # presets and every `--key=value` setting; `train --help` shows this one.

@@ -11,7 +11,9 @@ itself is imported (whenever that happens: Keras' TensorFlow backend,
 tensorflow-text) file descriptor 2 points to the null device. Python's
 errors are raised as usual.
 
-To see TensorFlow's lines, set `TF_CPP_MIN_LOG_LEVEL` to 0, 1 or 2 (or
+To see TensorFlow's lines, give the command `--verbose`
+(`keras-attention --verbose generate RUN`: `TF_CPP_MIN_LOG_LEVEL` 0 unless
+set), or set `TF_CPP_MIN_LOG_LEVEL` to 0, 1 or 2 (or
 `KERAS_ATTENTION_VERBOSE=1`) before starting Python:
 `TF_CPP_MIN_LOG_LEVEL=0 keras-attention generate RUN`.
 """
@@ -22,7 +24,13 @@ import importlib.util
 import os
 import sys
 
-__all__ = ["silence_tensorflow_start", "stderr_silenced"]
+__all__ = ["VERBOSE_FLAG", "silence_tensorflow_start", "stderr_silenced"]
+
+#: The `keras-attention` option that shows TensorFlow's lines. The package is
+#: imported (and TensorFlow with it) before the command parses its arguments,
+#: so the flag is read here, from the command line of the `keras-attention`
+#: script.
+VERBOSE_FLAG = "--verbose"
 
 
 def silence_tensorflow_start():
@@ -32,10 +40,30 @@ def silence_tensorflow_start():
     for TensorFlow's messages (a value below 3)."""
     if "tensorflow" in sys.modules or os.environ.get("KERAS_ATTENTION_VERBOSE"):
         return
+    if _command_asks_for_verbose():
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "0")
+        return
     if os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3") != "3":
         return
     if not any(isinstance(finder, _QuietImport) for finder in sys.meta_path):
         sys.meta_path.insert(0, _QuietImport("tensorflow"))
+
+
+def _command_asks_for_verbose():
+    """Whether this process is the `keras-attention` script given
+    `--verbose` before the command's name (`keras-attention --verbose
+    generate RUN`), where its parser takes it. (`python -m
+    keras_attention.cli` imports the package before its own name is in
+    `sys.argv`: `KERAS_ATTENTION_VERBOSE=1` there.)"""
+    program = os.path.basename(sys.argv[0]) if sys.argv else ""
+    if program != "keras-attention":
+        return False
+    for argument in sys.argv[1:]:
+        if not argument.startswith("-"):
+            return False  # the command's name: its own arguments follow
+        if argument == VERBOSE_FLAG:
+            return True
+    return False
 
 
 @contextlib.contextmanager

@@ -40,3 +40,28 @@ def test_stderr_silenced_restores_file_descriptor_2(capfd):
         os.write(2, b"hidden\n")
     os.write(2, b"shown\n")
     assert capfd.readouterr().err == "shown\n"
+
+
+def _command_stderr(*arguments):
+    """stderr of the `keras-attention` script of this interpreter's
+    environment with `arguments` (without TF_CPP_MIN_LOG_LEVEL set)."""
+    environment = {key: value for key, value in os.environ.items()
+                   if key not in ("TF_CPP_MIN_LOG_LEVEL", "KERAS_ATTENTION_VERBOSE")}
+    environment.update(KERAS_BACKEND="tensorflow")
+    script = pathlib.Path(sys.executable).with_name("keras-attention")
+    done = subprocess.run([str(script), *arguments], env=environment, capture_output=True,
+                          text=True, timeout=300, stdin=subprocess.DEVNULL)
+    return done.returncode, done.stdout, done.stderr
+
+
+@pytest.mark.backend_independent
+def test_the_command_shows_tensorflows_lines_with_verbose_only():
+    """`keras-attention --verbose ...` shows TensorFlow's start-up lines (the
+    flag is read before the package imports TensorFlow); without it stderr
+    stays empty; after the command's name it is refused, in one line."""
+    status, stdout, quiet = _command_stderr("--help")
+    assert status == 0 and "--verbose" in stdout and quiet == ""
+    status, _, verbose = _command_stderr("--verbose", "--help")
+    assert status == 0 and verbose.strip(), "no TensorFlow line with --verbose"
+    status, _, refused = _command_stderr("generate", "run", "--verbose")
+    assert status == 2 and "unrecognized arguments: --verbose" in refused
