@@ -2,7 +2,8 @@
 
 A folder holds `config.json` and the weights: `model.safetensors` (or the
 shards of `model.safetensors.index.json`), read with `safetensors.numpy`
-(no torch needed), or `pytorch_model.bin`, read only when torch is
+(no torch needed; bfloat16 tensors, which NumPy lacks, are read here and
+widened to float32 exactly), or `pytorch_model.bin`, read only when torch is
 installed. Nothing is downloaded.
 
 `assign_weights(pairs)` copies `(variable, array, name)` pairs only after
@@ -20,6 +21,7 @@ import json
 import os
 import re
 import stat
+import struct
 
 import numpy as np
 
@@ -153,11 +155,62 @@ def _read_safetensors(folder, name):
 
     path = checkpoint_file(folder, name)
     try:
-        return load_file(path)
+        header = _bfloat16_header(path)
+        return load_file(path) if header is None else _read_bfloat16_file(path, header)
     except Exception as error:  # safetensors' errors of a truncated, empty or bad file
         raise ValueError(f"The checkpoint file {name} is not a readable safetensors file "
                          f"(truncated, empty or a bad header: {_first_line(error)}). "
                          f"Received: folder={folder!r}") from None
+
+
+#: NumPy's dtypes of safetensors' dtype names (besides BF16, widened to float32).
+_SAFETENSORS_DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "I64": "<i8", "I32": "<i4",
+                       "I16": "<i2", "I8": "i1", "U8": "u1", "BOOL": "?"}
+
+
+def _bfloat16_header(path):
+    """The header (`{name: {dtype, shape, data_offsets}}`) of a safetensors
+    file holding a BF16 tensor, else None (`safetensors` reads it; a header
+    that does not parse is left for `safetensors` to describe)."""
+    with open(path, "rb") as file:
+        size = file.read(8)
+        if len(size) < 8:
+            return None
+        (length,) = struct.unpack("<Q", size)
+        if length > os.path.getsize(path) - 8:
+            return None
+        try:
+            header = json.loads(file.read(length))
+        except ValueError:
+            return None
+    if not isinstance(header, dict):
+        return None
+    tensors = {k: v for k, v in header.items() if k != "__metadata__"}
+    if not any(isinstance(v, dict) and v.get("dtype") == "BF16" for v in tensors.values()):
+        return None
+    return {"length": length, "tensors": tensors}
+
+
+def _read_bfloat16_file(path, header):
+    """The arrays of a safetensors file with BF16 tensors: those as float32
+    (a bfloat16 is the upper half of a float32's bits), the others as stored."""
+    data = np.memmap(path, dtype=np.uint8, mode="r", offset=8 + header["length"])
+    arrays = {}
+    for name, entry in header["tensors"].items():
+        start, end = entry["data_offsets"]
+        shape, dtype = tuple(entry["shape"]), entry["dtype"]
+        if dtype != "BF16" and dtype not in _SAFETENSORS_DTYPES:
+            raise ValueError(f"tensor {name!r} has dtype {dtype!r}, which is not read here")
+        item = 2 if dtype == "BF16" else np.dtype(_SAFETENSORS_DTYPES[dtype]).itemsize
+        if not 0 <= start <= end <= len(data) or end - start != item * int(np.prod(shape)):
+            raise ValueError(f"tensor {name!r} lies outside the file or has the wrong size")
+        raw = np.asarray(data[start:end])
+        if dtype == "BF16":
+            array = (raw.view("<u2").astype(np.uint32) << 16).view(np.float32)
+        else:
+            array = raw.view(_SAFETENSORS_DTYPES[dtype])
+        arrays[name] = array.reshape(shape).copy()
+    return arrays
 
 
 def _read_torch_file(folder):

@@ -140,3 +140,34 @@ def test_not_a_checkpoint_folder(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "bart"}))
     with pytest.raises(ValueError, match="has no weights"):
         load_pretrained(tmp_path)
+
+
+def test_bfloat16_safetensors_are_read_exactly(bart_folder, tmp_path):
+    """A checkpoint saved in bfloat16 (NumPy has no such type): each weight
+    widened to float32 exactly, the model computing as transformers' model
+    of those weights in float32; a bfloat16 file cut short is one line."""
+    import torch
+    import transformers
+
+    reference = transformers.BartForConditionalGeneration.from_pretrained(str(bart_folder))
+    reference.to(torch.bfloat16).save_pretrained(str(tmp_path / "bf16"))
+    header = (tmp_path / "bf16" / "model.safetensors").read_bytes()[:2000]
+    assert b'"BF16"' in header
+    model, _ = load_pretrained(tmp_path / "bf16")
+    widened = reference.float().eval()
+    expected = widened.model.encoder.layers[0].fc1.weight.detach().numpy().T
+    np.testing.assert_array_equal(
+        np.asarray(model.encoder_blocks[0].feed_forward.hidden.kernel), expected)
+    source = hf_checkpoints.source_ids("bart")
+    target = np.array([[3, 4, 5, 6, 7], [8, 9, 10, 1, 1]], "int32")
+    _, logits = hf_checkpoints.reference_outputs(widened, source, target, 1)
+    ours = np.asarray(model({"encoder_token_ids": source, "decoder_token_ids": target}))
+    np.testing.assert_allclose(ours[target != 1], logits[target != 1], atol=1e-4)
+    cut = tmp_path / "cut"
+    cut.mkdir()
+    (cut / "config.json").write_bytes((tmp_path / "bf16" / "config.json").read_bytes())
+    data = (tmp_path / "bf16" / "model.safetensors").read_bytes()
+    (cut / "model.safetensors").write_bytes(data[:len(data) - 100])
+    with pytest.raises(ValueError, match=r"model.safetensors is not a readable safetensors "
+                                         r"file .*wrong size.*Received: folder="):
+        load_pretrained(cut)
