@@ -100,13 +100,25 @@ def _files_in(layouts, folder):
                             + f". Received: folder={folder!r}")
 
 
+class _FolderTokenizer:
+    """What the tokenizers share: `LAYOUTS`, the sets of files each enough
+    for `from_folder` (the first complete one is read)."""
+
+    LAYOUTS = ()
+
+    @classmethod
+    def files_in(cls, folder):
+        """The names of the files `from_folder` reads in `folder`."""
+        return _files_in(cls.LAYOUTS, folder)
+
+
 def _join_pieces(pieces):
     """SentencePiece's decoding of plain pieces: `▁` is a space, the first
     one dropped."""
     return "".join(pieces).replace(SPIECE_UNDERLINE, " ").strip()
 
 
-class MarianTokenizer:
+class MarianTokenizer(_FolderTokenizer):
     """A Marian (OPUS-MT) checkpoint's tokenizer.
 
     Args:
@@ -146,11 +158,6 @@ class MarianTokenizer:
         self.end_token_id = self.vocabulary[eos_token]
         self.pad_token_id = self.vocabulary[pad_token]
         self.special_ids = {self.unk_token_id, self.end_token_id, self.pad_token_id}
-
-    @classmethod
-    def files_in(cls, folder):
-        """The names of the files `from_folder` reads in `folder`."""
-        return _files_in(cls.LAYOUTS, folder)
 
     @classmethod
     def from_folder(cls, folder):
@@ -196,7 +203,7 @@ class MarianTokenizer:
         ]
 
 
-class BartTokenizer:
+class BartTokenizer(_FolderTokenizer):
     """A BART (or RoBERTa-style) checkpoint's byte-level BPE tokenizer.
 
     Args:
@@ -236,11 +243,6 @@ class BartTokenizer:
             self.special_ids.add(self.vocabulary["<mask>"])
 
     @classmethod
-    def files_in(cls, folder):
-        """The names of the files `from_folder` reads in `folder`."""
-        return _files_in(cls.LAYOUTS, folder)
-
-    @classmethod
     def from_folder(cls, folder):
         """From a checkpoint folder holding vocab.json and merges.txt, or
         tokenizer.json (a byte-level BPE)."""
@@ -273,7 +275,7 @@ class BartTokenizer:
         return ["" if t is None else _string(t) for t in texts]
 
 
-class T5Tokenizer:
+class T5Tokenizer(_FolderTokenizer):
     """A T5 checkpoint's SentencePiece tokenizer with its sentinel tokens.
 
     Args:
@@ -298,11 +300,6 @@ class T5Tokenizer:
         self.end_token_id = self.spm.token_to_id("</s>")
         self.unk_token_id = self.spm.token_to_id("<unk>")
         self.special_ids = {self.pad_token_id, self.end_token_id, self.unk_token_id}
-
-    @classmethod
-    def files_in(cls, folder):
-        """The names of the files `from_folder` reads in `folder`."""
-        return _files_in(cls.LAYOUTS, folder)
 
     @classmethod
     def from_folder(cls, folder, extra_ids=None):
