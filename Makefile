@@ -50,25 +50,27 @@ test-all: test test-large test-jax test-torch wheel-smoke
 
 # What runs where: `make test` runs every test under TensorFlow; `make
 # test-jax` and `make test-torch` what differs between backends (README:
-# Backends) in layers and blocks, models, generation and decoding, and on JAX
-# also the compat and converted-checkpoint tests: every layer and every
-# configuration of the layer tests saved under TensorFlow gives TensorFlow's
-# numbers (tests/layers/cross_backend_test.py), the layer checks that touch
-# the backend (tests/test_case.py), the fused, blocked and quantized paths,
-# compiled decoding and generation. There
+# Backends): every layer and every configuration of the layer tests saved
+# under TensorFlow gives TensorFlow's numbers there, with and without masks
+# (tests/layers/cross_backend_test.py), and each layer test's
+# `run_layer_test` runs its checks there (compiled call, saving, one `fit`
+# step, finite gradients, mixed precision: tests/test_case.py); what has
+# code of its own per backend runs whole: the attention implementations
+# (fused, blocked), caches, quantization, compiled generation and decoding;
+# on JAX also the converted checkpoints against transformers, on torch
+# keras-hub's and Keras' own layer tests on `compat` (eager there; on JAX
+# the compat layers' numbers are cross_backend_test's). Modules of
+# keras.ops code with no branch per backend say so (`keras_ops_only`), and
 # `tf_only` and `backend_independent` tests (plain Python: configs,
-# tokenizers) skip, `slow_on(...)` tests skip on the backends they name, and
-# `same_path_on(...)` cases that would rerun a sibling case's code there (an
-# "xla" case on torch); the markers carry the reasons, which name where the
-# backend still covers the behaviour (tests/conftest.py, which also caches
-# JAX's XLA programs for the run and keeps the imports out of the garbage
-# collector's full passes). tests/light_core_test.py is not here: it
-# imports the package under JAX and torch in fresh interpreters whatever the
-# backend of the run, so `make test` covers it.
+# tokenizers) skip there, `slow_on(...)` tests skip on the backends they
+# name, and `same_path_on(...)` cases that would rerun a sibling case's
+# code there (an "xla" case on torch); the markers carry the reasons, which
+# name where the backend still covers the behaviour (tests/conftest.py,
+# which also caches JAX's XLA programs for the run and keeps the imports out
+# of the garbage collector's full passes). tests/light_core_test.py is not
+# here: it imports the package under JAX and torch in fresh interpreters
+# whatever the backend of the run, so `make test` covers it.
 BACKEND_TESTS := tests/layers tests/models tests/decoding
-# keras-hub's and Keras' own layer tests on the compat classes, and the converted
-# checkpoints against transformers: TensorFlow and JAX.
-REFERENCE_TESTS := tests/compat tests/pretrained
 
 # XLA on JAX's CPU, for the tests: LLVM's light optimization, since the
 # tests' programs are small and compile far longer than they run, and one
@@ -81,7 +83,7 @@ JAX_TEST_XLA_FLAGS := --xla_backend_optimization_level=0 --xla_cpu_multi_thread_
 	intra_op_parallelism_threads=1
 
 test-jax: install
-	KERAS_BACKEND=jax XLA_FLAGS="$$XLA_FLAGS $(JAX_TEST_XLA_FLAGS)" $(PYTEST) $(BACKEND_TESTS) $(REFERENCE_TESTS)
+	KERAS_BACKEND=jax XLA_FLAGS="$$XLA_FLAGS $(JAX_TEST_XLA_FLAGS)" $(PYTEST) $(BACKEND_TESTS) tests/pretrained
 
 # On torch the tests run eagerly: the harness has no torch compiler
 # (`torch.compile` would build C++ kernels at test time), `fit` runs with
@@ -104,9 +106,9 @@ $(BIN)/.installed-extras: pyproject.toml $(BIN)/.installed
 
 install-extras: $(BIN)/.installed-extras
 
-# keras-hub's and Keras' own layer tests against `compat` run on torch too
-# (2.5 minutes); the checkpoint comparisons need transformers' torch models
-# beside ours and run on TensorFlow and JAX.
+# keras-hub's and Keras' own layer tests against `compat` run on torch too;
+# the checkpoint comparisons need transformers' torch models beside ours and
+# run on TensorFlow and JAX.
 test-torch: install-torch
 	KERAS_BACKEND=torch OMP_NUM_THREADS=1 $(PYTEST) $(BACKEND_TESTS) tests/compat
 

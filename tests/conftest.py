@@ -32,6 +32,17 @@ whose work another test does there with more checks (the reason names it):
 it is skipped there with that reason. `tests/test_case.py` has the usual
 pairs.
 
+`pytestmark = pytest.mark.keras_ops_only(KERAS_OPS_ONLY)` marks a module
+whose subject is our `keras.ops` code, with no branch of its own per
+backend (layers, blocks, models' shapes and options): under JAX and torch
+its tests are skipped, but those that call `run_layer_test` (its checks on
+that backend: compiled call, `.keras` round trip, one `fit` step, finite
+gradients, mixed precision), since there every public layer and every
+configuration `run_layer_test` checks computes TensorFlow's numbers, with
+and without masks (tests/layers/cross_backend_test.py). What has code of
+its own per backend (attention implementations, query blocking, caches,
+quantization, compiled generation and decoding) runs on every backend.
+
 `@pytest.mark.large` marks a test that trains to a quality bar, starts
 processes, or compiles, exports or converts whole programs end to end (each
 took 4 s or more on 2 cores). `make test` (the README's command) leaves the
@@ -89,6 +100,12 @@ def pytest_configure(config):
         "markers",
         "large: trains, starts processes, or compiles, exports or converts whole programs; "
         "left out of `make test`, run by `make test-large` and `make test-all`",
+    )
+    config.addinivalue_line(
+        "markers",
+        "keras_ops_only(reason): a module of keras.ops code with no branch per backend; "
+        "under JAX and torch only its run_layer_test tests run, skipped the others with "
+        "the reason",
     )
     config.addinivalue_line(
         "markers",
@@ -213,6 +230,12 @@ def pytest_collection_finish(session):
     gc.freeze()
 
 
+def _calls_run_layer_test(item):
+    """Whether the test function of `item` calls `run_layer_test` itself."""
+    code = getattr(getattr(item, "function", None), "__code__", None)
+    return code is not None and "run_layer_test" in code.co_names
+
+
 def pytest_collection_modifyitems(config, items):
     _long_modules_first(items)
     backend = keras.backend.backend()
@@ -228,6 +251,10 @@ def pytest_collection_modifyitems(config, items):
             why = marker.args[0] if marker.args else "touches no backend"
             item.add_marker(pytest.mark.skip(
                 reason=f"backend-independent ({why}): runs under TensorFlow; backend={backend}"))
+        marker = item.get_closest_marker("keras_ops_only")
+        if marker is not None and backend != "tensorflow" and not _calls_run_layer_test(item):
+            item.add_marker(pytest.mark.skip(
+                reason=f"keras.ops only ({marker.args[0]}); backend={backend}"))
         for marker in item.iter_markers("slow_on"):
             if backend in marker.args:
                 why = marker.kwargs.get("reason", "minutes long here")

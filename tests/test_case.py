@@ -52,6 +52,14 @@ GRAPH_AND_XLA = [
 LEARNS_ON_TENSORFLOW = ("trains to an accuracy target: on this backend `fit` is checked by "
                         "run_layer_test and, on JAX, by tests/recipes/backends_test.py")
 
+# The reason of `keras_ops_only` (tests/conftest.py), which a module of
+# keras.ops code with no branch per backend names: on JAX and torch its
+# `run_layer_test` tests run, and its layers' numbers are TensorFlow's.
+KERAS_OPS_ONLY = (
+    "on this backend its run_layer_test tests run, and every public layer and every "
+    "configuration run_layer_test checks computes TensorFlow's outputs and scores, with and "
+    "without masks (tests/layers/cross_backend_test.py); the rest runs under TensorFlow")
+
 # The reason of `slow_on("jax", reason=OTHER_CONFIGURATIONS_ON_JAX)`: a
 # configuration of a `run_layer_test` test whose code paths the test's other
 # configurations take through run_layer_test's checks on JAX. Its own numbers
@@ -122,7 +130,10 @@ def to_tensor(x):
 def compile_function(fn, jit_compile, input_signature=None):
     """`fn` compiled by the running backend, or None where it cannot be.
 
-    TensorFlow: `tf.function` (a graph), with XLA when `jit_compile`;
+    TensorFlow: `tf.function` (a graph), with XLA when `jit_compile`, without
+    AutoGraph (the layers have no Python control flow on tensors: they run
+    under `jax.jit` too; converting their code took a tenth of a layer
+    test; tests/regressions_test.py traces with AutoGraph);
     `input_signature` (a list of `(shape, dtype)`, `None` for unknown sizes)
     makes the traced shapes symbolic. JAX: `jax.jit` (always XLA, shapes always
     concrete), for both `jit_compile` values, so the "graph" variant checks
@@ -135,7 +146,8 @@ def compile_function(fn, jit_compile, input_signature=None):
         signature = None
         if input_signature is not None:
             signature = [tf.TensorSpec(shape, dtype) for shape, dtype in input_signature]
-        return tf.function(fn, input_signature=signature, jit_compile=jit_compile)
+        return tf.function(fn, input_signature=signature, jit_compile=jit_compile,
+                           autograph=False)
     if BACKEND == "jax":
         import jax
 

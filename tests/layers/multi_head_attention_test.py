@@ -5,11 +5,14 @@ import pytest
 from keras_attention.layers import MultiHeadAttention
 from tests.test_case import (
     EAGER_AND_XLA,
+    KERAS_OPS_ONLY,
     OTHER_CONFIGURATIONS_ON_JAX,
     compile_function,
     run_layer_test,
 )
 from tests.test_case import numpy_softmax as softmax
+
+pytestmark = pytest.mark.keras_ops_only(KERAS_OPS_ONLY)
 
 
 def reference(layer, q, v, k, bias=0.0):
