@@ -39,6 +39,7 @@ def converted(tmp_path_factory):
     return hf_checkpoints.converted_on_first_use(tmp_path_factory, CONFIGURATIONS)
 
 
+@pytest.mark.slow_on("jax", reason=hf_checkpoints.LOGITS_ON_TENSORFLOW)
 @pytest.mark.parametrize("name", sorted(CONFIGURATIONS))
 def test_outputs_match_transformers_with_padding(converted, name):
     family, _ = CONFIGURATIONS[name]
@@ -58,6 +59,7 @@ def test_outputs_match_transformers_with_padding(converted, name):
     assert info["family"] == family
 
 
+@pytest.mark.slow_on("jax", reason=hf_checkpoints.LOGITS_ON_TENSORFLOW)
 @pytest.mark.parametrize("name", ["marian", "bart", "mbart", "pegasus"])
 def test_teacher_forced_logits_match_transformers_labels(converted, name):
     """Training logits on `[start] + target[:-1]` equal `transformers`'

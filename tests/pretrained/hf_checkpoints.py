@@ -8,6 +8,13 @@ import numpy as np
 import torch
 import transformers
 
+# The reason of `slow_on("jax", reason=LOGITS_ON_TENSORFLOW)`.
+LOGITS_ON_TENSORFLOW = (
+    "a converted model's outputs and logits against transformers' are compared eagerly on "
+    "TensorFlow (on JAX every op would compile); on JAX every family's compiled greedy and beam "
+    "tokens equal transformers' generate, and each layer's outputs TensorFlow's "
+    "(tests/layers/cross_backend_test.py)")
+
 FAMILIES = {
     "marian": (transformers.MarianConfig, transformers.MarianMTModel),
     "bart": (transformers.BartConfig, transformers.BartForConditionalGeneration),

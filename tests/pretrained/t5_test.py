@@ -35,6 +35,7 @@ def converted(tmp_path_factory):
                            for name, options in CONFIGURATIONS.items()})
 
 
+@pytest.mark.slow_on("jax", reason=hf_checkpoints.LOGITS_ON_TENSORFLOW)
 @pytest.mark.parametrize("name", sorted(CONFIGURATIONS))
 def test_outputs_match_transformers_with_padding(converted, name):
     reference, model, info = converted(name)
@@ -52,6 +53,7 @@ def test_outputs_match_transformers_with_padding(converted, name):
     assert info["family"] == FAMILY.get(name, "t5")
 
 
+@pytest.mark.slow_on("jax", reason=hf_checkpoints.LOGITS_ON_TENSORFLOW)
 @pytest.mark.parametrize("name", ["t5_v1_0", "t5_v1_1"])
 def test_teacher_forced_logits_match_transformers_labels(converted, name):
     """Training logits on `[start] + target[:-1]` equal `transformers`'
