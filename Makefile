@@ -59,8 +59,9 @@ test-all: test test-large test-jax test-torch wheel-smoke
 # (fused, blocked), caches, quantization, compiled generation and decoding;
 # on JAX also the converted checkpoints against transformers, on torch
 # keras-hub's and Keras' own layer tests on `compat` (eager there; on JAX
-# the compat layers' numbers are cross_backend_test's). Modules of
-# keras.ops code with no branch per backend say so (`keras_ops_only`), and
+# the compat layers' numbers are cross_backend_test's). Of the modules of
+# keras.ops code with no branch per backend (`keras_ops_only`), JAX, where
+# every eager op compiles, runs the run_layer_test tests only; and
 # `tf_only` and `backend_independent` tests (plain Python: configs,
 # tokenizers) skip there, `slow_on(...)` tests skip on the backends they
 # name, and `same_path_on(...)` cases that would rerun a sibling case's

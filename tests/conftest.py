@@ -34,14 +34,16 @@ pairs.
 
 `pytestmark = pytest.mark.keras_ops_only(KERAS_OPS_ONLY)` marks a module
 whose subject is our `keras.ops` code, with no branch of its own per
-backend (layers, blocks, models' shapes and options): under JAX and torch
-its tests are skipped, but those that call `run_layer_test` (its checks on
-that backend: compiled call, `.keras` round trip, one `fit` step, finite
-gradients, mixed precision), since there every public layer and every
-configuration `run_layer_test` checks computes TensorFlow's numbers, with
-and without masks (tests/layers/cross_backend_test.py). What has code of
-its own per backend (attention implementations, query blocking, caches,
-quantization, compiled generation and decoding) runs on every backend.
+backend (layers, blocks, models' shapes and options): under JAX, where
+every eager op compiles, its tests are skipped, but those that call
+`run_layer_test` (its checks on that backend: compiled call, `.keras`
+round trip, one `fit` step, finite gradients, mixed precision), since
+there every public layer and every configuration `run_layer_test` checks
+computes TensorFlow's numbers, with and without masks
+(tests/layers/cross_backend_test.py). torch, eager and cheap, runs them
+all. What has code of its own per backend (attention implementations,
+query blocking, caches, quantization, compiled generation and decoding)
+runs whole on every backend.
 
 `@pytest.mark.large` marks a test that trains to a quality bar, starts
 processes, or compiles, exports or converts whole programs end to end (each
@@ -104,8 +106,7 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers",
         "keras_ops_only(reason): a module of keras.ops code with no branch per backend; "
-        "under JAX and torch only its run_layer_test tests run, skipped the others with "
-        "the reason",
+        "under JAX only its run_layer_test tests run, the others skipped with the reason",
     )
     config.addinivalue_line(
         "markers",
@@ -252,7 +253,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(
                 reason=f"backend-independent ({why}): runs under TensorFlow; backend={backend}"))
         marker = item.get_closest_marker("keras_ops_only")
-        if marker is not None and backend != "tensorflow" and not _calls_run_layer_test(item):
+        if marker is not None and backend == "jax" and not _calls_run_layer_test(item):
             item.add_marker(pytest.mark.skip(
                 reason=f"keras.ops only ({marker.args[0]}); backend={backend}"))
         for marker in item.iter_markers("slow_on"):

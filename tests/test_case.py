@@ -53,7 +53,7 @@ LEARNS_ON_TENSORFLOW = ("trains to an accuracy target: on this backend `fit` is 
                         "run_layer_test and, on JAX, by tests/recipes/backends_test.py")
 
 # The reason of `keras_ops_only` (tests/conftest.py), which a module of
-# keras.ops code with no branch per backend names: on JAX and torch its
+# keras.ops code with no branch per backend names: on JAX its
 # `run_layer_test` tests run, and its layers' numbers are TensorFlow's.
 KERAS_OPS_ONLY = (
     "on this backend its run_layer_test tests run, and every public layer and every "
