@@ -32,7 +32,7 @@ whose work another test does there with more checks (the reason names it):
 it is skipped there with that reason. `tests/test_case.py` has the usual
 pairs.
 
-`pytestmark = pytest.mark.keras_ops_only(KERAS_OPS_ONLY)` marks a module
+`pytestmark = pytest.mark.keras_ops_only` marks a module
 whose subject is our `keras.ops` code, with no branch of its own per
 backend (layers, blocks, models' shapes and options): under JAX, where
 every eager op compiles, its tests are skipped, but those that call
@@ -105,8 +105,8 @@ def pytest_configure(config):
     )
     config.addinivalue_line(
         "markers",
-        "keras_ops_only(reason): a module of keras.ops code with no branch per backend; "
-        "under JAX only its run_layer_test tests run, the others skipped with the reason",
+        "keras_ops_only: a module of keras.ops code with no branch per backend; under JAX "
+        "only its run_layer_test tests run, the others skipped with `KERAS_OPS_ONLY`",
     )
     config.addinivalue_line(
         "markers",
@@ -231,6 +231,13 @@ def pytest_collection_finish(session):
     gc.freeze()
 
 
+# The reason of a `keras_ops_only` skip under JAX.
+KERAS_OPS_ONLY = (
+    "on JAX its run_layer_test tests run, and every public layer and every configuration "
+    "run_layer_test checks computes TensorFlow's outputs and scores, with and without masks "
+    "(tests/layers/cross_backend_test.py); the rest runs under TensorFlow and torch")
+
+
 def _calls_run_layer_test(item):
     """Whether the test function of `item` calls `run_layer_test` itself."""
     code = getattr(getattr(item, "function", None), "__code__", None)
@@ -252,10 +259,9 @@ def pytest_collection_modifyitems(config, items):
             why = marker.args[0] if marker.args else "touches no backend"
             item.add_marker(pytest.mark.skip(
                 reason=f"backend-independent ({why}): runs under TensorFlow; backend={backend}"))
-        marker = item.get_closest_marker("keras_ops_only")
-        if marker is not None and backend == "jax" and not _calls_run_layer_test(item):
-            item.add_marker(pytest.mark.skip(
-                reason=f"keras.ops only ({marker.args[0]}); backend={backend}"))
+        if (item.get_closest_marker("keras_ops_only") is not None and backend == "jax"
+                and not _calls_run_layer_test(item)):
+            item.add_marker(pytest.mark.skip(reason=f"keras.ops only ({KERAS_OPS_ONLY})"))
         for marker in item.iter_markers("slow_on"):
             if backend in marker.args:
                 why = marker.kwargs.get("reason", "minutes long here")

@@ -52,14 +52,6 @@ GRAPH_AND_XLA = [
 LEARNS_ON_TENSORFLOW = ("trains to an accuracy target: on this backend `fit` is checked by "
                         "run_layer_test and, on JAX, by tests/recipes/backends_test.py")
 
-# The reason of `keras_ops_only` (tests/conftest.py), which a module of
-# keras.ops code with no branch per backend names: on JAX its
-# `run_layer_test` tests run, and its layers' numbers are TensorFlow's.
-KERAS_OPS_ONLY = (
-    "on this backend its run_layer_test tests run, and every public layer and every "
-    "configuration run_layer_test checks computes TensorFlow's outputs and scores, with and "
-    "without masks (tests/layers/cross_backend_test.py); the rest runs under TensorFlow")
-
 # The reason of `slow_on("jax", reason=OTHER_CONFIGURATIONS_ON_JAX)`: a
 # configuration of a `run_layer_test` test whose code paths the test's other
 # configurations take through run_layer_test's checks on JAX. Its own numbers

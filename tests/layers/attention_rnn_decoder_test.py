@@ -9,14 +9,13 @@ from keras_attention.layers import (
 )
 from tests.test_case import (
     GRAPH_AND_XLA,
-    KERAS_OPS_ONLY,
     OTHER_CONFIGURATIONS_ON_JAX,
     compile_function,
     dtype_of,
     run_layer_test,
 )
 
-pytestmark = pytest.mark.keras_ops_only(KERAS_OPS_ONLY)
+pytestmark = pytest.mark.keras_ops_only
 
 UNITS = 8
 

@@ -11,9 +11,9 @@ from keras_attention.layers.feed_forward import (
     residual,
 )
 from tests.layers.hf_reference import run_torch, set_dense
-from tests.test_case import KERAS_OPS_ONLY, OTHER_CONFIGURATIONS_ON_JAX, run_layer_test, to_numpy
+from tests.test_case import OTHER_CONFIGURATIONS_ON_JAX, run_layer_test, to_numpy
 
-pytestmark = pytest.mark.keras_ops_only(KERAS_OPS_ONLY)
+pytestmark = pytest.mark.keras_ops_only
 
 
 def test_layer_behaviors(rng, tmp_path):

@@ -14,9 +14,8 @@ import pytest
 
 from keras_attention import layers
 from keras_attention.layers.initializer_copies import clone_initializer
-from tests.test_case import KERAS_OPS_ONLY
 
-pytestmark = pytest.mark.keras_ops_only(KERAS_OPS_ONLY)
+pytestmark = pytest.mark.keras_ops_only
 
 QUERY = np.random.default_rng(0).normal(size=(1, 3, 8)).astype("float32")
 

@@ -14,9 +14,9 @@ import pytest
 
 from keras_attention.compat import keras_hub as compat_hub
 from keras_attention.layers import TransformerDecoderBlock, TransformerEncoderBlock
-from tests.test_case import KERAS_OPS_ONLY, to_numpy, with_keras_mask
+from tests.test_case import to_numpy, with_keras_mask
 
-pytestmark = pytest.mark.keras_ops_only(KERAS_OPS_ONLY)
+pytestmark = pytest.mark.keras_ops_only
 
 keras_hub = pytest.importorskip("keras_hub")
 

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from keras_attention import layers
-from tests.test_case import KERAS_OPS_ONLY, to_numpy
+from tests.test_case import to_numpy
 
-pytestmark = pytest.mark.keras_ops_only(KERAS_OPS_ONLY)
+pytestmark = pytest.mark.keras_ops_only
 
 
 def attention_model(attention):

@@ -2,10 +2,10 @@ import numpy as np
 import pytest
 
 from keras_attention.layers import LuongAttention
-from tests.test_case import KERAS_OPS_ONLY, OTHER_CONFIGURATIONS_ON_JAX, run_layer_test
+from tests.test_case import OTHER_CONFIGURATIONS_ON_JAX, run_layer_test
 from tests.test_case import numpy_softmax as softmax
 
-pytestmark = pytest.mark.keras_ops_only(KERAS_OPS_ONLY)
+pytestmark = pytest.mark.keras_ops_only
 
 
 @pytest.mark.parametrize(

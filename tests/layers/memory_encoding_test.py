@@ -4,9 +4,9 @@ import pytest
 
 from keras_attention.layers import MemoryEncoding
 from tests.stories import STORY
-from tests.test_case import KERAS_OPS_ONLY, run_layer_test
+from tests.test_case import run_layer_test
 
-pytestmark = pytest.mark.keras_ops_only(KERAS_OPS_ONLY)
+pytestmark = pytest.mark.keras_ops_only
 
 
 def position_weights(length, dim):

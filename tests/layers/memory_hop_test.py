@@ -5,13 +5,12 @@ import pytest
 from keras_attention.layers import MemoryHop
 from keras_attention.models import LinearStart
 from tests.test_case import (
-    KERAS_OPS_ONLY,
     OTHER_CONFIGURATIONS_ON_JAX,
     numpy_softmax,
     run_layer_test,
 )
 
-pytestmark = pytest.mark.keras_ops_only(KERAS_OPS_ONLY)
+pytestmark = pytest.mark.keras_ops_only
 
 
 def hop_inputs(rng):

@@ -5,14 +5,13 @@ import pytest
 from keras_attention.layers import MultiHeadAttention
 from tests.test_case import (
     EAGER_AND_XLA,
-    KERAS_OPS_ONLY,
     OTHER_CONFIGURATIONS_ON_JAX,
     compile_function,
     run_layer_test,
 )
 from tests.test_case import numpy_softmax as softmax
 
-pytestmark = pytest.mark.keras_ops_only(KERAS_OPS_ONLY)
+pytestmark = pytest.mark.keras_ops_only
 
 
 def reference(layer, q, v, k, bias=0.0):

@@ -14,9 +14,9 @@ from keras_attention.compat import keras as compat_keras
 from keras_attention.compat import keras_hub as compat_hub
 from keras_attention.layers.output_specs import traced_output_spec
 from tests.layers.factories import FACTORIES
-from tests.test_case import KERAS_OPS_ONLY, dtype_of
+from tests.test_case import dtype_of
 
-pytestmark = pytest.mark.keras_ops_only(KERAS_OPS_ONLY)
+pytestmark = pytest.mark.keras_ops_only
 
 X, MEMORY = (2, 5, 8), (2, 7, 8)
 IDS, MEMORY_IDS = ((2, 5), "int32"), ((2, 7), "int32")

@@ -9,7 +9,6 @@ from keras_attention.layers import PointerGenerator
 from tests import test_case
 from tests.test_case import (
     GRAPH_AND_XLA,
-    KERAS_OPS_ONLY,
     compile_function,
     dtype_of,
     gradients,
@@ -21,7 +20,7 @@ from tests.test_case import (
     with_keras_mask,
 )
 
-pytestmark = pytest.mark.keras_ops_only(KERAS_OPS_ONLY)
+pytestmark = pytest.mark.keras_ops_only
 
 B, T, S, D, DM, V, UNITS = 2, 4, 5, 6, 6, 9, 8
 

@@ -7,9 +7,8 @@ from keras_attention.layers.projection_options import (
     projection_options_config,
     set_projection_options,
 )
-from tests.test_case import KERAS_OPS_ONLY
 
-pytestmark = pytest.mark.keras_ops_only(KERAS_OPS_ONLY)
+pytestmark = pytest.mark.keras_ops_only
 
 
 class Holder:

@@ -2,9 +2,9 @@ import numpy as np
 import pytest
 
 from keras_attention.layers import ScaledDotProductAttention
-from tests.test_case import KERAS_OPS_ONLY, run_layer_test
+from tests.test_case import run_layer_test
 
-pytestmark = pytest.mark.keras_ops_only(KERAS_OPS_ONLY)
+pytestmark = pytest.mark.keras_ops_only
 
 
 def test_layer_behaviors(rng, tmp_path):

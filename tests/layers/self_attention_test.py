@@ -3,9 +3,9 @@ import pytest
 
 from keras_attention import masks
 from keras_attention.layers import MultiHeadAttention, SelfAttention
-from tests.test_case import KERAS_OPS_ONLY, OTHER_CONFIGURATIONS_ON_JAX, run_layer_test
+from tests.test_case import OTHER_CONFIGURATIONS_ON_JAX, run_layer_test
 
-pytestmark = pytest.mark.keras_ops_only(KERAS_OPS_ONLY)
+pytestmark = pytest.mark.keras_ops_only
 
 # On JAX run_layer_test checks the general score with grouped heads and a window, and
 # the additive score, causal, with dropout.

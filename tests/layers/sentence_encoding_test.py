@@ -2,9 +2,9 @@ import numpy as np
 import pytest
 
 from keras_attention.layers.sentence_encoding import SentenceEncoding, sentence_mask
-from tests.test_case import KERAS_OPS_ONLY, to_numpy
+from tests.test_case import to_numpy
 
-pytestmark = pytest.mark.keras_ops_only(KERAS_OPS_ONLY)
+pytestmark = pytest.mark.keras_ops_only
 
 STORY = np.array([[[4, 5, 6], [7, 0, 0], [0, 0, 0]]], "int32")  # (1, 3, 3)
 

@@ -9,9 +9,9 @@ from keras_attention.layers.token_and_position_embedding import (
     rotary_position_encoding,
 )
 from tests.layers.hf_reference import numpy_of, randomize, run_torch
-from tests.test_case import KERAS_OPS_ONLY, to_numpy
+from tests.test_case import to_numpy
 
-pytestmark = pytest.mark.keras_ops_only(KERAS_OPS_ONLY)
+pytestmark = pytest.mark.keras_ops_only
 
 
 @pytest.mark.parametrize("position", ["sinusoidal", "learned", "none"])

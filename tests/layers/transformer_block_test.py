@@ -4,9 +4,9 @@ import pytest
 from keras_attention.layers import TransformerEncoderBlock
 from keras_attention.layers.transformer_block import check_scale, make_norm
 from tests.layers.hf_reference import run_torch, set_norm
-from tests.test_case import KERAS_OPS_ONLY, to_numpy
+from tests.test_case import to_numpy
 
-pytestmark = pytest.mark.keras_ops_only(KERAS_OPS_ONLY)
+pytestmark = pytest.mark.keras_ops_only
 
 
 @pytest.mark.parametrize("dtype", ["float32", "mixed_bfloat16"])

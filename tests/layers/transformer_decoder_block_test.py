@@ -13,14 +13,13 @@ from tests.layers.hf_reference import (
 )
 from tests.test_case import (
     EAGER_AND_XLA,
-    KERAS_OPS_ONLY,
     OTHER_CONFIGURATIONS_ON_JAX,
     compile_function,
     run_layer_test,
     to_numpy,
 )
 
-pytestmark = pytest.mark.keras_ops_only(KERAS_OPS_ONLY)
+pytestmark = pytest.mark.keras_ops_only
 
 # Left out of `make test-jax` (time): the other variants cover the same code on JAX.
 SLOW_ON_JAX = pytest.mark.slow_on(

@@ -10,14 +10,13 @@ from tests.layers.hf_reference import (
     set_bart_layer,
 )
 from tests.test_case import (
-    KERAS_OPS_ONLY,
     OTHER_CONFIGURATIONS_ON_JAX,
     run_layer_test,
     to_numpy,
     with_keras_mask,
 )
 
-pytestmark = pytest.mark.keras_ops_only(KERAS_OPS_ONLY)
+pytestmark = pytest.mark.keras_ops_only
 
 # Left out of `make test-jax` (time): the other variants cover the same code on JAX.
 SLOW_ON_JAX = pytest.mark.slow_on(

@@ -5,14 +5,13 @@ import pytest
 from keras_attention.layers import UniversalTransformerEncoder
 from keras_attention.layers.universal_transformer import sinusoid, step_signal
 from tests.test_case import (
-    KERAS_OPS_ONLY,
     OTHER_CONFIGURATIONS_ON_JAX,
     run_layer_test,
     to_numpy,
     with_keras_mask,
 )
 
-pytestmark = pytest.mark.keras_ops_only(KERAS_OPS_ONLY)
+pytestmark = pytest.mark.keras_ops_only
 
 PADDING = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)
 

@@ -15,9 +15,8 @@ from keras_attention.models import (
 from keras_attention.models.rnn_seq2seq import RNNSeq2Seq
 from keras_attention.models.transformer_config import TransformerConfig
 from keras_attention.models.transformer_seq2seq import TransformerSeq2Seq
-from tests.test_case import KERAS_OPS_ONLY
 
-pytestmark = pytest.mark.keras_ops_only(KERAS_OPS_ONLY)
+pytestmark = pytest.mark.keras_ops_only
 
 BUILDERS = {
     "transformer_seq2seq": transformer_seq2seq,

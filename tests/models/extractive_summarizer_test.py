@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 
 from keras_attention.models import chosen_sentences, extractive_summarizer
-from tests.test_case import FIT_JIT_COMPILE, KERAS_OPS_ONLY, LEARNS_ON_TENSORFLOW, to_numpy
+from tests.test_case import FIT_JIT_COMPILE, LEARNS_ON_TENSORFLOW, to_numpy
 
-pytestmark = pytest.mark.keras_ops_only(KERAS_OPS_ONLY)
+pytestmark = pytest.mark.keras_ops_only
 
 INPUTS = {
     "token_ids": np.array([[5, 6, 7, 8, 9, 0], [4, 4, 0, 0, 0, 0]], "int32"),

@@ -4,9 +4,9 @@ import pytest
 
 from keras_attention.models import hop_attention, memory_network
 from tests.stories import encoded_stories
-from tests.test_case import KERAS_OPS_ONLY, LEARNS_ON_TENSORFLOW
+from tests.test_case import LEARNS_ON_TENSORFLOW
 
-pytestmark = pytest.mark.keras_ops_only(KERAS_OPS_ONLY)
+pytestmark = pytest.mark.keras_ops_only
 
 
 @pytest.fixture(scope="module")

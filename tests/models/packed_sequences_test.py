@@ -10,9 +10,8 @@ from keras_attention.data import pack_examples
 from keras_attention.layers import TransformerDecoderBlock, TransformerEncoderBlock
 from keras_attention.models import transformer_seq2seq
 from tests.data.packing_test import example
-from tests.test_case import KERAS_OPS_ONLY
 
-pytestmark = pytest.mark.keras_ops_only(KERAS_OPS_ONLY)
+pytestmark = pytest.mark.keras_ops_only
 
 SMALL = dict(num_layers=2, hidden_dim=16, num_heads=2, intermediate_dim=32, dropout=0.0,
              max_length=16)

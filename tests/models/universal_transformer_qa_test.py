@@ -5,9 +5,9 @@ import pytest
 from keras_attention.models import FactEncoding, halting_steps, universal_transformer_qa
 from keras_attention.models.universal_transformer_qa import most_recent_first
 from tests.stories import STORY, encoded_stories
-from tests.test_case import KERAS_OPS_ONLY, LEARNS_ON_TENSORFLOW, run_layer_test, to_numpy
+from tests.test_case import LEARNS_ON_TENSORFLOW, run_layer_test, to_numpy
 
-pytestmark = pytest.mark.keras_ops_only(KERAS_OPS_ONLY)
+pytestmark = pytest.mark.keras_ops_only
 
 QUESTION = np.array([[9, 4], [5, 0]], "int32")
 
