@@ -101,11 +101,27 @@ done
 grep -q "Test BLEU" train.log || fail "the recipe printed no test score"
 
 step "keras-attention generate run"
+export KERAS_ATTENTION_CACHE_DIR="$WORK/compiled"  # not the user's ~/.cache
 printf 'March 3, 2021\nthe 1st of may, 1999\n' | "$VENV/keras-attention" generate run \
   > translations.txt 2> generate.log || { tail -n 30 generate.log >&2; fail "generate"; }
 [[ "$(wc -l < translations.txt)" -eq 2 ]] || fail "expected 2 lines, got: $(cat translations.txt)"
 grep -q '[0-9]' translations.txt || fail "no digit in the translations: $(cat translations.txt)"
 echo "wheel_smoke: translations: $(paste -sd '|' translations.txt)"
+[[ -n "$(ls -A "$WORK/compiled/tensorflow" 2> /dev/null)" ]] \
+  || fail "generate kept no compiled program in \$KERAS_ATTENTION_CACHE_DIR/tensorflow"
+
+# The second call reads the compiled search: one sentence, only the answer on
+# stdout and nothing on stderr (no C++ log lines).
+begun=$SECONDS
+for call in first second; do
+  echo 'March 3, 2021' | "$VENV/keras-attention" generate run > one.txt 2> one.log \
+    || { tail -n 30 one.log >&2; fail "generate one sentence"; }
+  [[ "$call" == first ]] && begun=$SECONDS
+done
+[[ "$(cat one.txt)" == "$(head -n 1 translations.txt)" ]] \
+  || fail "one sentence gave $(cat one.txt), in a batch $(head -n 1 translations.txt)"
+[[ ! -s one.log ]] || fail "generate wrote to stderr: $(head -n 5 one.log)"
+echo "wheel_smoke: one sentence again, compiled program read: $((SECONDS - begun)) s"
 
 step "a second run into the same folder is refused, and the run is kept"
 before="$(cksum run/model.keras)"

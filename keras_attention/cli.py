@@ -21,7 +21,7 @@ import json
 import os
 import sys
 
-from keras_attention import files, native_logs, recipes, runs
+from keras_attention import files, native_logs, recipes, runs, runtime
 from keras_attention.runs import registry
 
 # The errors the library raises for what a user gave it: a ValueError naming
@@ -109,6 +109,7 @@ def generate(args):
             f"the run. Write the outputs elsewhere. Received: --output={args.output!r}"
         )
     lines = _read_lines(args.input) if args.input else None
+    runtime.cache_compilations()
     run = runs.SavedRun(args.run_dir)
     if lines is None:
         lines = _read_lines(None)
@@ -146,6 +147,7 @@ def evaluate(args):
         raise ValueError(
             f"Argument `--data` must be a file ({problem}). Received: --data={args.data!r}"
         )
+    runtime.cache_compilations()
     run = runs.SavedRun(args.run_dir)
     # Keras writes its progress bar to stdout; stdout is for the scores alone,
     # so that `keras-attention evaluate ... > scores.json` is one JSON line.

@@ -170,6 +170,18 @@ def _cache_jax_compilations(tmp_path_factory):
     yield
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _compiled_programs_of_the_cli_in_a_test_folder(tmp_path_factory):
+    """`keras-attention generate` and `evaluate` keep compiled programs in a
+    folder of the user's (`runtime.cache_compilations`); called in the tests,
+    they keep them in a folder of the test session, and the commands the
+    tests start as processes inherit it. A folder the caller set is kept."""
+    if not os.environ.get("KERAS_ATTENTION_CACHE_DIR"):
+        os.environ["KERAS_ATTENTION_CACHE_DIR"] = str(
+            tmp_path_factory.mktemp("compiled_programs"))
+    yield
+
+
 # The test modules that take longest on 2 cores (they train recipes, start
 # processes, compile generation), longest first. They come first in the
 # collection, then the others, most tests first, as xdist would order them

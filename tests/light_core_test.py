@@ -67,6 +67,20 @@ STEPS = [
         "from keras_attention import visualize",
         "assert 'keras_attention.data' not in sys.modules",
     ])),
+    # What `keras-attention generate` needs of a run folder's tokenizers.
+    ("run_folder_tokenizers", "\n".join([
+        "import io, sentencepiece",
+        "model = io.BytesIO()",
+        "sentencepiece.SentencePieceTrainer.train(  # keras-hub's ids, as the recipes'",
+        "    sentence_iterator=iter(['a cat sat', 'a dog']),",
+        "    model_writer=model, vocab_size=12, minloglevel=3,",
+        "    pad_id=0, unk_id=1, bos_id=2, eos_id=3)",
+        "from keras_attention import data, runs",
+        "spm = data.SentencePieceModel(model.getvalue())",
+        "ids = data.encode_sources(['a cat', 'a dog sat'], spm, 16)",
+        "assert data.detokenize(spm, ids) == ['a cat', 'a dog sat']",
+        "assert runs.SavedRun and runs.TextToText",
+    ])),
 ]
 
 
@@ -86,8 +100,8 @@ def probe(backend, steps):
 
 @functools.cache
 def probed(backend):
-    """What each step of `STEPS` adds under `backend` (the last step on JAX only)."""
-    return probe(backend, STEPS if backend == "jax" else STEPS[:-1])
+    """What each step of `STEPS` adds under `backend` (the last two on JAX only)."""
+    return probe(backend, STEPS if backend == "jax" else STEPS[:-2])
 
 
 @pytest.mark.large
@@ -111,9 +125,22 @@ def test_toolkit_modules_load_their_libraries_on_first_use():
     assert not {"keras_hub", "tensorflow", "tensorflow_text"} & loaded
 
 
+def test_a_run_folders_tokenizers_load_neither_tensorflow_nor_keras_hub():
+    assert probed("jax")["run_folder_tokenizers"] == []
+
+
 def test_lazy_attributes_are_listed_and_unknown_names_refused():
     import keras_attention
 
     assert set(keras_attention.__all__) <= set(dir(keras_attention))
     with pytest.raises(AttributeError, match="no attribute 'metrix'"):
         _ = keras_attention.metrix
+
+
+def test_the_data_modules_names_are_listed_and_unknown_names_refused():
+    from keras_attention import data
+
+    assert all(callable(getattr(data, name)) for name in data.__all__)
+    assert set(data.__all__) <= set(dir(data))
+    with pytest.raises(AttributeError, match="no attribute 'load_tokeniser'"):
+        _ = data.load_tokeniser

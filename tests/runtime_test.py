@@ -1,5 +1,7 @@
 """`keras_attention.runtime`: the execution defaults and their detection."""
 
+import os
+
 import pytest
 
 from keras_attention import runtime
@@ -161,3 +163,29 @@ def test_building_the_optimizer_leaves_what_it_cannot_build_alone():
     assert not runtime.build_optimizer_before_fit(unbuilt).optimizer.built
     uncompiled = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
     assert runtime.build_optimizer_before_fit(uncompiled) is uncompiled  # no optimizer yet
+
+
+@pytest.mark.tf_only("the TensorFlow branch: XLA's cache is named in TF_XLA_FLAGS")
+def test_compilations_are_cached_in_the_named_folder(tmp_path, monkeypatch):
+    monkeypatch.delenv("TF_XLA_FLAGS", raising=False)
+    monkeypatch.setenv("KERAS_ATTENTION_CACHE_DIR", str(tmp_path / "cache"))
+    folder = runtime.cache_compilations()
+    assert folder == str(tmp_path / "cache" / "tensorflow") and os.path.isdir(folder)
+    assert os.environ["TF_XLA_FLAGS"] == f"--tf_xla_persistent_cache_directory={folder}"
+    assert runtime.cache_compilations(tmp_path / "other") == folder  # set once, then kept
+
+
+@pytest.mark.tf_only("the TensorFlow branch: XLA's cache is named in TF_XLA_FLAGS")
+def test_a_cache_the_user_named_is_kept_and_home_is_the_default(tmp_path, monkeypatch):
+    monkeypatch.setenv("TF_XLA_FLAGS", f"--tf_xla_min_cluster_size=2 "
+                                       f"--tf_xla_persistent_cache_directory={tmp_path}/mine")
+    assert runtime.cache_compilations() == f"{tmp_path}/mine"
+    assert "--tf_xla_min_cluster_size=2" in os.environ["TF_XLA_FLAGS"]
+    monkeypatch.delenv("TF_XLA_FLAGS")
+    monkeypatch.delenv("KERAS_ATTENTION_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert runtime.cache_compilations() == str(tmp_path / "xdg" / "keras_attention" / "tensorflow")
+    monkeypatch.delenv("TF_XLA_FLAGS")
+    (tmp_path / "a_file").write_text("")
+    assert runtime.cache_compilations(tmp_path / "a_file" / "cache") is None  # cannot be made
+    assert "TF_XLA_FLAGS" not in os.environ

@@ -17,58 +17,109 @@ The loaders are pure Python: each reads one local UTF-8 file (nothing is
 downloaded or written) and returns plain lists. Malformed input raises a
 `ValueError` naming the file and the 1-based line; a missing file raises
 `FileNotFoundError` naming the path.
+
+Each module is imported when one of its names is first used (`data.make_dataset`
+loads TensorFlow, `data.SentencePieceModel` only the `sentencepiece` package):
+reading a run folder's tokenizers and encoding lines need neither TensorFlow
+nor keras-hub.
 """
 
-from keras_attention.data.babi import load_babi, load_babi_task
-from keras_attention.data.packing import pack_examples, unpack_rows
-from keras_attention.data.pipeline import (
-    encode_sources,
-    encode_stories,
-    make_dataset,
-    story_from_source,
-    story_source,
-    story_texts,
-    tokenize_pairs,
-)
-from keras_attention.data.sentence_documents import (
-    encode_sentence_documents,
-    oracle_sentence_indices,
-)
-from keras_attention.data.sentence_pairs import load_sentence_pairs
-from keras_attention.data.sentence_selection import (
-    gap_sentence_pairs,
-    oracle_sentence,
-    oracle_sentence_index,
-    oracle_sentence_pairs,
-    principal_sentences,
-    split_sentences,
-)
-from keras_attention.data.splitting import split_examples
-from keras_attention.data.squad import load_squad
-from keras_attention.data.summaries import load_summaries
-from keras_attention.data.synthetic import (
-    make_abstracts,
-    make_date_pairs,
-    make_stories,
-    make_task,
-    sequence_accuracy,
-    strip_special,
-)
-from keras_attention.data.tokenizers import (
-    detokenize,
-    load_tokenizer,
-    never_generated_ids,
-    save_tokenizer,
-    special_token_ids,
-    train_tokenizer,
-)
+import importlib
+import typing
+
+if typing.TYPE_CHECKING:  # what the names are, for readers and tools; imported lazily below
+    from keras_attention.data.babi import load_babi, load_babi_task
+    from keras_attention.data.packing import pack_examples, unpack_rows
+    from keras_attention.data.pipeline import (
+        encode_stories,
+        make_dataset,
+        story_from_source,
+        story_source,
+        story_texts,
+        tokenize_pairs,
+    )
+    from keras_attention.data.sentence_documents import (
+        encode_sentence_documents,
+        oracle_sentence_indices,
+    )
+    from keras_attention.data.sentence_pairs import load_sentence_pairs
+    from keras_attention.data.sentence_selection import (
+        gap_sentence_pairs,
+        oracle_sentence,
+        oracle_sentence_index,
+        oracle_sentence_pairs,
+        principal_sentences,
+        split_sentences,
+    )
+    from keras_attention.data.splitting import split_examples
+    from keras_attention.data.squad import load_squad
+    from keras_attention.data.summaries import load_summaries
+    from keras_attention.data.synthetic import (
+        make_abstracts,
+        make_date_pairs,
+        make_stories,
+        make_task,
+        sequence_accuracy,
+        strip_special,
+    )
+    from keras_attention.data.tokenizers import (
+        SentencePieceModel,
+        detokenize,
+        encode_sources,
+        load_tokenizer,
+        never_generated_ids,
+        save_tokenizer,
+        special_token_ids,
+        train_tokenizer,
+    )
+
+#: `{public name: the module of this package that defines it}`.
+_MODULE_OF = {
+    "SentencePieceModel": "tokenizers",
+    "detokenize": "tokenizers",
+    "encode_sentence_documents": "sentence_documents",
+    "encode_sources": "tokenizers",
+    "encode_stories": "pipeline",
+    "gap_sentence_pairs": "sentence_selection",
+    "load_babi": "babi",
+    "load_babi_task": "babi",
+    "load_sentence_pairs": "sentence_pairs",
+    "load_squad": "squad",
+    "load_summaries": "summaries",
+    "load_tokenizer": "tokenizers",
+    "make_abstracts": "synthetic",
+    "make_dataset": "pipeline",
+    "make_date_pairs": "synthetic",
+    "make_stories": "synthetic",
+    "make_task": "synthetic",
+    "never_generated_ids": "tokenizers",
+    "oracle_sentence": "sentence_selection",
+    "oracle_sentence_index": "sentence_selection",
+    "oracle_sentence_indices": "sentence_documents",
+    "oracle_sentence_pairs": "sentence_selection",
+    "pack_examples": "packing",
+    "principal_sentences": "sentence_selection",
+    "save_tokenizer": "tokenizers",
+    "sequence_accuracy": "synthetic",
+    "special_token_ids": "tokenizers",
+    "split_examples": "splitting",
+    "split_sentences": "sentence_selection",
+    "story_from_source": "pipeline",
+    "story_source": "pipeline",
+    "story_texts": "pipeline",
+    "strip_special": "synthetic",
+    "tokenize_pairs": "pipeline",
+    "train_tokenizer": "tokenizers",
+    "unpack_rows": "packing",
+}
+_MODULES = frozenset(_MODULE_OF.values()) | {"text_files"}
 
 __all__ = [
+    "SentencePieceModel",
     "detokenize",
     "encode_sentence_documents",
     "encode_sources",
     "encode_stories",
-    "sequence_accuracy",
     "gap_sentence_pairs",
     "load_babi",
     "load_babi_task",
@@ -85,10 +136,11 @@ __all__ = [
     "oracle_sentence",
     "oracle_sentence_index",
     "oracle_sentence_indices",
-    "pack_examples",
     "oracle_sentence_pairs",
+    "pack_examples",
     "principal_sentences",
     "save_tokenizer",
+    "sequence_accuracy",
     "special_token_ids",
     "split_examples",
     "split_sentences",
@@ -100,3 +152,20 @@ __all__ = [
     "train_tokenizer",
     "unpack_rows",
 ]
+
+
+def __getattr__(name):
+    """Imports the module of a public name (or a module by its name) on first
+    use (PEP 562)."""
+    if name in _MODULES:
+        return importlib.import_module(f"keras_attention.data.{name}")
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'keras_attention.data' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"keras_attention.data.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_MODULE_OF))

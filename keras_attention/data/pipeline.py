@@ -190,16 +190,6 @@ def _pad_batch(inputs, labels, batch_size, multiple):
     return inputs, pad(labels)
 
 
-def encode_sources(texts, tokenizer, max_length):
-    """Source texts -> a padded int32 NumPy array `(N, L)` for `generate`."""
-    rows = [list(map(int, tokenizer(t)[:max_length])) for t in texts]
-    width = max(1, max(len(r) for r in rows))
-    out = np.zeros((len(rows), width), "int32")
-    for i, row in enumerate(rows):
-        out[i, : len(row)] = row
-    return out
-
-
 def encode_stories(examples, tokenizer, *, max_memories=50, max_words=None):
     """Stories and questions -> padded int32 arrays for `memory_network`.
 

@@ -5,14 +5,19 @@ detokenized text. Ids follow keras-hub's trainer: pad 0, unk 1, start
 (`<s>`) 2, end (`</s>`) 3; pass `special_token_ids(tokenizer)` to the model
 builders, and `never_generated_ids(tokenizer)` to `generate(...,
 suppress_token_ids=...)`.
+
+Two readers of one saved model: `load_tokenizer` gives keras-hub's
+`SentencePieceTokenizer` (TensorFlow ops: for `tf.data` pipelines and
+exported graphs), `SentencePieceModel` the same ids and texts in plain Python
+(the `sentencepiece` package: what reading a run folder needs to answer a
+line, without loading TensorFlow or keras-hub).
 """
 
 import contextlib
 import os
 import re
 
-import keras_hub
-import tensorflow as tf
+import numpy as np
 
 from keras_attention.files import write_atomically
 from keras_attention.validation import check_positive_int
@@ -34,6 +39,9 @@ def train_tokenizer(texts, vocabulary_size, *, lowercase=False, model_type="unig
     Returns:
         A `keras_hub.tokenizers.SentencePieceTokenizer`.
     """
+    import keras_hub
+    import tensorflow as tf
+
     vocabulary_size = check_positive_int("vocabulary_size", vocabulary_size)
     texts = [t for t in texts if t]
     if not texts:
@@ -101,10 +109,103 @@ def save_tokenizer(tokenizer, path):
 
 
 def load_tokenizer(path):
-    """Loads a tokenizer written by `save_tokenizer`."""
+    """Loads a tokenizer written by `save_tokenizer` as keras-hub's
+    `SentencePieceTokenizer` (for `tf.data` and graphs; `SentencePieceModel`
+    reads it in plain Python)."""
+    import keras_hub
+
     if not os.path.exists(path):
         raise FileNotFoundError(f"No tokenizer at {path!r}")
     return keras_hub.tokenizers.SentencePieceTokenizer(proto=path)
+
+
+class SentencePieceModel:
+    """A saved SentencePiece model in plain Python: the ids and texts of
+    keras-hub's `SentencePieceTokenizer` of the same model (one C++ library
+    under both: no sampling, no start or end token added), read with the
+    `sentencepiece` package, so that neither TensorFlow nor keras-hub loads.
+    `keras-attention generate` and `SavedRun` read a run's `.spm` files with it.
+
+    Args:
+        proto: the serialized model (bytes), or the path of a `.spm` file
+            `save_tokenizer` wrote.
+
+    Raises:
+        ValueError: for bytes that are not a SentencePiece model.
+        FileNotFoundError: naming a missing file.
+
+    Example:
+
+    >>> from keras_attention import data
+    >>> trained = data.train_tokenizer(["a cat sat on the mat", "a dog ran"], 40)
+    >>> plain = data.SentencePieceModel(trained.proto)
+    >>> plain("a cat") == [int(i) for i in trained("a cat")]
+    True
+    >>> plain.detokenize([plain("a cat")])
+    ['a cat']
+    """
+
+    def __init__(self, proto):
+        import sentencepiece
+
+        if isinstance(proto, (str, os.PathLike)):
+            if not os.path.exists(proto):
+                raise FileNotFoundError(f"No tokenizer at {os.fspath(proto)!r}")
+            with open(proto, "rb") as file:
+                proto = file.read()
+        self.proto = bytes(proto)
+        self._processor = sentencepiece.SentencePieceProcessor()
+        try:
+            self._processor.LoadFromSerializedProto(self.proto)
+        except (RuntimeError, OSError, TypeError) as error:
+            raise ValueError(f"Argument `proto` must be a serialized SentencePiece model "
+                             f"({error}). Received: {len(self.proto)} bytes") from None
+
+    def __call__(self, texts):
+        """`tokenize`."""
+        return self.tokenize(texts)
+
+    def tokenize(self, texts):
+        """Ids of a string (a list of int), or of a list of strings (a list
+        of lists)."""
+        if isinstance(texts, str):
+            return self._processor.EncodeAsIds(texts)
+        return [self._processor.EncodeAsIds(text) for text in texts]
+
+    def detokenize(self, token_ids):
+        """The strings of a batch of id lists (a list of str)."""
+        return [self._processor.DecodeIds([int(i) for i in row]) for row in token_ids]
+
+    def vocabulary_size(self):
+        return self._processor.GetPieceSize()
+
+    def token_to_id(self, token):
+        """The id of a piece (`<unk>`'s id for a piece the model lacks, as
+        keras-hub's)."""
+        return self._processor.PieceToId(token)
+
+    def id_to_token(self, token_id):
+        """The piece of an id.
+
+        Raises:
+            ValueError: for an id outside `[0, vocabulary_size())`, as
+                keras-hub's.
+        """
+        if not 0 <= int(token_id) < self.vocabulary_size():
+            raise ValueError(f"`id` must be in range [0, {self.vocabulary_size() - 1}]. "
+                             f"Received: {token_id}")
+        return self._processor.IdToPiece(int(token_id))
+
+
+def encode_sources(texts, tokenizer, max_length):
+    """Source texts -> a padded int32 NumPy array `(N, L)` for `generate`
+    (each cut to `max_length` ids; `tokenizer`: either reader of a model)."""
+    rows = [list(map(int, tokenizer(t)[:max_length])) for t in texts]
+    width = max(1, max(len(r) for r in rows))
+    out = np.zeros((len(rows), width), "int32")
+    for i, row in enumerate(rows):
+        out[i, : len(row)] = row
+    return out
 
 
 def detokenize(tokenizer, token_ids):
@@ -125,7 +226,9 @@ def detokenize(tokenizer, token_ids):
 
 
 __all__ = [
+    "SentencePieceModel",
     "detokenize",
+    "encode_sources",
     "load_tokenizer",
     "never_generated_ids",
     "save_tokenizer",

@@ -125,7 +125,8 @@ __all__ = []
 
 def sentencepiece_tokenizers(run):
     """`(source, target)`: the SentencePiece models `config.json`'s
-    `tokenizers` names (the recipes' runs; `registry.ModelKind.tokenizers`' default).
+    `tokenizers` names (the recipes' runs; `registry.ModelKind.tokenizers`' default),
+    as `data.SentencePieceModel`s: plain Python, no TensorFlow.
 
     Raises:
         RunFolderError: naming a missing, corrupt or truncated file.
@@ -135,7 +136,7 @@ def sentencepiece_tokenizers(run):
     def load(name):
         path = run.path(name)
         try:
-            tokenizer = data.load_tokenizer(path)
+            tokenizer = data.SentencePieceModel(path)
             tokenizer.vocabulary_size()
         except Exception as error:  # the backends raise different errors for a bad proto
             message = str(error).strip().splitlines()[-1:] or [type(error).__name__]

@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 
 from keras_attention.data import (
+    SentencePieceModel,
     detokenize,
     encode_sources,
     load_tokenizer,
@@ -51,6 +52,36 @@ def test_save_and_load(tokenizers, tmp_path):
     np.testing.assert_array_equal(reloaded(PAIRS[0][0]), source(PAIRS[0][0]))
     with pytest.raises(FileNotFoundError, match="missing.spm"):
         load_tokenizer(str(tmp_path / "missing.spm"))
+
+
+def test_the_plain_reader_gives_keras_hubs_ids_and_texts(tokenizers, tmp_path):
+    source, target = tokenizers
+    path = tmp_path / "source.spm"
+    save_tokenizer(source, str(path))
+    plain = SentencePieceModel(str(path))
+    texts = [s for s, _ in PAIRS[:20]] + ["\u263a unseen \u00e9t\u00e9", "", "  spaced   out  "]
+    assert plain.vocabulary_size() == source.vocabulary_size()
+    assert plain.tokenize(texts) == [[int(i) for i in source(text)] for text in texts]
+    np.testing.assert_array_equal(encode_sources(texts, plain, 6),
+                                  encode_sources(texts, source, 6))
+    ids = encode_sources(texts, source, 32)
+    assert detokenize(plain, ids) == detokenize(source, ids)
+    for token in ("<pad>", "<unk>", "<s>", "</s>", "not a piece"):
+        assert plain.token_to_id(token) == source.token_to_id(token)
+    size = plain.vocabulary_size()
+    assert [plain.id_to_token(i) for i in range(size)] == [
+        source.id_to_token(i) for i in range(size)]
+    for bad in (-1, size):
+        with pytest.raises(ValueError, match=rf"\[0, {size - 1}\].*Received: {bad}"):
+            plain.id_to_token(bad)
+    assert SentencePieceModel(source.proto).proto == path.read_bytes()
+
+
+def test_the_plain_reader_refuses_what_is_not_a_model(tmp_path):
+    with pytest.raises(ValueError, match="`proto`.*SentencePiece.*Received: 9 bytes"):
+        SentencePieceModel(b"not a spm")
+    with pytest.raises(FileNotFoundError, match="missing.spm"):
+        SentencePieceModel(str(tmp_path / "missing.spm"))
 
 
 def test_dataset_batches_shift_targets_and_pad(tokenizers):
