@@ -98,7 +98,9 @@ def _read_lines(path):
 
 def generate(args):
     """Writes one output line per line of `--input` (or stdin) to `--output`
-    (or stdout). No input line, no output line (and no model call)."""
+    (or stdout). No input line, no output line (and no model call). Typed at
+    a terminal (stdin is one, no `--input`), each line is answered as soon as
+    it is entered, its search compiled once for lines of its length bucket."""
     if args.output and os.path.isdir(args.output):
         raise ValueError(
             f"Argument `--output` must be a file, not a folder. Received: --output={args.output!r}"
@@ -111,6 +113,8 @@ def generate(args):
     lines = _read_lines(args.input) if args.input else None
     runtime.cache_compilations()
     run = runs.SavedRun(args.run_dir)
+    if lines is None and not args.output and _typed_at_a_terminal(sys.stdin):
+        return _answer_as_typed(run, args, sys.stdin, sys.stdout)
     if lines is None:
         lines = _read_lines(None)
     outputs = run.generate(lines, args.strategy, args.num_beams,
@@ -120,6 +124,21 @@ def generate(args):
         files.write_atomically(args.output, lambda file: file.write(text.encode("utf-8")))
     else:
         sys.stdout.write(text)
+
+
+def _typed_at_a_terminal(stream):
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def _answer_as_typed(run, args, stdin, stdout):
+    """Answers each line of a terminal when it is entered, until end of input
+    (Ctrl-D); an empty line gives an empty line."""
+    for line in stdin:
+        line = line.rstrip("\r\n")
+        answer = run.generate([line], args.strategy, args.num_beams)[0] if line else ""
+        stdout.write(answer.replace("\n", " ") + "\n")
+        stdout.flush()
 
 
 def _inside_a_run_folder(path, run_dir):

@@ -105,6 +105,34 @@ def test_generate_writes_one_line_per_input_line(run_dir, tmp_path, capsys):
     assert sorted(os.listdir(tmp_path)) == ["in.txt", "out.txt"]  # no temporary file left
 
 
+class _Terminal(io.StringIO):
+    """Lines typed at a terminal: before handing out a line, it checks that
+    every earlier line was answered on `stdout` (and flushed)."""
+
+    def __init__(self, lines, stdout):
+        super().__init__()
+        self.lines, self.stdout, self.read = lines, stdout, 0
+
+    def isatty(self):
+        return True
+
+    def __iter__(self):
+        for line in self.lines:
+            assert self.stdout.getvalue().count("\n") == self.read, "an earlier line unanswered"
+            self.read += 1
+            yield line + "\n"
+
+
+def test_lines_typed_at_a_terminal_are_answered_one_by_one(run_dir, monkeypatch):
+    stdout = io.StringIO()
+    typed = ["March 3, 2021", "", "the 1st of may, 1999"]
+    monkeypatch.setattr(sys, "stdin", _Terminal(typed, stdout))
+    monkeypatch.setattr(sys, "stdout", stdout)
+    cli.main(["generate", str(run_dir)])
+    expected = runs.SavedRun(run_dir).generate([typed[0], typed[2]])
+    assert stdout.getvalue().splitlines() == [expected[0], "", expected[1]]
+
+
 @pytest.mark.parametrize("source", ["stdin", "file"])
 def test_empty_input_is_an_empty_output_without_a_model_call(run_dir, tmp_path, capsys,
                                                              monkeypatch, source):
