@@ -72,7 +72,7 @@ def _check_keras_only_arguments(attention_axes, flash_attention):
         raise ValueError(
             "`attention_axes`: this layer attends over the sequence axis of "
             "(batch, seq_len, dim) inputs only; for attention over other axes "
-            "(images, video) use `keras.layers.MultiHeadAttention`, or reshape "
+            "(images, video) use `keras_attention.compat.keras.MultiHeadAttention`, or reshape "
             "the other axes into the batch. Received: "
             f"attention_axes={attention_axes!r}"
         )

@@ -21,22 +21,11 @@ from keras_attention.compat.keras import MultiHeadAttention  # noqa: E402
 from tests.test_case import to_numpy  # noqa: E402
 
 PRIVATE = "reads Keras' private attributes ({})"
-AXES = ("a difference kept: attention over the sequence axis of (batch, seq, dim) "
-        "inputs only (`attention_axes` beyond it, higher-rank inputs)")
-PER_HEAD = ("a difference kept: one attention mask for every head, (B, T, S) or "
-            "(B, 1, T, S); a (B, H, T, S) mask is refused")
 SKIPS = {
-    "test_attention_axes_negative_indexing": AXES,
-    "test_causal_only_masks_non_4d_inputs": AXES,
-    "test_compute_output_shape_different_qv_last_dims": AXES + ": its inputs are rank 5",
-    "test_compute_output_shape_high_dim": AXES,
-    "test_high_dim_attention": AXES,
-    "test_shape_mismatch_error_key_value_dim_mismatch_high_dim": AXES,
     "test_causal_only_skipped_for_subclass": PRIVATE.format(
         "`_compute_attention`'s fast-path flags"),
     "test_compute_attention_combines_causal_and_explicit_mask": PRIVATE.format(
         "`_compute_attention`"),
-    "test_masking_with_different_shapes": PER_HEAD,
 }
 
 
@@ -129,3 +118,68 @@ def test_use_causal_mask_takes_keras_integers_and_refuses_strings(rng):
                                to_numpy(layer(x, x, use_causal_mask=True)))
     with pytest.raises(TypeError, match=r"use_causal_mask.*Received: use_causal_mask='no'"):
         layer(x, x, use_causal_mask="no")
+
+
+def _keras_pair(rng, query, value, **kwargs):
+    """Keras' layer and ours with Keras' weights, called once on `query, value`."""
+    theirs = keras.layers.MultiHeadAttention(2, 4, **kwargs)
+    ours = MultiHeadAttention(2, 4, **kwargs)
+    theirs(query, value), ours(query, value)
+    ours.set_weights(theirs.get_weights())
+    return theirs, ours
+
+
+@pytest.mark.parametrize("query_shape, value_shape, axes, mask_axes", [
+    ((2, 3, 5, 8), (2, 3, 4, 8), (2,), (5, 4)),           # one free axis, broadcast mask
+    ((2, 3, 5, 8), (2, 3, 4, 8), -2, (3, 5, 4)),          # negative axis, a mask per free position
+    ((2, 5, 3, 8), (2, 4, 3, 8), 1, (5, 4)),              # the free axis after the attention one
+    ((2, 2, 3, 4, 8), (2, 2, 2, 3, 8), (2, 3), (3, 4, 2, 3)),  # 5-D, two attention axes
+    ((2, 3, 4, 8), (2, 2, 5, 8), None, (3, 4, 2, 5)),     # None: every axis but batch and features
+])
+def test_attention_over_several_axes_gives_keras_outputs_and_scores(
+        rng, query_shape, value_shape, axes, mask_axes):
+    query = rng.normal(size=query_shape).astype("float32")
+    value = rng.normal(size=value_shape).astype("float32")
+    theirs, ours = _keras_pair(rng, query, value, attention_axes=axes)
+    mask = rng.random((2,) + mask_axes) < 0.8
+    for kwargs in ({}, {"attention_mask": mask}):
+        ours_out = ours(query, value, return_attention_scores=True, **kwargs)
+        theirs_out = theirs(query, value, return_attention_scores=True, **kwargs)
+        for a, b in zip(ours_out, theirs_out):
+            assert a.shape == b.shape
+            np.testing.assert_allclose(to_numpy(a), to_numpy(b), atol=1e-5)
+    assert ours.compute_output_shape(query_shape, value_shape) == query_shape
+
+
+def test_a_mask_per_head_gives_keras_outputs(rng):
+    x = rng.normal(size=(2, 5, 8)).astype("float32")
+    theirs, ours = _keras_pair(rng, x, x)
+    mask = rng.random((2, 2, 5, 5)) < 0.6
+    mask[..., 0] = True  # every row attends somewhere in every head
+    np.testing.assert_allclose(to_numpy(ours(x, x, attention_mask=mask)),
+                               to_numpy(theirs(x, x, attention_mask=mask)), atol=1e-5)
+    with pytest.raises(ValueError, match=r"one per head \(2\).*Received: attention_mask.shape="
+                                         r"\(2, 3, 5, 5\)"):
+        ours(x, x, attention_mask=np.ones((2, 3, 5, 5), bool))
+
+
+def test_attention_axes_are_checked_saved_and_reloaded(rng, tmp_path):
+    with pytest.raises(ValueError, match=r"`attention_axes`.*Received: attention_axes='rows'"):
+        MultiHeadAttention(2, 4, attention_axes="rows")
+    x = rng.normal(size=(2, 3, 5, 8)).astype("float32")
+    with pytest.raises(ValueError, match=r"within \[1, 3\).*Received: attention_axes=\(3,\)"):
+        MultiHeadAttention(2, 4, attention_axes=3)(x, x)
+    with pytest.raises(ValueError, match=r"`value` must have the query's rank.*value shape "
+                                         r"\(2, 4, 5, 8\)"):
+        MultiHeadAttention(2, 4, attention_axes=2)(x, np.ones((2, 4, 5, 8), "float32"))
+    video = rng.normal(size=(2, 2, 3, 4, 8)).astype("float32")
+    with pytest.raises(ValueError, match=r"`use_causal_mask`.*several.*Received: "
+                                         r"use_causal_mask=True, attention_axes=\(2, 3\)"):
+        MultiHeadAttention(2, 4, attention_axes=(2, 3))(video, video, use_causal_mask=True)
+    layer = MultiHeadAttention(2, 4, attention_axes=(2, 3))
+    query = keras.Input((2, 3, 4, 8))
+    model = keras.Model(query, layer(query, query))
+    assert layer.get_config()["attention_axes"] == (2, 3)
+    model.save(tmp_path / "video.keras")
+    reloaded = keras.saving.load_model(tmp_path / "video.keras")
+    np.testing.assert_allclose(to_numpy(reloaded(video)), to_numpy(model(video)), atol=1e-6)

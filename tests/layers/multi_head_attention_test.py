@@ -349,7 +349,7 @@ def test_dtype_policy_maps_reach_the_projections(rng):
 @pytest.mark.parametrize(
     "kwargs, pattern",
     [
-        ({"attention_axes": (2,)}, r"sequence axis.*keras.layers.MultiHeadAttention.*"
+        ({"attention_axes": (2,)}, r"sequence axis.*compat.keras.MultiHeadAttention.*"
          r"Received: attention_axes=\(2,\)"),
         ({"flash_attention": True}, r"implementation=.*Received: flash_attention=True"),
         ({"output_shape": 4, "output_dim": 4}, r"not both.*Received: output_shape=4"),
