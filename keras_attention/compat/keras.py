@@ -334,6 +334,10 @@ class MultiHeadAttention(AttentionLayer):
     _gate_dense = property(lambda self: self.gate_dense)
     _sliding_window = property(lambda self: self.sliding_window)
     _flash_attention = property(lambda self: self.flash_attention)
+    # Keras' einsum equations of (B, T, D) inputs: scores from projected keys
+    # and queries, contexts from scores and projected values (B, S, H, Dv).
+    _dot_product_equation = "aecd,abcd->acbe"
+    _combine_equation = "acbe,aecd->abcd"
 
     _attention_axes = property(lambda self: self._keras_attention_axes)
 

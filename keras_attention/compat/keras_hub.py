@@ -77,6 +77,10 @@ class TransformerEncoder(TransformerEncoderBlock):
 
     call_aliases = {}
 
+    # keras-hub's names of the norms, read by code written for keras-hub's block.
+    _self_attention_layer_norm = property(lambda self: self.self_attention_norm)
+    _feedforward_layer_norm = property(lambda self: self.feed_forward_norm)
+
     def __init__(
         self,
         intermediate_dim,
@@ -188,6 +192,12 @@ class TransformerDecoder(TransformerDecoderBlock):
 
     call_aliases = {}
     unsupported_call_arguments = ()
+
+    # keras-hub's names of the norms, read by code written for keras-hub's block.
+    _self_attention_layer_norm = property(lambda self: self.self_attention_norm)
+    _feedforward_layer_norm = property(lambda self: self.feed_forward_norm)
+    _cross_attention_layer_norm = property(
+        lambda self: getattr(self, "cross_attention_norm", None))
 
     def __init__(
         self,

@@ -5,9 +5,10 @@ switched to ours: their inputs, arguments and assertions, on keras-hub's own
 harness (`keras_hub.src.tests.test_case.TestCase`, installed with keras-hub).
 Source: keras-team/keras-hub (v0.32 line), Apache-2.0, files
 keras_hub/src/layers/modeling/{transformer_encoder,transformer_decoder,
-token_and_position_embedding,cached_multi_head_attention}_test.py. A test
-that reads keras-hub's private sublayers is skipped, naming them, and
-followed by the same check on our public sublayers.
+token_and_position_embedding,cached_multi_head_attention}_test.py. The tests
+that read keras-hub's private sublayers (`_self_attention_layer_norm`,
+`_value_dense`, `_combine_equation`, ...) read the compat layers' aliases of
+those names, and are followed by the same check on our public sublayers.
 
 After them: with weights copied from keras-hub's layers, the compat layers'
 outputs equal keras-hub's (every call form), and `.keras` files round-trip.
@@ -41,7 +42,6 @@ from keras_attention.compat.keras_hub import (  # noqa: E402
 from tests.layers.keras_hub_compat_test import copy_keras_hub_weights  # noqa: E402
 from tests.test_case import to_numpy  # noqa: E402
 
-PRIVATE = "reads keras-hub's private sublayers ({}); the next test checks ours"
 BLOCK_KWARGS = {
     "intermediate_dim": 4,
     "num_heads": 2,
@@ -83,10 +83,15 @@ class TransformerEncoderTest(TestCase):
             TransformerEncoder(intermediate_dim=4, num_heads=2, dropout=0.5,
                                kernel_initializer="Invalid")
 
-    @pytest.mark.skip(reason=PRIVATE.format("_self_attention_layer_norm, "
-                                            "_feedforward_layer_norm"))
     def test_training_propagation(self):
-        pass
+        encoder = TransformerEncoder(intermediate_dim=4, num_heads=2, dropout=0.99999)
+        inputs = random.uniform(shape=[1, 4, 6])
+        outputs = encoder(inputs, training=True)
+        # Custom computation with dropout rates set to about 1.0
+        x = inputs
+        x = encoder._self_attention_layer_norm(x)
+        x = encoder._feedforward_layer_norm(x)
+        self.assertAllClose(outputs, x, atol=1e-5)
 
     def test_training_propagation_on_public_sublayers(self):
         encoder = TransformerEncoder(intermediate_dim=4, num_heads=2, dropout=0.99999)
@@ -158,10 +163,16 @@ class TransformerDecoderTest(TestCase):
             TransformerDecoder(intermediate_dim=4, num_heads=2, dropout=0.5,
                                kernel_initializer="Invalid")
 
-    @pytest.mark.skip(reason=PRIVATE.format("_self_attention_layer_norm, "
-                                            "_feedforward_layer_norm"))
     def test_training_propagation(self):
-        pass
+        decoder = TransformerDecoder(intermediate_dim=4, num_heads=2, dropout=0.99999)
+        decoder_sequence = random.uniform(shape=[1, 4, 6])
+        encoder_sequence = random.uniform(shape=[1, 4, 6])
+        outputs = decoder(decoder_sequence, encoder_sequence, training=True)
+        # Custom computation with dropout rates set to about 1.0
+        x = decoder_sequence
+        x = decoder._self_attention_layer_norm(x)
+        x = decoder._feedforward_layer_norm(x)
+        self.assertAllClose(outputs, x, atol=1e-5)
 
     def test_training_propagation_on_public_sublayers(self):
         decoder = TransformerDecoder(intermediate_dim=4, num_heads=2, dropout=0.99999)
@@ -375,10 +386,18 @@ class CachedMultiHeadAttentionTest(TestCase):
         )
         self.assertAllEqual(output_cache.shape, input_cache.shape)
 
-    @pytest.mark.skip(reason=PRIVATE.format("_value_dense, _combine_equation, "
-                                            "_output_dense"))
     def test_training_propagation(self):
-        pass
+        x = random.uniform(shape=(self.batch_size, self.seq_len, self.hidden_dim))
+        layer = CachedMultiHeadAttention(num_heads=self.num_heads, key_dim=self.hidden_dim,
+                                         dropout=0.99999)
+        outputs = layer(x, x, training=True)
+        # Custom computation with dropout rates set to about 1.0
+        value = layer._value_dense(x)
+        attention_scores = ops.zeros(
+            (self.batch_size, self.num_heads, self.seq_len, self.seq_len))
+        attention_output = ops.einsum(layer._combine_equation, attention_scores, value)
+        attention_output = layer._output_dense(attention_output)
+        self.assertAllClose(outputs, attention_output, atol=1e-5)
 
     def test_training_propagation_on_public_sublayers(self):
         x = random.uniform(shape=(self.batch_size, self.seq_len, self.hidden_dim))
