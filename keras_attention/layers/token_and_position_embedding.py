@@ -17,8 +17,11 @@ from keras_attention.validation import (
     check_positive_int,
 )
 
-POSITIONS = ("sinusoidal", "sinusoidal_halves", "learned", "none")
-SINUSOIDAL_LAYOUTS = ("interleaved", "halves")
+POSITIONS = ("sinusoidal", "sinusoidal_halves", "sinusoidal_fairseq", "learned", "none")
+SINUSOIDAL_LAYOUTS = ("interleaved", "halves", "fairseq")
+#: `TokenAndPositionEmbedding`'s sinusoidal `position`s -> their layout.
+_SINUSOIDAL_POSITIONS = {"sinusoidal": "interleaved", "sinusoidal_halves": "halves",
+                         "sinusoidal_fairseq": "fairseq"}
 
 
 def rotary_position_encoding(x, start_index=0, max_wavelength=10000):
@@ -62,19 +65,27 @@ class SinusoidalPositionEncoding(keras.layers.Layer):
     layout="halves" (i < ceil(dim / 2), j < floor(dim / 2)):
         P[t, i]                 = sin(t / max_wavelength^(2i / dim))
         P[t, ceil(dim / 2) + j] = cos(t / max_wavelength^(2j / dim))
+    layout="fairseq" (h = floor(dim / 2), i < h; dim >= 4):
+        P[t, i]     = sin(t / max_wavelength^(i / (h - 1)))
+        P[t, h + i] = cos(t / max_wavelength^(i / (h - 1)))
+        P[t, dim - 1] = 0 for an odd dim
     ```
 
     `"interleaved"` gives the numbers of keras-hub's `SinePositionEncoding`
     (computed in the layer's compute dtype); `"halves"` those of
     `transformers`' `MarianSinusoidalPositionalEmbedding` (Marian / OPUS-MT:
     the same frequencies, sines in the first half of the features, cosines
-    in the second; computed in float32, then cast). Written with
+    in the second; computed in float32, then cast); `"fairseq"` those of
+    fairseq's `SinusoidalPositionalEmbedding` and `transformers`'
+    `M2M100SinusoidalPositionalEmbedding` (M2M100, NLLB: halves too, but the
+    frequencies of `h - 1` steps; float32, then cast). Written with
     `keras.ops` so that the core needs no keras-hub (which imports
     TensorFlow when it is installed).
 
     Args:
         max_wavelength: positive int (default 10000).
-        layout: `"interleaved"` (default) or `"halves"`.
+        layout: `"interleaved"` (default), `"halves"` or `"fairseq"` (for
+            inputs of 4 features or more).
 
     Call arguments:
         inputs: `(B, T, dim)`, only its shape is used.
@@ -101,6 +112,8 @@ class SinusoidalPositionEncoding(keras.layers.Layer):
             positions = ops.arange(seq_length) + start_index  # (T,)
         if self.layout == "halves":
             return ops.broadcast_to(self._halves(positions, inputs.shape[-1]), shape)
+        if self.layout == "fairseq":
+            return ops.broadcast_to(self._fairseq(positions, inputs.shape[-1]), shape)
         dtype = self.compute_dtype
         positions = ops.cast(positions, dtype)
         min_freq = ops.cast(1 / self.max_wavelength, dtype)
@@ -126,12 +139,34 @@ class SinusoidalPositionEncoding(keras.layers.Layer):
         )
         return ops.cast(encodings, self.compute_dtype)
 
+    def _fairseq(self, positions, dim):
+        """The `"fairseq"` layout of `positions` `(T,)` or `(B, T)`, computed
+        in float32: `(..., dim)` in the compute dtype."""
+        check_fairseq_dim("dim", dim)
+        half = dim // 2
+        steps = ops.arange(half, dtype="float32") / float(half - 1)
+        frequencies = ops.power(float(self.max_wavelength), -steps)
+        angles = ops.cast(positions, "float32")[..., None] * frequencies
+        parts = [ops.sin(angles), ops.cos(angles)]
+        if dim % 2:
+            parts.append(ops.zeros_like(angles[..., :1]))
+        return ops.cast(ops.concatenate(parts, axis=-1), self.compute_dtype)
+
     def compute_output_shape(self, input_shape):
         return tuple(input_shape)
 
     def get_config(self):
         return {**super().get_config(), "max_wavelength": self.max_wavelength,
                 "layout": self.layout}
+
+
+def check_fairseq_dim(name, dim):
+    """fairseq's frequencies divide by `dim // 2 - 1`: 4 features or more
+    (fewer would divide by zero)."""
+    if dim is not None and dim < 4:
+        raise ValueError(f"Argument `{name}` must be 4 or more for fairseq's sinusoidal "
+                         f"positions (their frequencies divide by dim // 2 - 1). "
+                         f"Received: {name}={dim}")
 
 
 class LearnedPositionEmbedding(QuantizableSublayers, keras.layers.Layer):
@@ -213,7 +248,8 @@ class TokenAndPositionEmbedding(QuantizableSublayers, keras.layers.Layer):
     `P` is a `SinusoidalPositionEncoding` (`"sinusoidal"`, Vaswani et
     al.; the numbers of keras-hub's `SinePositionEncoding`;
     `"sinusoidal_halves"`: sines in the first half of the features, cosines
-    in the second, the numbers of Marian / OPUS-MT), a
+    in the second, the numbers of Marian / OPUS-MT; `"sinusoidal_fairseq"`:
+    fairseq's, M2M100's and NLLB's, with `position_offset=pad_token_id + 1`), a
     `LearnedPositionEmbedding` (`"learned"`, needs `max_length`; keras-hub's
     `PositionEmbedding`), or nothing (`"none"`, for rotary attention, which encodes
     positions inside the attention layers). The Keras mask of the output is
@@ -230,7 +266,8 @@ class TokenAndPositionEmbedding(QuantizableSublayers, keras.layers.Layer):
         vocab_size: positive int.
         dim: positive int, the embedding size.
         position: `"sinusoidal"` (default), `"sinusoidal_halves"`,
-            `"learned"` or `"none"`.
+            `"sinusoidal_fairseq"` (`dim` of 4 or more), `"learned"` or
+            `"none"`.
         max_length: positive int, the longest sequence (needed by
             `"learned"`, whose table has `max_length + position_offset`
             rows).
@@ -291,6 +328,8 @@ class TokenAndPositionEmbedding(QuantizableSublayers, keras.layers.Layer):
         self.scale_embeddings = check_bool("scale_embeddings", scale_embeddings)
         self.position_offset = check_non_negative_int("position_offset", position_offset)
         self.mask_start = check_bool("mask_start", mask_start)
+        if self.position == "sinusoidal_fairseq":
+            check_fairseq_dim("dim", self.dim)
         if self.position == "learned" and self.max_length is None:
             raise ValueError(
                 "`position='learned'` needs `max_length`. "
@@ -313,10 +352,10 @@ class TokenAndPositionEmbedding(QuantizableSublayers, keras.layers.Layer):
         # `logits(h)` runs it on masked states: the mask passes through.
         self.token_embedding.supports_masking = True
         self.position_encoding = None
-        if self.position in ("sinusoidal", "sinusoidal_halves"):
-            layout = "halves" if self.position == "sinusoidal_halves" else "interleaved"
+        if self.position in _SINUSOIDAL_POSITIONS:
             self.position_encoding = SinusoidalPositionEncoding(
-                layout=layout, dtype=self.dtype_policy, name="position_encoding"
+                layout=_SINUSOIDAL_POSITIONS[self.position], dtype=self.dtype_policy,
+                name="position_encoding"
             )
         elif self.position == "learned":
             self.position_encoding = LearnedPositionEmbedding(

@@ -12,7 +12,7 @@ import dataclasses
 from keras_attention.layers.transformer_block import check_scale
 from keras_attention.validation import check_bool, check_choice, check_positive_int
 
-POSITIONS = ("sinusoidal", "sinusoidal_halves", "learned", "rotary")
+POSITIONS = ("sinusoidal", "sinusoidal_halves", "sinusoidal_fairseq", "learned", "rotary")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -442,7 +442,8 @@ def transformer_seq2seq(
             with sinusoidal or rotary positions, which need no table.
         position: `"sinusoidal"`, `"sinusoidal_halves"` (Marian's layout:
             sines in the first half of the features, cosines in the
-            second), `"learned"` or `"rotary"`.
+            second), `"sinusoidal_fairseq"` (M2M100's and NLLB's, with
+            `position_offset=pad_token_id + 1`), `"learned"` or `"rotary"`.
         norm_first: bool, pre-norm (default) or post-norm blocks.
         num_key_value_heads: int or `None`; grouped-query attention in every
             block (`None`: one key/value head per query head).

@@ -11,9 +11,10 @@ the norms, which a `BartLayout` names:
 | BART   | post-norm | learned, offset 2          | yes            | no          |
 | mBART  | pre-norm  | learned, offset 2          | yes            | yes         |
 | Marian | post-norm | sinusoidal (sin, cos halves) | no           | no          |
+| M2M100 | pre-norm  | fairseq's sinusoidal, after pad | no         | yes         |
 
-This module is BART's (`bart_model`, `BART`); `marian.py` and `mbart.py`
-hold the other two layouts. `bart_style_model(config, weights, layout)`
+This module is BART's (`bart_model`, `BART`); `marian.py`, `mbart.py`,
+`pegasus.py` and `m2m_100.py` hold the others. `bart_style_model(config, weights, layout)`
 builds the model of a `config.json` (a dict) and pairs its variables with
 `weights` (a dict of arrays), after checking every value and shape.
 
@@ -64,8 +65,12 @@ class BartLayout:
 
     Attributes:
         model_type: the `config.json` `model_type` of the family.
-        position: `"learned"` (saved tables, offset 2) or
-            `"sinusoidal_halves"` (computed; a saved table must equal ours).
+        position: `"learned"` (saved tables, offset 2),
+            `"sinusoidal_halves"` or `"sinusoidal_fairseq"` (computed; a
+            saved table must equal ours).
+        positions_after_pad: positions start after the pad id (M2M100's
+            `padding_idx + 1`: `position_offset = pad_token_id + 1`).
+        output_bias: the checkpoint saves `final_logits_bias`.
         norm_first: pre-norm blocks and a final norm closing each stack.
         embedding_norm: a norm after the token and position embeddings.
         target_vocabulary: the config may give the decoder a vocabulary of its
@@ -77,6 +82,14 @@ class BartLayout:
     norm_first: bool = False
     embedding_norm: bool = True
     target_vocabulary: bool = False
+    positions_after_pad: bool = False
+    output_bias: bool = True
+
+    def position_offset(self, config):
+        """What `transformer_seq2seq` adds to every position."""
+        if self.position == "learned":
+            return 2
+        return config["pad_token_id"] + 1 if self.positions_after_pad else 0
 
 
 #: BART's layout: post-norm, learned positions, an embedding norm.
@@ -144,13 +157,13 @@ def bart_options(config, layout=BART):
         norm_first=layout.norm_first,
         final_norm=layout.norm_first,
         embedding_norm=layout.embedding_norm,
-        position_offset=2 if layout.position == "learned" else 0,
+        position_offset=layout.position_offset(config),
         scale_embeddings=bool(config.get("scale_embedding", False)),
         activation=ACTIVATIONS[activation],
         layer_norm_epsilon=1e-5,
         share_embeddings=share,
         tie_embeddings=bool(tie),
-        output_bias=True,
+        output_bias=layout.output_bias,
         pad_token_id=config["pad_token_id"],
         start_token_id=distinct_start_token_id(config),
         end_token_id=config["eos_token_id"],
@@ -292,8 +305,9 @@ def bart_weight_pairs(model, weights, options, tables):
             pairs += bart_layer_pairs(block, weights, f"{prefix}.layers.{i}")
     if not options["tie_embeddings"]:
         pairs.append((model.output_projection.kernel, tables["output"].T, "lm_head.weight"))
-    name = "final_logits_bias"
-    pairs.append((model.output_projection.bias, weight(weights, name).reshape(-1), name))
+    if options["output_bias"]:
+        name = "final_logits_bias"
+        pairs.append((model.output_projection.bias, weight(weights, name).reshape(-1), name))
     return pairs
 
 

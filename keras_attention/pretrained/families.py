@@ -16,13 +16,13 @@ one row of `FAMILIES`, and its tests.
 Traceback (most recent call last):
 ...
 ValueError: The checkpoint's `model_type` is not one we convert (supported: 'marian', \
-'bart', 'mbart', 't5', 'mt5', 'pegasus'). Received: model_type='gpt2'
+'bart', 'mbart', 't5', 'mt5', 'pegasus', 'm2m_100'). Received: model_type='gpt2'
 """
 
 import dataclasses
 from collections.abc import Callable
 
-from keras_attention.pretrained import bart, marian, mbart, mt5, pegasus, t5, tokenizers
+from keras_attention.pretrained import bart, m2m_100, marian, mbart, mt5, pegasus, t5, tokenizers
 from keras_attention.pretrained.checkpoint import checkpoint_file
 
 
@@ -67,6 +67,7 @@ FAMILIES = {family.model_type: family for family in (
     Family("mt5", "MT5ForConditionalGeneration", mt5.mt5_model, tokenizers.T5Tokenizer,
            "summarization"),
     Family("pegasus", "PegasusForConditionalGeneration", pegasus.pegasus_model),
+    Family("m2m_100", "M2M100ForConditionalGeneration", m2m_100.m2m100_model),
 )}
 
 

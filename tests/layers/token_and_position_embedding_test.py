@@ -151,6 +151,34 @@ def test_sinusoidal_halves_match_transformers_marian(dim, start_index):
     np.testing.assert_allclose(packed[0, 3:], table[:3], atol=1e-5)
 
 
+@pytest.mark.parametrize("dim", [8, 9])
+@pytest.mark.parametrize("start_index", [0, 5])
+def test_sinusoidal_fairseq_match_transformers_m2m100(dim, start_index):
+    from transformers.models.m2m_100.modeling_m2m_100 import (
+        M2M100SinusoidalPositionalEmbedding,
+    )
+
+    table = M2M100SinusoidalPositionalEmbedding.get_embedding(32, dim).numpy()
+    x = np.zeros((2, 6, dim), "float32")
+    ours = SinusoidalPositionEncoding(layout="fairseq")(x, start_index=start_index)
+    np.testing.assert_allclose(ours, np.broadcast_to(table[start_index:start_index + 6], x.shape),
+                               atol=1e-5)
+    # M2M100 counts positions from pad + 1 (pad id 1: the first token at row 2).
+    layer = TokenAndPositionEmbedding(10, dim, position="sinusoidal_fairseq", pad_token_id=1,
+                                      position_offset=2, scale_embeddings=False)
+    tokens = np.array([[3, 4, 5]])
+    embedded = keras.ops.convert_to_numpy(layer(tokens))
+    expected = keras.ops.convert_to_numpy(layer.token_embedding(tokens)) + table[2:5]
+    np.testing.assert_allclose(embedded, expected, atol=1e-5)
+
+
+def test_sinusoidal_fairseq_needs_four_features():
+    with pytest.raises(ValueError, match=r"`dim` must be 4 or more.*Received: dim=3"):
+        TokenAndPositionEmbedding(10, 3, position="sinusoidal_fairseq")
+    with pytest.raises(ValueError, match=r"`dim` must be 4 or more.*Received: dim=2"):
+        SinusoidalPositionEncoding(layout="fairseq")(np.zeros((1, 2, 2), "float32"))
+
+
 def _bart_embeddings(vocab, dim, max_length, scale):
     from transformers.models.bart.modeling_bart import (
         BartLearnedPositionalEmbedding,

@@ -1,4 +1,4 @@
-"""Marian, BART, mBART and Pegasus checkpoints converted from tiny random
+"""Marian, BART, mBART, Pegasus and M2M100 (NLLB) checkpoints converted from tiny random
 `transformers` models: encoder outputs and logits within 1e-4 with padding,
 greedy and beam tokens equal to `transformers`' `generate`.
 
@@ -24,6 +24,7 @@ CONFIGURATIONS = {
                                              tie_word_embeddings=False)),
     "mbart": ("mbart", {}),
     "pegasus": ("pegasus", dict(scale_embedding=True, activation_function="relu")),
+    "m2m100": ("m2m_100", dict(scale_embedding=True, activation_function="relu")),
 }
 # A deeper encoder than decoder, other heads (key sizes 8 and 4) and widths per side.
 DEEP_ENCODER = dict(encoder_layers=3, decoder_layers=1, encoder_attention_heads=2,
@@ -60,7 +61,7 @@ def test_outputs_match_transformers_with_padding(converted, name):
 
 
 @pytest.mark.slow_on("jax", reason=hf_checkpoints.LOGITS_ON_TENSORFLOW)
-@pytest.mark.parametrize("name", ["marian", "bart", "mbart", "pegasus"])
+@pytest.mark.parametrize("name", ["marian", "bart", "mbart", "pegasus", "m2m100"])
 def test_teacher_forced_logits_match_transformers_labels(converted, name):
     """Training logits on `[start] + target[:-1]` equal `transformers`'
     `model(..., labels=...)`: Marian starts with its pad id, which must not
@@ -85,7 +86,8 @@ def _assert_same_tokens(ours, theirs, pad):
 
 
 @pytest.mark.large
-@pytest.mark.parametrize("name", ["marian", "marian_deep_encoder", "bart", "mbart", "pegasus"])
+@pytest.mark.parametrize("name", ["marian", "marian_deep_encoder", "bart", "mbart", "pegasus",
+                                  "m2m100"])
 def test_greedy_tokens_match_transformers(tmp_path, name):
     family, options = CONFIGURATIONS[name]
     generation = {"forced_eos_token_id": hf_checkpoints.ids(family)[1]}
@@ -100,7 +102,7 @@ def test_greedy_tokens_match_transformers(tmp_path, name):
 
 
 @pytest.mark.large
-@pytest.mark.parametrize("name", ["marian", "bart_deep_encoder"])
+@pytest.mark.parametrize("name", ["marian", "bart_deep_encoder", "m2m100"])
 def test_beam_tokens_match_transformers(tmp_path, name):
     family, options = CONFIGURATIONS[name]
     generation = {"num_beams": 4, "length_penalty": 0.6, "early_stopping": True,

@@ -22,7 +22,7 @@ FAMILY_MODULES = {f"pretrained/{name}.py" for name in FAMILIES} | {"pretrained/f
 
 @pytest.mark.backend_independent
 def test_every_row_is_a_family_with_its_module_builder_and_tokenizer():
-    assert list(FAMILIES) == ["marian", "bart", "mbart", "t5", "mt5", "pegasus"]
+    assert list(FAMILIES) == ["marian", "bart", "mbart", "t5", "mt5", "pegasus", "m2m_100"]
     for name, family in FAMILIES.items():
         assert family.model_type == name
         assert family.architecture.endswith(("MTModel", "ForConditionalGeneration"))

@@ -22,6 +22,7 @@ FAMILIES = {
     "t5": (transformers.T5Config, transformers.T5ForConditionalGeneration),
     "mt5": (transformers.MT5Config, transformers.MT5ForConditionalGeneration),
     "pegasus": (transformers.PegasusConfig, transformers.PegasusForConditionalGeneration),
+    "m2m_100": (transformers.M2M100Config, transformers.M2M100ForConditionalGeneration),
 }
 #: The families of T5's layout, and those that save a fixed sinusoidal table.
 T5_LAYOUT = ("t5", "mt5")

@@ -337,7 +337,7 @@ def test_a_larger_tokenizer_is_refused_a_smaller_one_allowed(tmp_path_factory, t
         runs.SavedRun(other)
 
 
-@pytest.mark.parametrize("family", ["mbart", "pegasus"])
+@pytest.mark.parametrize("family", ["mbart", "pegasus", "m2m_100"])
 def test_a_family_without_a_tokenizer_here_is_refused_naming_it(family, tmp_path):
     folder = tmp_path / "checkpoint"
     hf_checkpoints.save_checkpoint(folder, family)

@@ -1,0 +1,44 @@
+"""M2M100 and NLLB checkpoints as `TransformerSeq2Seq`.
+
+M2M100's layers are BART's (`bart.py`), pre-norm with a final norm closing
+each stack (`model.encoder.layer_norm`, `model.decoder.layer_norm`), as
+mBART's and Pegasus's, with fairseq's sinusoidal positions (sines in the first
+half of each row, cosines in the second, frequencies of `d_model // 2 - 1`
+steps), counted from `pad_token_id + 1`, and neither an embedding norm nor
+`final_logits_bias`. NLLB's dense checkpoints are M2M100's
+(`model_type: m2m_100`). The position table is computed, never saved. Their
+tokenizers (SentencePiece with language codes) are not read here:
+`load_pretrained` builds the model, whose `generate` takes the target
+language as `forced_bos_token_id` (the checkpoint's generation config, or an
+argument), and `keras-attention convert` refuses them naming it.
+
+>>> options = m2m100_options({
+...     "model_type": "m2m_100", "encoder_layers": 12, "decoder_layers": 12,
+...     "encoder_attention_heads": 16, "decoder_attention_heads": 16,
+...     "encoder_ffn_dim": 4096, "decoder_ffn_dim": 4096, "activation_function": "relu",
+...     "vocab_size": 128112, "d_model": 1024, "max_position_embeddings": 1024,
+...     "scale_embedding": True, "pad_token_id": 1, "eos_token_id": 2, "bos_token_id": 0,
+...     "decoder_start_token_id": 2})
+>>> options["position"], options["position_offset"], options["output_bias"]
+('sinusoidal_fairseq', 2, False)
+"""
+
+from keras_attention.pretrained.bart import BartLayout, bart_options, convert_bart_style
+
+#: M2M100's layout of BART's layers.
+M2M100 = BartLayout("m2m_100", position="sinusoidal_fairseq", norm_first=True,
+                    embedding_norm=False, positions_after_pad=True, output_bias=False)
+
+
+def m2m100_options(config):
+    """The `transformer_seq2seq` arguments of an M2M100 `config` (a dict)."""
+    return bart_options(config, M2M100)
+
+
+def m2m100_model(config, weights):
+    """A `TransformerSeq2Seq` with the weights of an M2M100 (or NLLB)
+    checkpoint (`config`: its `config.json` as a dict, `weights`: its arrays
+    by name). The config is checked against the weights' shapes before
+    anything is built; every weight is found, its shape checked and every
+    weight of the checkpoint used before any is copied."""
+    return convert_bart_style(config, weights, M2M100)
