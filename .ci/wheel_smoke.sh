@@ -110,17 +110,24 @@ echo "wheel_smoke: translations: $(paste -sd '|' translations.txt)"
 [[ -n "$(ls -A "$WORK/compiled/tensorflow" 2> /dev/null)" ]] \
   || fail "generate kept no compiled program in \$KERAS_ATTENTION_CACHE_DIR/tensorflow"
 
-# The second call reads the compiled search: one sentence, only the answer on
-# stdout and nothing on stderr (no C++ log lines).
+# With no backend chosen, generate runs on JAX where it is installed
+# (keras_attention.serving_backend; TensorFlow above, by KERAS_BACKEND): the
+# same answer, and the second call reads the compiled search. One sentence,
+# only the answer on stdout and nothing on stderr (no C++ log lines).
 begun=$SECONDS
 for call in first second; do
-  echo 'March 3, 2021' | "$VENV/keras-attention" generate run > one.txt 2> one.log \
+  echo 'March 3, 2021' | env -u KERAS_BACKEND KERAS_HOME="$WORK/keras_home" \
+    "$VENV/keras-attention" generate run > one.txt 2> one.log \
     || { tail -n 30 one.log >&2; fail "generate one sentence"; }
   [[ "$call" == first ]] && begun=$SECONDS
 done
 [[ "$(cat one.txt)" == "$(head -n 1 translations.txt)" ]] \
   || fail "one sentence gave $(cat one.txt), in a batch $(head -n 1 translations.txt)"
 [[ ! -s one.log ]] || fail "generate wrote to stderr: $(head -n 5 one.log)"
+if "$VENV/python" -c 'import jax' 2> /dev/null; then
+  [[ -n "$(ls -A "$WORK/compiled/jax" 2> /dev/null)" ]] \
+    || fail "generate with no backend chosen did not run on JAX (nothing in compiled/jax)"
+fi
 echo "wheel_smoke: one sentence again, compiled program read: $((SECONDS - begun)) s"
 
 step "a second run into the same folder is refused, and the run is kept"

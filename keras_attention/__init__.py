@@ -32,14 +32,18 @@ first use (`keras_attention.metrics`, or `from keras_attention import
 metrics`), so TensorFlow, tensorflow-text, keras-hub, matplotlib, sacrebleu
 and rouge-score load only when they are used.
 
+`keras-attention generate` and `evaluate` run on JAX where it is installed
+and no backend is chosen (`keras_attention.serving_backend`).
+
 TensorFlow's C++ start-up lines are kept off stderr
 (`keras_attention.native_logs`; `TF_CPP_MIN_LOG_LEVEL=0` shows them).
 """
 
 import importlib
 
-from keras_attention import native_logs
+from keras_attention import native_logs, serving_backend
 
+serving_backend.choose_serving_backend()  # before Keras reads its backend
 native_logs.silence_tensorflow_start()  # before Keras may import TensorFlow
 
 from keras_attention import callbacks, decoding, layers, losses, masks, models, schedules  # noqa: E402
