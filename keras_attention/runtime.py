@@ -24,7 +24,6 @@ from keras_attention.validation import check_choice
 PRECISIONS = ("auto", "float32", "mixed_bfloat16", "mixed_float16")
 JIT_CHOICES = ("auto", "true", "false")
 _BF16_CPU_FLAGS = ("amx_bf16", "avx512_bf16")
-_TF_XLA_CACHE_FLAG = "--tf_xla_persistent_cache_directory"
 
 
 def cpu_flags(cpuinfo_path="/proc/cpuinfo"):
@@ -195,74 +194,53 @@ def build_optimizer_before_fit(model):
 
 
 def cache_compilations(directory=None):
-    """Keeps the programs XLA compiles in a folder, so that a later process
-    compiling the same program (the same model, shapes and settings, the
-    same library versions) reads it instead of compiling.
-    `keras-attention generate` and `evaluate` call it: their second call on a
-    run starts without compiling its search.
+    """On JAX, keeps the programs XLA compiles in a folder, so that a later
+    process compiling the same program (the same model, shapes and settings,
+    the same JAX version) reads it instead of compiling: JAX's persistent
+    compilation cache, for programs of any size and compile time (JAX's
+    default keeps only those that took a second or more), including those of
+    the weight initializers that loading a `.keras` file runs. A cache folder
+    set already (`JAX_COMPILATION_CACHE_DIR`, `jax.config`) is kept; an
+    unreadable entry is compiled again (JAX warns). `keras-attention
+    generate` and `evaluate` call it: their second call on a run starts
+    without compiling its search.
 
-    - JAX: JAX's persistent compilation cache, for programs of any size and
-      compile time (JAX's default keeps only those that took a second or
-      more). A cache folder set already (`JAX_COMPILATION_CACHE_DIR`,
-      `jax.config`) is kept.
-    - TensorFlow: XLA's persistent cache of `jit_compile` functions
-      (`--tf_xla_persistent_cache_directory`, added to `TF_XLA_FLAGS`), which
-      TensorFlow reads when it compiles its first XLA program: call this
-      before that, or it is ignored. A cache folder named in `TF_XLA_FLAGS`
-      already is kept.
-    - torch: nothing (no compiled programs).
+    Nothing on TensorFlow and torch: TensorFlow's own persistent XLA cache
+    (`--tf_xla_persistent_cache_directory`) fails the call that reads a file
+    cut short (a `DataLossError`, and the process keeps the failure), so it is
+    not used.
 
     Args:
-        directory: the folder; default: the backend's name under
-            `KERAS_ATTENTION_CACHE_DIR` where it is set, else under
-            `keras_attention` in `XDG_CACHE_HOME` (`~/.cache`). Made where
-            missing.
+        directory: the folder; default: `jax` under `KERAS_ATTENTION_CACHE_DIR`
+            where it is set, else under `keras_attention` in `XDG_CACHE_HOME`
+            (`~/.cache`). Made where missing.
 
     Returns:
-        The folder in use (str), or `None` on torch or where the folder
-        cannot be made (nothing is cached then).
+        The folder in use (str), or `None` on the other backends or where the
+        folder cannot be made (nothing is cached then).
     """
-    backend = _backend()
-    if backend not in ("jax", "tensorflow"):
+    if _backend() != "jax":
         return None
-    configured = _configured_cache(backend)
-    if configured:
-        return configured
+    import jax
+    from jax.experimental.compilation_cache import compilation_cache
+
+    if jax.config.jax_compilation_cache_dir:
+        return jax.config.jax_compilation_cache_dir
     if directory is None:
         root = os.environ.get("KERAS_ATTENTION_CACHE_DIR") or os.path.join(
             os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
             "keras_attention")
-        directory = os.path.join(root, backend)
+        directory = os.path.join(root, "jax")
     directory = os.fspath(directory)
     try:
         os.makedirs(directory, exist_ok=True)
     except OSError:
         return None
-    if backend == "tensorflow":
-        flags = os.environ.get("TF_XLA_FLAGS", "")
-        os.environ["TF_XLA_FLAGS"] = f"{flags} {_TF_XLA_CACHE_FLAG}={directory}".strip()
-        return directory
-    import jax
-    from jax.experimental.compilation_cache import compilation_cache
-
     jax.config.update("jax_compilation_cache_dir", directory)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     compilation_cache.reset_cache()  # JAX settles on "no cache" at its first compile
     return directory
-
-
-def _configured_cache(backend):
-    """The compilation cache folder already set for `backend`, or `None`."""
-    if backend == "jax":
-        import jax
-
-        return jax.config.jax_compilation_cache_dir or None
-    flags = os.environ.get("TF_XLA_FLAGS", "").split()
-    for flag in flags:
-        if flag.startswith(_TF_XLA_CACHE_FLAG + "="):
-            return flag.split("=", 1)[1] or None
-    return None
 
 
 def _backend():

@@ -1,6 +1,10 @@
 """`keras_attention.runtime`: the execution defaults and their detection."""
 
+import importlib.util
 import os
+import pathlib
+import subprocess
+import sys
 
 import pytest
 
@@ -165,27 +169,33 @@ def test_building_the_optimizer_leaves_what_it_cannot_build_alone():
     assert runtime.build_optimizer_before_fit(uncompiled) is uncompiled  # no optimizer yet
 
 
-@pytest.mark.tf_only("the TensorFlow branch: XLA's cache is named in TF_XLA_FLAGS")
-def test_compilations_are_cached_in_the_named_folder(tmp_path, monkeypatch):
+
+JAX_CACHE_PROBE = """
+import os, sys
+os.environ["KERAS_BACKEND"] = "jax"
+import keras, numpy as np
+from keras_attention import runtime
+folder = runtime.cache_compilations()
+keras.ops.convert_to_numpy(keras.ops.sin(np.ones((3,), "float32")))
+print(folder, len(os.listdir(folder)))
+"""
+
+
+@pytest.mark.backend_independent("starts its own JAX interpreter")
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="JAX is not installed")
+def test_jax_keeps_its_compiled_programs_in_the_named_folder(tmp_path):
+    env = {**os.environ, "KERAS_ATTENTION_CACHE_DIR": str(tmp_path / "cache"),
+           "PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[1])}
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)
+    result = subprocess.run([sys.executable, "-c", JAX_CACHE_PROBE], env=env,
+                            capture_output=True, text=True, timeout=120)
+    folder, entries = result.stdout.split()
+    assert folder == str(tmp_path / "cache" / "jax") and int(entries) >= 1, result.stderr
+
+
+@pytest.mark.tf_only("the other backends' branch, on TensorFlow")
+def test_nothing_is_cached_on_tensorflow(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERAS_ATTENTION_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("TF_XLA_FLAGS", raising=False)
-    monkeypatch.setenv("KERAS_ATTENTION_CACHE_DIR", str(tmp_path / "cache"))
-    folder = runtime.cache_compilations()
-    assert folder == str(tmp_path / "cache" / "tensorflow") and os.path.isdir(folder)
-    assert os.environ["TF_XLA_FLAGS"] == f"--tf_xla_persistent_cache_directory={folder}"
-    assert runtime.cache_compilations(tmp_path / "other") == folder  # set once, then kept
-
-
-@pytest.mark.tf_only("the TensorFlow branch: XLA's cache is named in TF_XLA_FLAGS")
-def test_a_cache_the_user_named_is_kept_and_home_is_the_default(tmp_path, monkeypatch):
-    monkeypatch.setenv("TF_XLA_FLAGS", f"--tf_xla_min_cluster_size=2 "
-                                       f"--tf_xla_persistent_cache_directory={tmp_path}/mine")
-    assert runtime.cache_compilations() == f"{tmp_path}/mine"
-    assert "--tf_xla_min_cluster_size=2" in os.environ["TF_XLA_FLAGS"]
-    monkeypatch.delenv("TF_XLA_FLAGS")
-    monkeypatch.delenv("KERAS_ATTENTION_CACHE_DIR", raising=False)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert runtime.cache_compilations() == str(tmp_path / "xdg" / "keras_attention" / "tensorflow")
-    monkeypatch.delenv("TF_XLA_FLAGS")
-    (tmp_path / "a_file").write_text("")
-    assert runtime.cache_compilations(tmp_path / "a_file" / "cache") is None  # cannot be made
-    assert "TF_XLA_FLAGS" not in os.environ
+    assert runtime.cache_compilations() is None
+    assert list(tmp_path.iterdir()) == [] and "TF_XLA_FLAGS" not in os.environ
