@@ -102,7 +102,7 @@ def test_greedy_tokens_match_transformers(tmp_path, name):
 
 
 @pytest.mark.large
-@pytest.mark.parametrize("name", ["marian", "bart_deep_encoder", "m2m100"])
+@pytest.mark.parametrize("name", ["marian", "bart_deep_encoder", "mbart", "pegasus", "m2m100"])
 def test_beam_tokens_match_transformers(tmp_path, name):
     family, options = CONFIGURATIONS[name]
     generation = {"num_beams": 4, "length_penalty": 0.6, "early_stopping": True,

@@ -97,6 +97,7 @@ def _assert_same_tokens(ours, theirs, pad):
     ("t5_v1_0", {}),
     ("t5_v1_1", {"num_beams": 4, "length_penalty": 0.6, "early_stopping": True}),
     ("mt5", {}),
+    ("mt5", {"num_beams": 3, "length_penalty": 1.2, "early_stopping": True}),
 ])
 def test_generated_tokens_match_transformers(tmp_path, name, generation):
     reference = hf_checkpoints.save_checkpoint(tmp_path, FAMILY.get(name, "t5"), generation,
