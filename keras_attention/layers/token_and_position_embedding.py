@@ -142,7 +142,7 @@ class SinusoidalPositionEncoding(keras.layers.Layer):
     def _fairseq(self, positions, dim):
         """The `"fairseq"` layout of `positions` `(T,)` or `(B, T)`, computed
         in float32: `(..., dim)` in the compute dtype."""
-        check_fairseq_dim("dim", dim)
+        check_fairseq_dim("inputs.shape[-1]", dim)
         half = dim // 2
         steps = ops.arange(half, dtype="float32") / float(half - 1)
         frequencies = ops.power(float(self.max_wavelength), -steps)
@@ -164,7 +164,7 @@ def check_fairseq_dim(name, dim):
     """fairseq's frequencies divide by `dim // 2 - 1`: 4 features or more
     (fewer would divide by zero)."""
     if dim is not None and dim < 4:
-        raise ValueError(f"Argument `{name}` must be 4 or more for fairseq's sinusoidal "
+        raise ValueError(f"`{name}` must be 4 or more for fairseq's sinusoidal "
                          f"positions (their frequencies divide by dim // 2 - 1). "
                          f"Received: {name}={dim}")
 

@@ -18,7 +18,7 @@ import pytest
 upstream = pytest.importorskip("keras.src.layers.attention.multi_head_attention_test")
 
 from keras_attention.compat.keras import MultiHeadAttention  # noqa: E402
-from tests.test_case import to_numpy  # noqa: E402
+from tests.test_case import compile_function, to_numpy  # noqa: E402
 
 PRIVATE = "reads Keras' private attributes ({})"
 SKIPS = {
@@ -183,3 +183,17 @@ def test_attention_axes_are_checked_saved_and_reloaded(rng, tmp_path):
     model.save(tmp_path / "video.keras")
     reloaded = keras.saving.load_model(tmp_path / "video.keras")
     np.testing.assert_allclose(to_numpy(reloaded(video)), to_numpy(model(video)), atol=1e-6)
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_attention_over_several_axes_compiles_with_masks(rng, jit_compile):
+    video = rng.normal(size=(2, 2, 3, 4, 8)).astype("float32")
+    layer = MultiHeadAttention(2, 4, attention_axes=(2, 3))
+    mask = rng.random((2, 3, 4, 3, 4)) < 0.7
+    eager = layer(video, video, attention_mask=mask)
+    compiled = compile_function(
+        lambda x, m: layer(x, x, attention_mask=m), jit_compile=jit_compile)
+    if compiled is None:
+        pytest.skip("this backend compiles nothing (torch: eager)")
+    np.testing.assert_allclose(to_numpy(compiled(video, mask)), to_numpy(eager), atol=1e-5)
+    assert np.isfinite(to_numpy(eager)).all()

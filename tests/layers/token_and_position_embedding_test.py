@@ -175,7 +175,8 @@ def test_sinusoidal_fairseq_match_transformers_m2m100(dim, start_index):
 def test_sinusoidal_fairseq_needs_four_features():
     with pytest.raises(ValueError, match=r"`dim` must be 4 or more.*Received: dim=3"):
         TokenAndPositionEmbedding(10, 3, position="sinusoidal_fairseq")
-    with pytest.raises(ValueError, match=r"`dim` must be 4 or more.*Received: dim=2"):
+    with pytest.raises(ValueError, match=r"`inputs.shape\[-1\]` must be 4 or more.*"
+                                         r"Received: inputs.shape\[-1\]=2"):
         SinusoidalPositionEncoding(layout="fairseq")(np.zeros((1, 2, 2), "float32"))
 
 
