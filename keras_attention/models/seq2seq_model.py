@@ -61,6 +61,25 @@ def check_token_ids(name, token_ids, vocabulary_size):
         )
 
 
+def at_least_two_rows(x):
+    """`x (B, ...)` with its row repeated when `B == 1` (also when `B` is
+    known only at run time); unchanged otherwise.
+
+    XLA's CPU code runs the matrix-vector products of a one-row decoding step
+    several times slower than the matrix products of two rows (per-step
+    figures in bench/RESULTS.md), and rows are decoded independently, so the
+    search runs a single source as two and keeps the first. torch, which
+    does not compile the loop, runs one row as it is.
+    """
+    if keras.config.backend() == "torch":
+        return x
+    rows = x.shape[0]
+    if rows is not None:
+        return ops.concatenate([x, x], axis=0) if rows == 1 else x
+    extra = ops.maximum(2 - ops.shape(x)[0], 0)
+    return ops.concatenate([x, x[:extra]], axis=0)
+
+
 def _physical_memory_bytes():
     """This machine's memory in bytes, or None where it cannot be read."""
     try:
@@ -514,13 +533,16 @@ class Seq2SeqModel(keras.Model):
         none (a serving graph over a `(None,)` batch of strings).
         """
         source = ops.convert_to_tensor(source, "int32")
-        batch_size, source_length = source.shape
-        if batch_size is None or source_length is None:
-            batch_size, source_length = ops.shape(source)
         if prompt is not None and prompt.shape[1] == 0:
             prompt = None
         if prompt is not None:
             prompt = ops.convert_to_tensor(prompt, "int32")
+        rows = source.shape[0] if source.shape[0] is not None else ops.shape(source)[0]
+        source = at_least_two_rows(source)
+        prompt = None if prompt is None else at_least_two_rows(prompt)
+        batch_size, source_length = source.shape
+        if batch_size is None or source_length is None:
+            batch_size, source_length = ops.shape(source)
         with self._autocast():
             memory, memory_mask = self.encode(source)
             beams = sampler.num_beams
@@ -550,7 +572,7 @@ class Seq2SeqModel(keras.Model):
                 prompt=prompt, source_mask=memory_mask, source_length=source_length,
                 collect_logits=return_logits, collect_attention=return_attention, **extra,
             )
-        return GenerationResult(*output)
+        return GenerationResult(*(None if x is None else x[:rows] for x in output))
 
     def _autocast(self):
         """Variables read in the compute dtype under a mixed policy, as in a

@@ -208,6 +208,60 @@ def test_search_traces_inside_tf_function_with_unknown_shapes(model):
     np.testing.assert_array_equal(serve(source).numpy(), model.generate(SOURCE, 6, sampler))
 
 
+@pytest.mark.parametrize("sampler", ["greedy", decoding.BeamSampler(num_beams=2),
+                                     decoding.TopKSampler(k=3, seed=4)],
+                         ids=["greedy", "beam", "top_k"])
+def test_one_source_gives_what_its_row_gives_in_a_batch(model, sampler):
+    # A single source runs as two rows on the compiled backends
+    # (`at_least_two_rows`); every field comes back for that one source.
+    fields = {"return_scores": True, "return_attention": True,
+              "return_logits": not isinstance(sampler, decoding.BeamSampler)}
+    alone = model.generate(SOURCE[:1], 6, sampler, **fields)
+    batch = model.generate(SOURCE, 6, sampler, **fields)
+    for field in ("token_ids", "scores", "attention") + ("logits",) * fields["return_logits"]:
+        one, first = getattr(alone, field), getattr(batch, field)[:1]
+        assert one.shape == first.shape, field
+        np.testing.assert_allclose(one, first, rtol=1e-5, atol=1e-5, err_msg=field)
+
+
+def test_at_least_two_rows_repeats_only_a_single_row():
+    from keras_attention.models.seq2seq_model import at_least_two_rows
+
+    one, three = np.array([[5, 6]], "int32"), np.arange(6, dtype="int32").reshape(3, 2)
+    expected_one = one if BACKEND == "torch" else np.array([[5, 6], [5, 6]])
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(at_least_two_rows(one)),
+                                  expected_one)
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(at_least_two_rows(three)), three)
+
+
+@pytest.mark.tf_only("a batch known only at run time, as the exported serving graph has")
+def test_at_least_two_rows_with_a_batch_known_at_run_time(model):
+    import tensorflow as tf
+
+    from keras_attention.models.seq2seq_model import at_least_two_rows
+
+    @tf.function(input_signature=[tf.TensorSpec((None, 2), tf.int32)], autograph=False)
+    def padded(x):
+        return at_least_two_rows(x)
+
+    np.testing.assert_array_equal(padded(np.array([[5, 6]], "int32")).numpy(),
+                                  [[5, 6], [5, 6]])
+    three = np.arange(6, dtype="int32").reshape(3, 2)
+    np.testing.assert_array_equal(padded(three).numpy(), three)
+    assert padded(np.zeros((0, 2), "int32")).numpy().shape == (0, 2)
+
+    sampler = decoding.BeamSampler(num_beams=2)
+
+    @tf.function(input_signature=[tf.TensorSpec((None, None), tf.int32)], jit_compile=True,
+                 autograph=False)
+    def serve(source):
+        return model.search(source, sampler, 6).token_ids
+
+    source = np.pad(SOURCE, ((0, 0), (0, 3)))
+    np.testing.assert_array_equal(serve(source[:1]).numpy(),
+                                  model.generate(SOURCE, 6, sampler)[:1])
+
+
 # The same tokens on every backend ---------------------------------------------
 
 _SAVE = """
