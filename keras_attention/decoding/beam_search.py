@@ -22,6 +22,7 @@ log-probabilities only decrease and `cp <= 0`).
 from keras import ops
 
 from keras_attention.decoding.search import (
+    SOURCE_STATE,
     SearchOutput,
     forced_tokens,
     previous_tokens,
@@ -62,9 +63,19 @@ def gather_beams(x, beam_index, num_beams):
 
 
 def gather_state(state, beam_index, num_beams):
-    """Reorders every tensor of the model state `(B * K, ...)`."""
+    """Reorders every tensor of the model state `(B * K, ...)`, except its
+    `SOURCE_STATE` entry: the same for every beam of a source, it would be
+    copied onto itself (a step's largest copy: the cross-attention keys
+    and values of every layer)."""
     rows = flat_rows(beam_index, num_beams)
-    return _map(lambda x: ops.take(x, rows, axis=0), state)
+
+    def reorder(x):
+        return ops.take(x, rows, axis=0)
+
+    if isinstance(state, dict) and SOURCE_STATE in state:
+        return {key: value if key == SOURCE_STATE else _map(reorder, value)
+                for key, value in state.items()}
+    return _map(reorder, state)
 
 
 def _map(fn, structure):

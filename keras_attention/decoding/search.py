@@ -7,7 +7,12 @@ step_fn(token_ids, index, state) -> (logits, state, attention)
     token_ids: int32 (N,), the previous token of each row
     index:     int32 scalar, the position being generated
     state:     any nested structure of tensors with leading dimension N
-               (caches, masks); shapes never change
+               (caches, masks); shapes never change. In a dict state, the
+               entry "source" (SOURCE_STATE) holds what the model computed
+               once from its source (cross-attention keys and values, the
+               source mask): the step returns it unchanged, and it is the
+               same for every beam of a source, so beam search carries it
+               without reordering it
     logits:    float32 (N, V)
     attention: float32 (N, S), the cross-attention of this step
 ```
@@ -20,6 +25,10 @@ does); finished rows are padded with `pad_id`.
 import collections
 
 from keras import ops
+
+#: The entry of a dict decoder state that beam search never reorders (see
+#: the module docstring).
+SOURCE_STATE = "source"
 
 SearchOutput = collections.namedtuple(
     "SearchOutput", ["token_ids", "scores", "logits", "attention"]

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_attention.decoding.search import SOURCE_STATE
 from keras_attention.layers import (
     AttentionRNNDecoder,
     BahdanauAttention,
@@ -177,7 +178,7 @@ class RNNSeq2Seq(Seq2SeqModel):
     def init_decoder_state(self, memory, memory_mask, max_length):
         batch_size = ops.shape(memory["memory"])[0]
         return {
-            "memory_cache": self.decoder.compute_cache(memory["memory"], memory_mask),
+            SOURCE_STATE: self.decoder.compute_cache(memory["memory"], memory_mask),
             "rnn_state": self.decoder.init_cache(
                 batch_size, max_length, initial_state=memory["initial_state"]
             ),
@@ -186,7 +187,7 @@ class RNNSeq2Seq(Seq2SeqModel):
     def decode_step(self, token_ids, index, state):
         inputs = self.target_embedding(token_ids[:, None])  # (N, 1, E)
         outputs, rnn_state, alignments = self.decoder.call_cached(
-            inputs, state["rnn_state"], index, memory_cache=state["memory_cache"]
+            inputs, state["rnn_state"], index, memory_cache=state[SOURCE_STATE]
         )
         logits = ops.cast(self.output_projection(outputs[:, 0]), "float32")
         return logits, dict(state, rnn_state=tuple(rnn_state)), alignments[:, 0]

@@ -6,6 +6,7 @@ import keras
 from keras import ops
 
 from keras_attention import masks
+from keras_attention.decoding.search import SOURCE_STATE
 from keras_attention.layers import (
     PointerGenerator,
     TokenAndPositionEmbedding,
@@ -256,13 +257,16 @@ class TransformerSeq2Seq(Seq2SeqModel):
         if self.copy_head is not None:
             memory, source_token_ids = memory["memory"], memory["token_ids"]
         batch_size = ops.shape(memory)[0]
+        # SOURCE_STATE: computed once from the source, never reordered by beams.
+        source = {"cross_caches": [b.compute_cache(memory, memory_mask)
+                                   for b in self.decoder_blocks]}
         state = {
             "self_caches": [b.init_cache(batch_size, max_length) for b in self.decoder_blocks],
-            "cross_caches": [b.compute_cache(memory, memory_mask) for b in self.decoder_blocks],
+            SOURCE_STATE: source,
         }
         if self.copy_head is not None:
             source_cache = self.copy_head.compute_cache(memory, source_token_ids, memory_mask)
-            state["source_cache"] = source_cache
+            source["copy_cache"] = source_cache
             state["coverage"] = self.copy_head.init_cache(batch_size, max_length, source_cache)
         return state
 
@@ -272,7 +276,7 @@ class TransformerSeq2Seq(Seq2SeqModel):
             hidden = self.target_embedding_norm(hidden)
         self_caches = []
         for block, self_cache, cross_cache in zip(
-            self.decoder_blocks, state["self_caches"], state["cross_caches"]
+            self.decoder_blocks, state["self_caches"], state[SOURCE_STATE]["cross_caches"]
         ):
             hidden, self_cache, cross_scores = block.call_cached(
                 hidden, self_cache, index, memory_cache=cross_cache
@@ -285,7 +289,8 @@ class TransformerSeq2Seq(Seq2SeqModel):
         state = dict(state, self_caches=self_caches)
         if self.copy_head is not None:
             log_probs, coverage, attention = self.copy_head.call_cached(
-                hidden, state["coverage"], index, memory_cache=state["source_cache"]
+                hidden, state["coverage"], index,
+                memory_cache=state[SOURCE_STATE]["copy_cache"]
             )
             return log_probs[:, 0], dict(state, coverage=coverage), attention[:, 0]
         logits = ops.cast(self.output_projection(hidden)[:, 0], "float32")

@@ -27,6 +27,7 @@ import numpy as np
 from keras import ops
 
 from keras_attention import masks
+from keras_attention.decoding.search import SOURCE_STATE
 from keras_attention.layers import (
     RelativePositionBias,
     TokenAndPositionEmbedding,
@@ -169,7 +170,8 @@ class T5Seq2Seq(Seq2SeqModel):
         batch_size = ops.shape(memory)[0]
         return {
             "self_caches": [b.init_cache(batch_size, max_length) for b in self.decoder_blocks],
-            "cross_caches": [b.compute_cache(memory, memory_mask) for b in self.decoder_blocks],
+            SOURCE_STATE: {"cross_caches": [b.compute_cache(memory, memory_mask)
+                                            for b in self.decoder_blocks]},
         }
 
     def decode_step(self, token_ids, index, state):
@@ -178,7 +180,7 @@ class T5Seq2Seq(Seq2SeqModel):
         bias = self.decoder_bias(query_length=1, key_length=cache_length, query_offset=index)
         self_caches = []
         for block, self_cache, cross_cache in zip(
-            self.decoder_blocks, state["self_caches"], state["cross_caches"]
+            self.decoder_blocks, state["self_caches"], state[SOURCE_STATE]["cross_caches"]
         ):
             hidden, self_cache, cross_scores = block.call_cached(
                 hidden, self_cache, index, memory_cache=cross_cache, self_attention_bias=bias

@@ -132,3 +132,21 @@ def test_beam_scores_are_sorted_and_equal_recomputed_log_probs(seed):
             total += logits[previous, token]
             previous = token
         np.testing.assert_allclose(score, total, atol=1e-4)
+
+
+def test_the_source_entry_of_a_state_is_not_reordered():
+    from keras import ops
+
+    from keras_attention.decoding import SOURCE_STATE
+    from keras_attention.decoding.beam_search import gather_state
+
+    cache = np.arange(4 * 3, dtype="float32").reshape(4, 3)  # B=2 sources, K=2 beams
+    source = np.repeat(np.array([[7.0], [9.0]], "float32"), 2, axis=0)
+    beam_index = np.array([[1, 1], [0, 1]], "int32")  # row b * K + k takes beam k' of b
+    state = {"cache": cache, SOURCE_STATE: {"keys": source}}
+    gathered = gather_state(state, beam_index, 2)
+    np.testing.assert_array_equal(ops.convert_to_numpy(gathered["cache"]), cache[[1, 1, 2, 3]])
+    assert gathered[SOURCE_STATE]["keys"] is source  # carried as it is, not copied
+    # Any other structure: every tensor reordered, as before.
+    (reordered,) = gather_state((cache,), beam_index, 2)
+    np.testing.assert_array_equal(ops.convert_to_numpy(reordered), cache[[1, 1, 2, 3]])
