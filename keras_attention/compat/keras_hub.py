@@ -21,6 +21,7 @@ from keras import ops
 
 from keras_attention.compat.keras import MultiHeadAttention, as_boolean_mask
 from keras_attention.layers.initializer_copies import clone_initializer
+from keras_attention.layers.multi_head_attention import heads_first
 from keras_attention.layers.token_and_position_embedding import (
     LearnedPositionEmbedding,
     SinusoidalPositionEncoding,
@@ -138,13 +139,15 @@ class TransformerEncoder(TransformerEncoderBlock):
 
 
 def split_cache(cache):
-    """keras-hub's `(B, 2, L, H, D)` cache as our `(keys, values)` pair."""
-    return cache[:, 0, ...], cache[:, 1, ...]
+    """keras-hub's `(B, 2, L, H, D)` cache as our heads-first `(keys,
+    values)` pair, `(B, H, L, D)` each."""
+    return heads_first(cache[:, 0, ...]), heads_first(cache[:, 1, ...])
 
 
 def stack_cache(keys, values):
-    """Our `(keys, values)` pair as keras-hub's `(B, 2, L, H, D)` cache."""
-    return ops.stack((keys, values), axis=1)
+    """Our heads-first `(keys, values)` pair as keras-hub's `(B, 2, L, H, D)`
+    cache."""
+    return ops.stack((heads_first(keys), heads_first(values)), axis=1)
 
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
@@ -340,7 +343,7 @@ class TransformerDecoder(TransformerDecoderBlock):
                 keys, values = split_cache(cross_cache)
                 new_keys, new_values = self.cross_attention.compute_cache(memory)
                 zero = ops.zeros((), "int32")
-                start = (zero, ops.cast(cross_index, "int32"), zero, zero)
+                start = (zero, zero, ops.cast(cross_index, "int32"), zero)
                 cross_pair = (
                     ops.slice_update(keys, start, ops.cast(new_keys, keys.dtype)),
                     ops.slice_update(values, start, ops.cast(new_values, values.dtype)),
@@ -348,9 +351,8 @@ class TransformerDecoder(TransformerDecoderBlock):
             memory_cache = self.compute_cache(memory, memory_padding)
             memory_cache["cross_attention"] = cross_pair
             if memory_padding is None:
-                memory_cache["memory_mask"] = ops.ones(
-                    ops.shape(cross_pair[0])[:2], "bool"
-                )
+                keys_shape = ops.shape(cross_pair[0])  # (B, H, S, D)
+                memory_cache["memory_mask"] = ops.ones((keys_shape[0], keys_shape[2]), "bool")
         y, (keys, values), _ = self.call_cached(
             x, split_cache(self_cache), self_index, memory_cache=memory_cache,
             training=training,
@@ -424,7 +426,7 @@ class CachedMultiHeadAttention(MultiHeadAttention):
         if cache_update_index is not None:
             new_keys, new_values = self.compute_cache(value, key)
             zero = ops.zeros((), "int32")
-            start = (zero, ops.cast(cache_update_index, "int32"), zero, zero)
+            start = (zero, zero, ops.cast(cache_update_index, "int32"), zero)
             keys = ops.slice_update(keys, start, ops.cast(new_keys, keys.dtype))
             values = ops.slice_update(values, start, ops.cast(new_values, values.dtype))
             cache = stack_cache(keys, values)

@@ -61,6 +61,34 @@ def grouped_context(weights, value_heads):
     )
 
 
+def heads_first(heads):
+    """`(B, S, K, d)` heads as `(B, K, S, d)`, the layout of the caches."""
+    return ops.transpose(heads, (0, 2, 1, 3))
+
+
+def grouped_dot_products_heads_first(query_heads, key_heads):
+    """`grouped_dot_products` over heads-first keys `(B, K, S, d)` (a
+    cache): one `(B, K, G*T, d) @ (B, K, d, S)` matmul whose operands are
+    already batch-major, so XLA copies neither (keys laid out `(B, S, K, d)`
+    are transposed, a copy of the whole cache, at every decoding step)."""
+    shape = ops.shape(query_heads)
+    batch, length, kv_heads, group, dim = (shape[i] for i in range(5))
+    query_heads = ops.reshape(
+        ops.transpose(query_heads, (0, 2, 3, 1, 4)), (batch, kv_heads, group * length, dim)
+    )
+    logits = ops.matmul(query_heads, ops.swapaxes(key_heads, 2, 3))  # (B, K, G*T, S)
+    return ops.reshape(logits, (batch, kv_heads, group, length, ops.shape(key_heads)[2]))
+
+
+def grouped_context_heads_first(weights, value_heads):
+    """`grouped_context` over heads-first values `(B, K, S, dv)`."""
+    shape = ops.shape(weights)
+    batch, kv_heads, group, length = (shape[i] for i in range(4))
+    weights = ops.reshape(weights, (batch, kv_heads, group * length, shape[4]))
+    context = ops.matmul(weights, value_heads)
+    return ops.reshape(context, (batch, kv_heads, group, length, ops.shape(value_heads)[-1]))
+
+
 # `attention_axes` values that mean the sequence axis of a (B, T, D) input.
 _SEQUENCE_AXES = (None, 1, -2, (1,), (-2,), [1], [-2])
 
@@ -594,36 +622,36 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
             key: `(B, S, Dk)`, defaults to `value`.
 
         Returns:
-            `(key_heads (B, S, K, key_dim), value_heads (B, S, K,
-            value_dim))`.
+            `(key_heads (B, K, S, key_dim), value_heads (B, K, S,
+            value_dim))`, heads first (`K` key/value heads).
         """
         key = value if key is None else key
         value = ops.cast(value, self.compute_dtype)
         key = ops.cast(key, self.compute_dtype)
-        return self._key_heads(key), self._value_heads(value)
+        return heads_first(self._key_heads(key)), heads_first(self._value_heads(value))
 
     def init_cache(self, batch_size, max_length):
         """The step cache of self-attention: zero keys and values for
-        `max_length` positions, `(keys (B, L, K, key_dim), values (B, L, K,
-        value_dim))`."""
+        `max_length` positions, heads first: `(keys (B, K, L, key_dim),
+        values (B, K, L, value_dim))`."""
         dtype = self.compute_dtype
         return (
-            ops.zeros((batch_size, max_length, self._kv_heads, self.key_dim), dtype),
+            ops.zeros((batch_size, self._kv_heads, max_length, self.key_dim), dtype),
             ops.zeros(
-                (batch_size, max_length, self._kv_heads, self._value_head_dim),
+                (batch_size, self._kv_heads, max_length, self._value_head_dim),
                 dtype,
             ),
         )
 
     def _check_cache(self, cache, batch_size, name="cache"):
         expected = (
-            (batch_size, None, self._kv_heads, self.key_dim),
-            (batch_size, None, self._kv_heads, self._value_head_dim),
+            (batch_size, self._kv_heads, None, self.key_dim),
+            (batch_size, self._kv_heads, None, self._value_head_dim),
         )
         ok = isinstance(cache, (tuple, list)) and len(cache) == 2
         if ok:
             shapes = [tuple(c.shape) for c in cache]
-            ok = shapes[0][1] == shapes[1][1] and all(
+            ok = shapes[0][2] == shapes[1][2] and all(
                 len(got) == 4
                 and all(e is None or g is None or g == e for g, e in zip(got, want))
                 for got, want in zip(shapes, expected)
@@ -636,8 +664,8 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
             )
             raise ValueError(
                 f"`{name}` must be a pair (key_heads, value_heads) of shapes "
-                "(batch, cache_len, num_key_value_heads, key_dim) and "
-                "(batch, cache_len, num_key_value_heads, value_dim) = "
+                "(batch, num_key_value_heads, cache_len, key_dim) and "
+                "(batch, num_key_value_heads, cache_len, value_dim) = "
                 f"{expected} (None: any). Received: {name} shapes {received}"
             )
 
@@ -674,12 +702,12 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
 
         Args:
             inputs: `(B, t, Dq)`, the queries.
-            cache: `(keys (B, L, K, key_dim), values (B, L, K, value_dim))`,
+            cache: `(keys (B, K, L, key_dim), values (B, K, L, value_dim))`,
                 or None for cross-attention.
             cache_update_index: position of the first new token (required
                 with `cache`).
-            memory_cache: `(key_heads (B, S, K, key_dim), value_heads (B, S,
-                K, value_dim))`, or None for self-attention.
+            memory_cache: `(key_heads (B, K, S, key_dim), value_heads (B, K,
+                S, value_dim))`, or None for self-attention.
             attention_mask: optional boolean `(B, t, L)` (or `(B, t, S)`)
                 mask, True = may attend; e.g. the memory's padding.
             attention_bias: optional float tensor broadcastable to `(B, H,
@@ -724,28 +752,28 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
         self._check_cache(cache, query.shape[0])
         query = ops.cast(query, self.compute_dtype)
         key_cache, value_cache = cache
-        query_length, cache_length = query.shape[1], key_cache.shape[1]
+        query_length, cache_length = query.shape[1], key_cache.shape[2]
         self._check_cache_index(cache_update_index, query_length, cache_length)
         index = ops.cast(cache_update_index, "int32")
         zero = ops.zeros((), "int32")
         key_cache = ops.slice_update(
             key_cache,
-            (zero, index, zero, zero),
-            ops.cast(self._key_heads(query, cache_update_index), key_cache.dtype),
+            (zero, zero, index, zero),
+            ops.cast(heads_first(self._key_heads(query, cache_update_index)), key_cache.dtype),
         )
         value_cache = ops.slice_update(
             value_cache,
-            (zero, index, zero, zero),
-            ops.cast(self._value_heads(query), value_cache.dtype),
+            (zero, zero, index, zero),
+            ops.cast(heads_first(self._value_heads(query)), value_cache.dtype),
         )
-        query_positions, key_positions = ops.shape(query)[1], ops.shape(key_cache)[1]
+        query_positions, key_positions = ops.shape(query)[1], ops.shape(key_cache)[2]
         mask = masks.merge_masks(
             self._call_mask(attention_mask, query, cache_length),
             masks.causal_mask(query_positions, key_positions, offset=index),
             self._local_window_mask(query_positions, key_positions, offset=index),
         )
-        bias = self._check_attention_bias(attention_bias, query, key_cache)
-        output, scores = self._attend_heads(
+        bias = self._check_attention_bias(attention_bias, query, key_cache[:, 0])
+        output, scores = self._attend_cached_heads(
             query, cache_update_index, key_cache, value_cache, mask, training, bias
         )
         return output, (key_cache, value_cache), scores
@@ -756,10 +784,10 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
         self._check_cache(memory_cache, query.shape[0], "memory_cache")
         query = ops.cast(query, self.compute_dtype)
         key_heads, value_heads = memory_cache
-        mask = self._call_mask(attention_mask, query, key_heads.shape[1])
+        mask = self._call_mask(attention_mask, query, key_heads.shape[2])
         start = 0 if query_start is None else query_start
-        bias = self._check_attention_bias(attention_bias, query, key_heads)
-        return self._attend_heads(
+        bias = self._check_attention_bias(attention_bias, query, key_heads[:, 0])
+        return self._attend_cached_heads(
             query, start, key_heads, value_heads, mask, training, bias
         )
 
@@ -775,18 +803,44 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
             key_length=key_length,
         )
 
+    def _attend_cached_heads(self, query, query_start, key_heads, value_heads, mask,
+                             training, bias=None):
+        """`_attend_heads` over a cache's heads-first `(B, K, L, d)` keys
+        and values; a subclass with its own `_head_logits` gets its `(B, L,
+        K, d)` layout."""
+        if type(self)._head_logits is not MultiHeadAttention._head_logits:
+            return self._attend_heads(query, query_start, ops.swapaxes(key_heads, 1, 2),
+                                      ops.swapaxes(value_heads, 1, 2), mask, training, bias)
+        query_heads = ops.cast(self._query_heads(query, query_start), "float32")
+        logits = grouped_dot_products_heads_first(
+            query_heads * self._query_scale, ops.cast(key_heads, "float32"))
+        return self._weigh_heads(query, logits, value_heads, mask, training, bias,
+                                 heads_first_values=True)
+
     def _attend_heads(self, query, query_start, key_heads, value_heads, mask, training,
                       bias=None):
         """Exact attention of `query (B, t, Dq)` at positions `query_start +
         i` over projected heads (plus a checked `bias`): `(output, scores
         (B, H, t, L))`."""
         logits = self._head_logits(self._query_heads(query, query_start), key_heads)
+        return self._weigh_heads(query, logits, value_heads, mask, training, bias)
+
+    def _weigh_heads(self, query, logits, value_heads, mask, training, bias,
+                     heads_first_values=False):
+        """Softmax of `logits (B, K, G, t, L)` (plus `bias`, under `mask`),
+        its context over `value_heads` (`(B, L, K, dv)`, or `(B, K, L, dv)`
+        with `heads_first_values`) and the output: `(output, scores)`."""
         if bias is not None:
             logits = logits + self._logits_bias(bias)
         weights = attention_core.masked_softmax(
             logits, None if mask is None else mask[:, None, None]
         )
-        context = self._prepared_context(self._drop(weights, training), value_heads)
+        weights_used = self._drop(weights, training)
+        if heads_first_values:
+            context = grouped_context_heads_first(
+                ops.cast(weights_used, value_heads.dtype), value_heads)
+        else:
+            context = self._prepared_context(weights_used, value_heads)
         gate = self.gate_dense(query) if self.use_gate else None  # (B, t, H, dv)
         return self._finish_output(context, gate), self._public_scores(weights)
 

@@ -211,8 +211,8 @@ class TransformerDecoderBlock(TransformerBlock):
                 tokens (default: every position).
 
         Returns:
-            A dict `{"cross_attention": (key_heads (B, S, K, head_size),
-            value_heads (B, S, K, head_size)), "memory_mask": (B, S) bool}`.
+            A dict `{"cross_attention": (key_heads (B, K, S, head_size),
+            value_heads (B, K, S, head_size)), "memory_mask": (B, S) bool}`.
         """
         self._check_memory(memory)
         memory = ops.convert_to_tensor(memory)

@@ -176,7 +176,7 @@ class T5Seq2Seq(Seq2SeqModel):
 
     def decode_step(self, token_ids, index, state):
         hidden = self.embedding(token_ids[:, None])
-        cache_length = keras.tree.flatten(state["self_caches"][0])[0].shape[1]
+        cache_length = keras.tree.flatten(state["self_caches"][0])[0].shape[2]  # (B, K, L, d)
         bias = self.decoder_bias(query_length=1, key_length=cache_length, query_offset=index)
         self_caches = []
         for block, self_cache, cross_cache in zip(
