@@ -86,6 +86,28 @@ def _map(fn, structure):
     return fn(structure)
 
 
+def _best_continuations(totals, count):
+    """The `count` best of `totals (B, K, V)` per batch row, as a top-k over
+    `K * V` values would give them, ties included (lower beam, then lower
+    token first): `(scores, beam, token)`, each `(B, count)`.
+
+    Two rounds: the `count` best tokens of each beam, then the best of those
+    `K * count`; the best overall are among them. A top-k over each beam's
+    `V` values is cheaper than one over `K * V` (on XLA's CPU, a third of a
+    Marian-base-sized beam step's sorting)."""
+    B, K, V = totals.shape[0], totals.shape[1], totals.shape[2]
+    if B is None:
+        B = ops.shape(totals)[0]
+    per_beam = min(count, V)
+    beam_scores, beam_tokens = ops.top_k(totals, per_beam)  # (B, K, per_beam)
+    flat_scores = ops.reshape(beam_scores, (B, K * per_beam))
+    top_scores, position = ops.top_k(flat_scores, count)
+    position = ops.cast(position, "int32")
+    token = ops.take_along_axis(
+        ops.reshape(ops.cast(beam_tokens, "int32"), (B, K * per_beam)), position, axis=1)
+    return top_scores, position // per_beam, token
+
+
 def extend_beams(step_fn, live_tokens, live_scores, index, state, *, start_id, vocab_size,
                  prompt=None, process_scores=None, ruled_out=NEG_INF):
     """One step of a beam search: every live beam extended by every token,
@@ -129,10 +151,8 @@ def extend_beams(step_fn, live_tokens, live_scores, index, state, *, start_id, v
         # Prompt tokens are given, not scored: they add 0 to log P.
         in_prompt = index < prompt.shape[1]
         log_probs = ops.where(in_prompt, ops.where(is_forced, 0.0, ruled_out), log_probs)
-    totals = ops.reshape(live_scores[:, :, None] + log_probs, (B, K * V))
-    top_scores, top_index = ops.top_k(totals, min(2 * K, K * V))
-    top_index = ops.cast(top_index, "int32")
-    beam, token = top_index // V, top_index % V
+    top_scores, beam, token = _best_continuations(
+        live_scores[:, :, None] + log_probs, min(2 * K, K * V))
     tokens = gather_beams(live_tokens, beam, K)
     C = token.shape[1]
     tokens = ops.reshape(

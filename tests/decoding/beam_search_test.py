@@ -1,3 +1,4 @@
+import keras
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -150,3 +151,27 @@ def test_the_source_entry_of_a_state_is_not_reordered():
     # Any other structure: every tensor reordered, as before.
     (reordered,) = gather_state((cache,), beam_index, 2)
     np.testing.assert_array_equal(ops.convert_to_numpy(reordered), cache[[1, 1, 2, 3]])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 3), st.integers(1, 4), st.integers(1, 9), st.integers(0, 10_000))
+def test_best_continuations_equal_one_top_k_over_every_beam_ties_included(B, K, V, seed):
+    from keras import ops
+
+    from keras_attention.decoding.beam_search import _best_continuations
+
+    rng = np.random.default_rng(seed)
+    if keras.config.backend() == "torch":
+        # torch.topk orders ties as it likes, in one round or two: distinct values.
+        values = rng.permutation(B * K * V).reshape(B, K, V).astype("float32")
+    else:
+        # Few distinct values (and -inf, a banned token), so that ties are common.
+        values = rng.integers(-3, 2, (B, K, V)).astype("float32")
+        values[values == -3] = -np.inf
+    count = min(2 * K, K * V)
+    scores, beam, token = (ops.convert_to_numpy(x) for x in _best_continuations(values, count))
+    expected_scores, flat = (ops.convert_to_numpy(x)
+                             for x in ops.top_k(values.reshape(B, K * V), count))
+    np.testing.assert_array_equal(scores, expected_scores)
+    np.testing.assert_array_equal(beam, flat // V)
+    np.testing.assert_array_equal(token, flat % V)
