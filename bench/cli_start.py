@@ -66,34 +66,47 @@ def one_call(run_dir, backend, cache, keras_home):
     return seconds, result.stdout.strip()
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--calls", type=int, default=3)
-    parser.add_argument("--run_dir", default=None)
-    args = parser.parse_args()
+def measure(calls, run_dir=None):
+    """`({backend: [seconds of each call]}, answer)`: `calls` rounds of one
+    call per backend, interleaved; every call must give the same answer."""
     folder = tempfile.mkdtemp(prefix="cli_start_")
     try:
-        run_dir = args.run_dir or train(folder)
+        run_dir = run_dir or train(folder)
         seconds = {name: [] for name in BACKENDS}
         answers = set()
         caches = {name: os.path.join(folder, "cache", name) for name in BACKENDS}
         keras_home = os.path.join(folder, "keras_home")
-        for _ in range(args.calls):
+        for _ in range(calls):
             for name, backend in BACKENDS.items():
                 took, answer = one_call(run_dir, backend, caches[name], keras_home)
                 seconds[name].append(took)
                 answers.add(answer)
         if len(answers) != 1:
             raise SystemExit(f"the backends answered differently: {sorted(answers)}")
-        rows = [[name, f"{times[0]:.2f}", f"{statistics.median(times[1:]):.2f}",
-                 " ".join(f"{t:.2f}" for t in times)]
-                for name, times in seconds.items()]
-        print(format_table(rows, ["backend", "call 1 (s)", "later calls, median (s)",
-                                  "every call (s)"]))
-        print(json.dumps({"answer": answers.pop(), "machine": machine_info(),
-                          "loadavg": loadavg()}))
+        return seconds, answers.pop()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def table(seconds):
+    rows = [[name, f"{times[0]:.2f}", f"{statistics.median(times[1:]):.2f}",
+             " ".join(f"{t:.2f}" for t in times)]
+            for name, times in seconds.items()]
+    return format_table(rows, ["backend", "call 1 (s)", "later calls, median (s)",
+                               "every call (s)"])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--calls", type=int, default=3)
+    parser.add_argument("--run_dir", default=None)
+    args = parser.parse_args()
+    if args.calls < 2:
+        parser.error(f"--calls must be at least 2 (the first compiles). "
+                     f"Received: calls={args.calls}")
+    seconds, answer = measure(args.calls, args.run_dir)
+    print(table(seconds))
+    print(json.dumps({"answer": answer, "machine": machine_info(), "loadavg": loadavg()}))
 
 
 if __name__ == "__main__":
