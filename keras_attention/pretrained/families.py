@@ -61,13 +61,16 @@ FAMILIES = {family.model_type: family for family in (
            "translation"),
     Family("bart", "BartForConditionalGeneration", bart.bart_model, tokenizers.BartTokenizer,
            "summarization"),
-    Family("mbart", "MBartForConditionalGeneration", mbart.mbart_model),
+    Family("mbart", "MBartForConditionalGeneration", mbart.mbart_model,
+           tokenizers.FastTokenizer, "translation"),
     Family("t5", "T5ForConditionalGeneration", t5.t5_model, tokenizers.T5Tokenizer,
            "summarization"),
     Family("mt5", "MT5ForConditionalGeneration", mt5.mt5_model, tokenizers.T5Tokenizer,
            "summarization"),
-    Family("pegasus", "PegasusForConditionalGeneration", pegasus.pegasus_model),
-    Family("m2m_100", "M2M100ForConditionalGeneration", m2m_100.m2m100_model),
+    Family("pegasus", "PegasusForConditionalGeneration", pegasus.pegasus_model,
+           tokenizers.FastTokenizer, "summarization"),
+    Family("m2m_100", "M2M100ForConditionalGeneration", m2m_100.m2m100_model,
+           tokenizers.FastTokenizer, "translation"),
 )}
 
 
@@ -145,8 +148,8 @@ def load_checkpoint_tokenizer(folder, family):
     >>> load_checkpoint_tokenizer("no-such-folder", "gpt2")
     Traceback (most recent call last):
     ...
-    ValueError: Argument `family` must be one of 'marian', 'bart', 't5', 'mt5' (the families \
-whose tokenizer we read). Received: family='gpt2'
+    ValueError: Argument `family` must be one of 'marian', 'bart', 'mbart', 't5', 'mt5', \
+'pegasus', 'm2m_100' (the families whose tokenizer we read). Received: family='gpt2'
     """
     tokenizer_files(folder, family)
     return FAMILIES[family].tokenizer.from_folder(folder)

@@ -57,7 +57,9 @@ def graph_tokenizer(tokenizer):
             return graph(tokenizer)
     raise ValueError(
         "Argument `tokenizer` must be a MarianTokenizer, BartTokenizer or T5Tokenizer "
-        f"of keras_attention.pretrained.tokenizers. Received: tokenizer={type(tokenizer).__name__}"
+        "of keras_attention.pretrained.tokenizers (a FastTokenizer, the tokenizer.json of an "
+        "mBART, Pegasus or NLLB checkpoint, has no TensorFlow ops: its runs are not exported). "
+        f"Received: tokenizer={type(tokenizer).__name__}"
     )
 
 

@@ -1,4 +1,4 @@
-"""The tokenizers of Marian, BART and T5 checkpoints, giving their ids.
+"""The tokenizers of the checkpoints we convert, giving their ids.
 
 Each reads the files a Hugging Face checkpoint folder ships and reuses
 keras-hub's tokenizers (SentencePiece through TensorFlow Text, byte-level
@@ -24,6 +24,13 @@ All three: `encode(texts) -> list of id lists` (`target=True` for Marian's
 target side), `decode(ids) -> list of str` (special tokens and padding
 dropped, as `transformers`' `batch_decode(..., skip_special_tokens=True)`),
 and `pad_token_id`, `end_token_id`, `vocabulary_size`.
+
+mBART (mBART-50), Pegasus and NLLB folders are read from their
+`tokenizer.json` by the `tokenizers` library (what `transformers` 5 runs
+for them): `FastTokenizer`, the ids of `transformers`' tokenizer with the
+special tokens of the folder's template (mBART's source language code,
+saved with the tokenizer), and its decoding. M2M100's own tokenizer
+(`vocab.json` + `sentencepiece.bpe.model`, no `tokenizer.json`) is not read.
 
 Not reproduced: Moses punctuation normalization (`transformers` applies it
 to Marian sources only when `sacremoses` is installed), and special-token
@@ -94,7 +101,7 @@ def _files_in(layouts, folder):
                 checkpoint_file(folder, name)
             return names
     missing = next(n for n in layouts[0] if not os.path.lexists(os.path.join(folder, n)))
-    others = " or ".join(" + ".join(names) for names in layouts[1:])
+    others = " or ".join(" + ".join(names) for names in layouts[1:] if missing not in names)
     raise FileNotFoundError(f"The checkpoint folder has no {missing}"
                             + (f" (nor {others})" if others else "")
                             + f". Received: folder={folder!r}")
@@ -363,6 +370,106 @@ class T5Tokenizer(_FolderTokenizer):
         for row in _rows(token_ids):
             kept = [i for i in row if i not in self.special_ids and i < self.piece_count]
             texts.append(_string(self.spm.detokenize([kept])) if kept else "")
+        return texts
+
+
+#: `transformers`' `clean_up_tokenization`: spaces before punctuation and
+#: English contractions dropped from decoded text.
+_CLEAN_UPS = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"),
+              (" n't", "n't"), (" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))
+
+
+class FastTokenizer(_FolderTokenizer):
+    """A checkpoint's `tokenizer.json`, read by the `tokenizers` library:
+    mBART and mBART-50, Pegasus, NLLB (`transformers` 5 runs these
+    tokenizers from that file alone).
+
+    `encode` adds the special tokens of the file's template (`</s>`, and
+    for mBART the source language code the tokenizer was saved with);
+    `decode` drops special tokens as `batch_decode(...,
+    skip_special_tokens=True)` does, cleaning up spaces where the folder's
+    `tokenizer_config.json` asks for it (`clean_up_tokenization_spaces`).
+
+    Args:
+        tokenizer_json: path of `tokenizer.json`.
+        pad_token, eos_token: their texts (`tokenizer_config.json`'s, by
+            default `<pad>` and `</s>`); each must be in the vocabulary.
+        clean_up_tokenization_spaces: bool.
+    """
+
+    FILE = tokenizer_json.FILE
+    CONFIG = "tokenizer_config.json"
+    LAYOUTS = ((FILE, CONFIG), (FILE,))
+
+    def __init__(self, tokenizer_json_path, *, pad_token="<pad>", eos_token="</s>",
+                 clean_up_tokenization_spaces=False):
+        try:
+            import tokenizers
+        except ImportError:
+            raise ImportError("Reading a tokenizer.json needs the `tokenizers` package (pip "
+                              "install tokenizers; it comes with keras-hub and transformers)"
+                              ) from None
+        try:
+            self.tokenizer = tokenizers.Tokenizer.from_file(os.fspath(tokenizer_json_path))
+        except Exception as error:  # the library's parse errors (Exception subclasses)
+            raise ValueError(f"{self.FILE} is not a tokenizer the `tokenizers` library reads "
+                             f"({str(error)[:200]}). Received: "
+                             f"tokenizer_json={os.fspath(tokenizer_json_path)!r}") from None
+        for name, token in (("pad_token", pad_token), ("eos_token", eos_token)):
+            if not isinstance(token, str) or self.tokenizer.token_to_id(token) is None:
+                raise ValueError(f"Argument `{name}` must be a token of {self.FILE}. "
+                                 f"Received: {name}={token!r}")
+        if not isinstance(clean_up_tokenization_spaces, bool):
+            raise ValueError("Argument `clean_up_tokenization_spaces` must be a bool. Received: "
+                             f"clean_up_tokenization_spaces={clean_up_tokenization_spaces!r}")
+        self.pad_token_id = self.tokenizer.token_to_id(pad_token)
+        self.end_token_id = self.tokenizer.token_to_id(eos_token)
+        self.clean_up_tokenization_spaces = clean_up_tokenization_spaces
+        self.special_ids = {i for i, token in self.tokenizer.get_added_tokens_decoder().items()
+                            if token.special}
+
+    @classmethod
+    def from_folder(cls, folder):
+        """From a checkpoint folder holding tokenizer.json (and, read where
+        present, tokenizer_config.json's pad and end tokens and clean-up)."""
+        names = cls.files_in(folder)
+        options = {}
+        if cls.CONFIG in names:
+            with open(checkpoint_file(folder, cls.CONFIG), encoding="utf-8") as file:
+                config = json.load(file)
+            if not isinstance(config, dict):
+                raise ValueError(f"{cls.CONFIG} must hold a JSON object. Received: "
+                                 f"{type(config).__name__} in folder={os.fspath(folder)!r}")
+            for key in ("pad_token", "eos_token", "clean_up_tokenization_spaces"):
+                value = config.get(key)
+                if isinstance(value, dict):  # an AddedToken's fields
+                    value = value.get("content")
+                if value is not None:
+                    options[key] = value
+        return cls(checkpoint_file(folder, cls.FILE), **options)
+
+    @property
+    def vocabulary_size(self):
+        return self.tokenizer.get_vocab_size(with_added_tokens=True)
+
+    @property
+    def largest_id(self):
+        """The largest id `encode` can give (a model needs more rows than it)."""
+        return max(self.tokenizer.get_vocab(with_added_tokens=True).values())
+
+    def encode(self, texts):
+        """Ids of each text, with the special tokens of the file's template."""
+        texts = _texts(texts)
+        return [list(encoding.ids) for encoding in self.tokenizer.encode_batch(texts)] \
+            if texts else []
+
+    def decode(self, token_ids):
+        """Text of each row of ids (special tokens dropped)."""
+        rows = _rows(token_ids)
+        texts = self.tokenizer.decode_batch(rows, skip_special_tokens=True) if rows else []
+        if self.clean_up_tokenization_spaces:
+            for old, new in _CLEAN_UPS:
+                texts = [text.replace(old, new) for text in texts]
         return texts
 
 

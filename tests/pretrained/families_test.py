@@ -53,9 +53,11 @@ def test_family_of_refuses_other_model_types_and_architectures():
 
 @pytest.mark.backend_independent
 def test_tokenizer_files_are_the_rows_and_missing_ones_are_named(tmp_path):
-    with pytest.raises(ValueError, match=r"one of 'marian', 'bart', 't5', 'mt5' .*Received: "
-                                         r"family='mbart'"):
-        families.tokenizer_files(tmp_path, "mbart")
+    with pytest.raises(ValueError, match=r"one of 'marian', 'bart', 'mbart', 't5', 'mt5', "
+                                         r"'pegasus', 'm2m_100' .*Received: family='gpt2'"):
+        families.tokenizer_files(tmp_path, "gpt2")
+    with pytest.raises(FileNotFoundError, match=r"no tokenizer.json.*Received: folder="):
+        families.tokenizer_files(tmp_path, "m2m_100")  # M2M100's own files are not read
     with pytest.raises(FileNotFoundError, match=r"no spiece.model.*Received: folder="):
         families.load_checkpoint_tokenizer(tmp_path, "t5")
     (tmp_path / "vocab.json").write_text("{}")

@@ -100,3 +100,17 @@ def test_a_reloaded_saved_model_tokenizes_the_same(family, request, tmp_path):
     out = [t.decode("utf-8") for t in loaded.round_trip(tf.constant(texts)).numpy()]
     assert out == python.decode(python.encode(texts))
     assert out[0] == "I am a small frog."
+
+
+def test_a_tokenizer_json_read_by_the_tokenizers_library_has_no_graph_twin(tmp_path):
+    from tokenizers import Tokenizer
+    from tokenizers.models import WordLevel
+
+    from keras_attention.pretrained.graph_tokenizers import graph_tokenizer
+    from keras_attention.pretrained.tokenizers import FastTokenizer
+
+    Tokenizer(WordLevel({"<pad>": 0, "</s>": 1, "<unk>": 2}, unk_token="<unk>")).save(
+        str(tmp_path / "tokenizer.json"))
+    with pytest.raises(ValueError, match=r"has no TensorFlow ops: its runs are not exported\)\. "
+                                         r"Received: tokenizer=FastTokenizer"):
+        graph_tokenizer(FastTokenizer.from_folder(tmp_path))

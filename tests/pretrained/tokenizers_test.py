@@ -223,3 +223,89 @@ def test_a_folder_with_neither_layout_names_both(tmp_path):
     (tmp_path / "tokenizer.json").symlink_to("/etc/hostname")
     with pytest.raises(ValueError, match=r"only files inside the checkpoint folder"):
         tokenizers.BartTokenizer.from_folder(tmp_path)
+
+
+# tokenizer.json read by the `tokenizers` library: mBART, mBART-50, Pegasus, NLLB -------------
+#: transformers 5's tokenizers read from tokenizer.json: the class and its
+#: source language.
+FAST = {"mbart": (transformers.MBartTokenizer, "de_DE"),
+        "mbart50": (transformers.MBart50Tokenizer, "de_DE"),
+        "pegasus": (transformers.PegasusTokenizer, None),
+        "nllb": (transformers.NllbTokenizer, "deu_Latn")}
+
+
+def fairseq_tokenizer(folder, name):
+    """transformers' `name` tokenizer (a `FAST` key, or `m2m_100`: NLLB's)
+    made from a SentencePiece model trained in `folder` as `from_pretrained`
+    converts the original files (fairseq's `<s>` 0, `<pad>` 1, `</s>` 2,
+    `<unk>` 3; Pegasus's `spiece.model`, `<pad>` 0, `</s>` 1, `<unk>` 2)."""
+    name = "nllb" if name == "m2m_100" else name
+    tokenizer_class, source = FAST[name]
+    if name == "pegasus":
+        train_spm(ENGLISH, folder / "spiece", pad_id=0, eos_id=1, unk_id=2, bos_id=-1)
+        return tokenizer_class.from_pretrained(str(folder))
+    sentencepiece.SentencePieceTrainer.train(  # NLLB's is a BPE model
+        sentence_iterator=iter(ENGLISH + GERMAN), model_prefix=str(folder / "sentencepiece.bpe"),
+        vocab_size=100, character_coverage=1.0, minloglevel=2, bos_id=0, pad_id=1, eos_id=2,
+        unk_id=3, model_type="bpe" if name == "nllb" else "unigram")
+    # NLLB's language codes as special tokens (three of them, not its 200).
+    codes = {"extra_special_tokens": ["eng_Latn", "deu_Latn", "fra_Latn"]} \
+        if name == "nllb" else {}
+    return tokenizer_class.from_pretrained(str(folder), src_lang=source, **codes)
+
+
+@pytest.fixture(scope="module", params=sorted(FAST))
+def fast_folder(request, tmp_path_factory):
+    """`(name, folder)`: the tokenizer made by `transformers` 5 from a
+    SentencePiece model (`fairseq_tokenizer`) and saved as it saves it:
+    `tokenizer.json` and its config."""
+    spm = tmp_path_factory.mktemp(f"{request.param}_spm")
+    folder = tmp_path_factory.mktemp(request.param)
+    fairseq_tokenizer(spm, request.param).save_pretrained(str(folder))
+    assert {"tokenizer.json", "tokenizer_config.json"} <= {p.name for p in folder.iterdir()}
+    return request.param, folder
+
+
+def test_a_tokenizer_json_gives_the_ids_and_texts_of_transformers(fast_folder):
+    name, folder = fast_folder
+    theirs = transformers.AutoTokenizer.from_pretrained(str(folder))
+    ours = tokenizers.FastTokenizer.from_folder(folder)
+    assert tokenizers.FastTokenizer.files_in(folder) == ("tokenizer.json",
+                                                        "tokenizer_config.json")
+    assert_same_as_transformers(ours, theirs, TEXTS + GERMAN[:5])
+    assert (ours.pad_token_id, ours.end_token_id) == (theirs.pad_token_id, theirs.eos_token_id)
+    assert ours.vocabulary_size == len(theirs) and ours.largest_id == len(theirs) - 1
+    assert len(theirs) > 60 and ours.encode(["Hallo"])[0].count(theirs.unk_token_id) == 0
+    if name != "pegasus":  # the source language code the tokenizer was saved with
+        code = theirs.convert_tokens_to_ids(FAST[name][1])
+        assert code != theirs.unk_token_id
+        assert code in ours.encode(["Hallo"])[0] and code in ours.special_ids
+
+
+def test_a_tokenizer_json_alone_reads_with_the_default_tokens(fast_folder, tmp_path):
+    import shutil
+
+    _, folder = fast_folder
+    shutil.copy(folder / "tokenizer.json", tmp_path)
+    ours = tokenizers.FastTokenizer.from_folder(tmp_path)
+    assert tokenizers.FastTokenizer.files_in(tmp_path) == ("tokenizer.json",)
+    assert ours.encode(TEXTS) == tokenizers.FastTokenizer.from_folder(folder).encode(TEXTS)
+
+
+def test_a_bad_tokenizer_json_or_config_is_refused_naming_it(tmp_path, fast_folder):
+    _, folder = fast_folder
+    with pytest.raises(FileNotFoundError, match=r"no tokenizer.json\. Received: folder="):
+        tokenizers.FastTokenizer.from_folder(tmp_path)
+    (tmp_path / "tokenizer.json").write_text("{not json")
+    with pytest.raises(ValueError, match=r"tokenizer.json is not a tokenizer the `tokenizers` "
+                                         r"library reads .*Received: tokenizer_json="):
+        tokenizers.FastTokenizer.from_folder(tmp_path)
+    (tmp_path / "tokenizer.json").write_bytes((folder / "tokenizer.json").read_bytes())
+    (tmp_path / "tokenizer_config.json").write_text("[1, 2]")
+    with pytest.raises(ValueError, match=r"tokenizer_config.json must hold a JSON object. "
+                                         r"Received: list"):
+        tokenizers.FastTokenizer.from_folder(tmp_path)
+    (tmp_path / "tokenizer_config.json").write_text('{"pad_token": "<nope>"}')
+    with pytest.raises(ValueError, match=r"`pad_token` must be a token of tokenizer.json. "
+                                         r"Received: pad_token='<nope>'"):
+        tokenizers.FastTokenizer.from_folder(tmp_path)

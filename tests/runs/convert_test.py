@@ -21,7 +21,7 @@ from keras_attention.pretrained.families import FAMILIES
 from keras_attention.runs.convert import convert_checkpoint
 from tests.made_once import made_once
 from tests.pretrained import hf_checkpoints
-from tests.pretrained.tokenizers_test import ENGLISH, GERMAN, train_spm
+from tests.pretrained.tokenizers_test import ENGLISH, GERMAN, fairseq_tokenizer, train_spm
 
 # The run folder and CLI around `generate`; JAX's compiled tokens of converted
 # models are compared with transformers' in bart_test.py and t5_test.py.
@@ -68,8 +68,29 @@ def _t5_tokenizer(folder):
     return 60 + 100
 
 
+def _fast_tokenizer(folder, family):
+    """`family`'s tokenizer made by `transformers` 5 from a SentencePiece
+    model and saved as it saves it (`tokenizer.json` and its config): mBART-50
+    (English source), Pegasus, NLLB (M2M100's architecture; English source);
+    returns it."""
+    spm = folder / "spm"
+    spm.mkdir()
+    if family == "pegasus":
+        train_spm(ENGLISH, spm / "spiece", pad_id=0, eos_id=1, unk_id=2, bos_id=-1)
+        tokenizer = transformers.PegasusTokenizer.from_pretrained(str(spm))
+    else:
+        tokenizer = fairseq_tokenizer(spm, family)
+    shutil.rmtree(spm)
+    tokenizer.save_pretrained(str(folder))
+    return transformers.AutoTokenizer.from_pretrained(str(folder))
+
+
+#: The target language of the checkpoints read from tokenizer.json (the
+#: checkpoint's forced first token).
+TARGET_LANGUAGE = {"mbart": "de_DE", "m2m_100": "deu_Latn"}
+
 #: Seeds whose tiny random models' strings depend on the source.
-SEEDS = {"marian": 2, "bart": 2, "t5": 3}
+SEEDS = {"marian": 2, "bart": 2, "t5": 3, "mbart": 3, "pegasus": 2, "m2m_100": 5}
 
 
 def make_checkpoint(folder, family, generation=None, layout=None):
@@ -87,6 +108,19 @@ def make_checkpoint(folder, family, generation=None, layout=None):
     elif family == "bart":
         size = _bart_tokenizer(folder)
         options = dict(vocab_size=size)
+    elif family in ("mbart", "pegasus", "m2m_100"):
+        tokenizer = _fast_tokenizer(folder, family)
+        options = dict(vocab_size=len(tokenizer))
+        if family in TARGET_LANGUAGE:
+            # Most of a tiny vocabulary is language codes: a random model would
+            # write little else, so the other codes are suppressed.
+            code = tokenizer.convert_tokens_to_ids(TARGET_LANGUAGE[family])
+            others = sorted(set(tokenizer.all_special_ids) - {
+                code, tokenizer.eos_token_id, tokenizer.pad_token_id})
+            generation = {"forced_bos_token_id": code, "suppress_tokens": others,
+                          **(generation or {})}
+        return hf_checkpoints.save_checkpoint(folder, family, generation, seed=SEEDS[family],
+                                              **options), tokenizer
     else:
         size = _t5_tokenizer(folder)
         # T5 pads its embedding past the tokenizer's ids (32128 for 32100):
@@ -338,10 +372,29 @@ def test_a_larger_tokenizer_is_refused_a_smaller_one_allowed(tmp_path_factory, t
 
 
 @pytest.mark.parametrize("family", ["mbart", "pegasus", "m2m_100"])
-def test_a_family_without_a_tokenizer_here_is_refused_naming_it(family, tmp_path):
+def test_a_checkpoint_without_its_tokenizer_json_is_refused_naming_it(family, tmp_path):
     folder = tmp_path / "checkpoint"
     hf_checkpoints.save_checkpoint(folder, family)
-    with pytest.raises(ValueError, match=f"load_pretrained` for a {family} checkpoint. "
-                                         f"Received: model_type='{family}'"):
+    with pytest.raises(FileNotFoundError, match=r"no tokenizer.json\. Received: folder="):
         convert_checkpoint(folder, tmp_path / "run")
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.large
+@pytest.mark.parametrize("family", ["mbart", "pegasus", "m2m_100"])
+def test_tokenizer_json_families_generate_the_strings_of_transformers(family, tmp_path):
+    """mBART-50, Pegasus and NLLB folders as transformers 5 saves them
+    (`tokenizer.json`; the target language as the forced first token):
+    `keras-attention convert`, then `generate` gives `transformers`'
+    strings, beam 4 with a length penalty and greedy."""
+    model, tokenizer = make_checkpoint(tmp_path / "checkpoint", family, BEAM)
+    convert_checkpoint(tmp_path / "checkpoint", tmp_path / "run")
+    run = runs.SavedRun(str(tmp_path / "run"))
+    assert run.recipe == ("summarization" if family == "pegasus" else "translation")
+    assert sorted(run.metadata["converted_from"]["tokenizer_files"]) == [
+        "tokenizer.json", "tokenizer_config.json"]
+    assert cli_generate(tmp_path / "run", TEXTS, tmp_path) == reference_strings(
+        model, tokenizer, TEXTS)
+    greedy = reference_strings(model, tokenizer, TEXTS, num_beams=1)
+    assert cli_generate(tmp_path / "run", TEXTS, tmp_path, "--strategy", "greedy") == greedy
+    assert len(set(greedy)) > 1  # the strings depend on the source
