@@ -176,3 +176,12 @@ def bench_interleaved(variants, reps, min_measure_s=0.5, on_measure=None):
         s["min_s"] = min(s["times"])
         s["max_s"] = max(s["times"])
     return stats
+
+
+def check_at_least_one(parser, args, names):
+    """`parser.error` naming the first of `names` (attributes of `args`)
+    below 1, as `--name must be at least 1. Received: name=value`."""
+    for name in names:
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1. "
+                         f"Received: {name}={getattr(args, name)}")

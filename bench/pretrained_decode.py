@@ -82,7 +82,14 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402 (after the environment setup above)
-from common import emit, format_table, loadavg, machine_info, rotation  # noqa: E402 (bench/common.py, on sys.path)
+from common import (  # noqa: E402 (bench/common.py, on sys.path)
+    check_at_least_one,
+    emit,
+    format_table,
+    loadavg,
+    machine_info,
+    rotation,
+)
 
 FULL = dict(vocab=58101, layers=6, hidden=512, heads=8, intermediate=2048)
 QUICK = dict(vocab=500, layers=1, hidden=32, heads=2, intermediate=64)
@@ -146,10 +153,7 @@ def parse_args(argv=None):
     for engine in args.engines:
         if engine not in ENGINES:
             parser.error(f"--engines takes {', '.join(ENGINES)}. Received: engines={engine!r}")
-    for name in ("reps", "new_tokens", "source_length", "threads"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name.replace('_', '-')} must be at least 1. "
-                         f"Received: {name}={getattr(args, name)}")
+    check_at_least_one(parser, args, ("reps", "new_tokens", "source_length", "threads"))
     if args.source_length < 2:
         parser.error(f"--source-length must be at least 2. "
                      f"Received: source_length={args.source_length}")

@@ -38,7 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import numpy as np  # noqa: E402
 
 from bench import cli_start, pretrained_decode  # noqa: E402
-from bench.common import format_table  # noqa: E402
+from bench.common import check_at_least_one, format_table  # noqa: E402
 
 OURS = ("ours_tensorflow", "ours_jax")
 FLOAT_TARGET, INT8_TARGET, CLI_TARGET_S = 1.0, 0.8, 5.0
@@ -58,10 +58,7 @@ def parse_args(argv=None):
                         help="keep the checkpoint, tokens and results here (default: a "
                              "temporary folder)")
     args = parser.parse_args(argv)
-    for name in ("reps", "new_tokens"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name.replace('_', '-')} must be at least 1. "
-                         f"Received: {name}={getattr(args, name)}")
+    check_at_least_one(parser, args, ("reps", "new_tokens"))
     if args.calls < 2:
         parser.error(f"--calls must be at least 2 (the first compiles). "
                      f"Received: calls={args.calls}")
