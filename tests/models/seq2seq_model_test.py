@@ -211,9 +211,17 @@ def test_search_traces_inside_tf_function_with_unknown_shapes(model):
     np.testing.assert_array_equal(serve(source[:1]).numpy(), expected[:1])
 
 
-@pytest.mark.parametrize("sampler", ["greedy", decoding.BeamSampler(num_beams=2),
-                                     decoding.TopKSampler(k=3, seed=4)],
-                         ids=["greedy", "beam", "top_k"])
+_ROW_PADDING = ("the row padding is keras.ops around the compiled search, the same for every "
+                "sampler; JAX runs the greedy case")
+
+
+@pytest.mark.parametrize("sampler", [
+    "greedy",
+    pytest.param(decoding.BeamSampler(num_beams=2), id="beam",
+                 marks=pytest.mark.same_path_on("jax", reason=_ROW_PADDING)),
+    pytest.param(decoding.TopKSampler(k=3, seed=4), id="top_k",
+                 marks=pytest.mark.same_path_on("jax", reason=_ROW_PADDING)),
+])
 def test_one_source_gives_what_its_row_gives_in_a_batch(model, sampler):
     # A single source runs as two rows on the compiled backends
     # (`at_least_two_rows`); every field comes back for that one source.
