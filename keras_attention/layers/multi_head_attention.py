@@ -36,29 +36,13 @@ def grouped_dot_products(query_heads, key_heads):
             meets key head `k` (the group's rows are stacked, not the key
             head copied: one `(B, K, G*T, d) @ (B, K, d, S)` matmul).
     """
-    shape = ops.shape(query_heads)
-    batch, length, kv_heads, group, dim = (shape[i] for i in range(5))
-    query_heads = ops.reshape(
-        ops.transpose(query_heads, (0, 2, 3, 1, 4)),
-        (batch, kv_heads, group * length, dim),
-    )
-    key_heads = ops.transpose(key_heads, (0, 2, 3, 1))  # (B, K, d, S)
-    logits = ops.matmul(query_heads, key_heads)  # (B, K, G*T, S)
-    return ops.reshape(
-        logits, (batch, kv_heads, group, length, ops.shape(key_heads)[-1])
-    )
+    return grouped_dot_products_heads_first(query_heads, heads_first(key_heads))
 
 
 def grouped_context(weights, value_heads):
     """`(B, K, G, T, S)` weights times value heads `(B, S, K, dv)` ->
     contexts `(B, K, G, T, dv)`, as one `(B, K, G*T, S) @ (B, K, S, dv)`."""
-    shape = ops.shape(weights)
-    batch, kv_heads, group, length = (shape[i] for i in range(4))
-    weights = ops.reshape(weights, (batch, kv_heads, group * length, shape[4]))
-    context = ops.matmul(weights, ops.transpose(value_heads, (0, 2, 1, 3)))
-    return ops.reshape(
-        context, (batch, kv_heads, group, length, ops.shape(value_heads)[-1])
-    )
+    return grouped_context_heads_first(weights, heads_first(value_heads))
 
 
 def heads_first(heads):
