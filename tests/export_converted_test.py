@@ -66,3 +66,17 @@ def test_a_setting_the_graph_cannot_honour_is_refused_naming_it(converted, tmp_p
     with pytest.raises(ValueError, match=r"cannot honour .*Received: temperature=0\.7$"):
         export_run(run_dir, tmp_path / "exported")
     assert not (tmp_path / "exported").exists()
+
+
+@pytest.mark.large
+@pytest.mark.parametrize("family", ["mbart", "pegasus", "m2m_100"])
+def test_tokenizer_json_families_export_the_strings_of_transformers(family, tmp_path,
+                                                                    tmp_path_factory):
+    """mBART-50, Pegasus and NLLB run folders (`tokenizer.json` read as
+    TensorFlow ops; the target language as the forced first token):
+    `keras-attention export` with the checkpoint's beam 4 serves
+    `transformers`' strings."""
+    _, run_dir, strings = converted_run(tmp_path_factory, family)
+    cli.main(["export", run_dir, str(tmp_path / "beam")])
+    assert _serving(tmp_path / "beam")(TEXTS) == strings["beam"]
+    assert len(set(strings["beam"])) > 1  # the strings depend on the source

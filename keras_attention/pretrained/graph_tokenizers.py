@@ -15,6 +15,15 @@
   `<s> ... </s>`.
 - T5: SentencePiece ids, the sentinels `<extra_id_N>` as their ids, `</s>`
   appended; decoding drops special tokens and sentinels.
+- `tokenizer.json` (mBART, mBART-50, Pegasus, NLLB: a `FastTokenizer`): the
+  SentencePiece model rebuilt from its Unigram or SentencePiece-BPE pieces
+  (`tokenizer_json.unigram_sentencepiece_model`, `bpe_sentencepiece_model`),
+  the added tokens in a text (special tokens, language codes) as their ids,
+  one `▁` for the spaces a text ends with where the file keeps them, the
+  template's special ids around it all (`tokenizer_json.template_ids`);
+  decoding drops special tokens, joins the pieces as the file's Metaspace
+  decoder does and applies the tokenizer's clean-up of spaces. A file
+  SentencePiece cannot reproduce is refused naming its field.
 
 Decoding drops the special tokens and padding, as `batch_decode(...,
 skip_special_tokens=True)`. Whitespace stripped at the ends of a decoded
@@ -32,13 +41,15 @@ Example:
 """
 
 import hashlib
+import re
 
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from keras_attention.pretrained import tokenizers
+from keras_attention.pretrained import tokenizer_json, tokenizers
 
-__all__ = ["BartGraphTokenizer", "MarianGraphTokenizer", "T5GraphTokenizer", "graph_tokenizer"]
+__all__ = ["BartGraphTokenizer", "FastGraphTokenizer", "MarianGraphTokenizer",
+           "T5GraphTokenizer", "graph_tokenizer"]
 
 _TEXTS = tf.TensorSpec((None,), tf.string)
 _IDS = tf.RaggedTensorSpec((None, None), tf.int32, ragged_rank=1)
@@ -48,17 +59,18 @@ def graph_tokenizer(tokenizer):
     """The graph twin of a `keras_attention.pretrained.tokenizers` object.
 
     Raises:
-        ValueError: naming the type of another object.
+        ValueError: naming the type of another object, or the field of a
+            `tokenizer.json` that TensorFlow's SentencePiece cannot reproduce.
     """
     for python, graph in ((tokenizers.MarianTokenizer, MarianGraphTokenizer),
                           (tokenizers.BartTokenizer, BartGraphTokenizer),
-                          (tokenizers.T5Tokenizer, T5GraphTokenizer)):
+                          (tokenizers.T5Tokenizer, T5GraphTokenizer),
+                          (tokenizers.FastTokenizer, FastGraphTokenizer)):
         if isinstance(tokenizer, python):
             return graph(tokenizer)
     raise ValueError(
-        "Argument `tokenizer` must be a MarianTokenizer, BartTokenizer or T5Tokenizer "
-        "of keras_attention.pretrained.tokenizers (a FastTokenizer, the tokenizer.json of an "
-        "mBART, Pegasus or NLLB checkpoint, has no TensorFlow ops: its runs are not exported). "
+        "Argument `tokenizer` must be a MarianTokenizer, BartTokenizer, T5Tokenizer or "
+        "FastTokenizer of keras_attention.pretrained.tokenizers. "
         f"Received: tokenizer={type(tokenizer).__name__}"
     )
 
@@ -95,15 +107,14 @@ def _keep(token_ids, dropped):
     return tf.ragged.boolean_mask(token_ids, token_ids.with_flat_values(keep))
 
 
-def _wrap(token_ids, start=None, end=None):
-    """`[start] + ids + [end]` for each row of a ragged `(B, None)`."""
+def _wrap(token_ids, start=(), end=()):
+    """`start + ids + end` for each row of a ragged `(B, None)`; `start`
+    and `end` an id or a sequence of ids."""
+    start, end = ([ids] if isinstance(ids, int) else list(ids) for ids in (start, end))
     batch = token_ids.nrows()
-    parts = []
-    if start is not None:
-        parts.append(tf.fill([batch, 1], tf.constant(start, tf.int32)))
-    parts.append(tf.cast(token_ids, tf.int32))
-    if end is not None:
-        parts.append(tf.fill([batch, 1], tf.constant(end, tf.int32)))
+    parts = [tf.tile(tf.constant([ids], tf.int32), [batch, 1]) for ids in (start, end) if ids]
+    middle = 1 if start else 0
+    parts.insert(middle, tf.cast(token_ids, tf.int32))
     return tf.concat(parts, axis=1)
 
 
@@ -221,6 +232,78 @@ class T5GraphTokenizer(tf.Module):
         kept = _keep(token_ids, self.special_ids)
         kept = tf.ragged.boolean_mask(kept, kept < self.piece_count)
         return self.spm.detokenize(kept)
+
+    def decode(self, token_ids):
+        """Texts tf.string `(B,)` of int ids `(B, L)` (dense or ragged)."""
+        return self._decode(_ragged(token_ids))
+
+
+def _literal(text):
+    """`text` as an RE2 pattern matching itself."""
+    return re.sub(r"([\\.^$|?*+()\[\]{}])", r"\\\1", text)
+
+
+class FastGraphTokenizer(tf.Module):
+    """A `FastTokenizer` (a SentencePiece `tokenizer.json`) as TensorFlow
+    graphs (see the module docstring)."""
+
+    def __init__(self, tokenizer):
+        super().__init__(name="fast_tokenizer")
+        data = tokenizer.json
+        proto, _ = (tokenizer_json.bpe_sentencepiece_model(data)
+                    if (data.get("model") or {}).get("type") == "BPE"
+                    else tokenizer_json.unigram_sentencepiece_model(data))
+        self.start_ids, self.end_ids = tokenizer_json.template_ids(data)
+        self.spm = _sentencepiece(proto, tf.int32)
+        self.piece_count = int(self.spm.vocab_size())
+        self.space_id = int(self.spm.string_to_id(tokenizer_json.SPIECE_UNDERLINE))
+        self.keeps_trailing_space = tokenizer_json.keeps_trailing_space(data)
+        self.strips_first_space = tokenizer_json.decoder_strips_first_space(data)
+        added = tokenizer_json.added_tokens(data)
+        # Longest first: a token that begins another never hides it.
+        self.added_pattern = "|".join(
+            (r"\s*" if lstrip else "") + _literal(content) + (r"\s*" if rstrip else "")
+            for content, _, lstrip, rstrip in sorted(added, key=lambda t: -len(t[0]))
+        ) or r"[^\x00-\x{10FFFF}]"  # none: a pattern nothing matches
+        self.added_ids = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
+            tf.constant([t[0] for t in added]), tf.constant([t[1] for t in added], tf.int32)),
+            default_value=-1)
+        self.special_ids = sorted(tokenizer.special_ids)
+        self.clean_ups = tokenizers.CLEAN_UPS if tokenizer.clean_up_tokenization_spaces else ()
+
+    @tf.function(input_signature=[_TEXTS], autograph=False)
+    def encode(self, texts):
+        """Ids `(B, None)` of `texts (B,)`: the added tokens in a text (special
+        tokens, language codes) as their ids, the text between them as
+        SentencePiece ids, all inside the template's special ids."""
+        parts = tf_text.regex_split(texts, self.added_pattern,
+                                    keep_delim_regex_pattern=self.added_pattern)
+        flat = parts.flat_values  # the texts between added tokens, and the tokens
+        is_added = tf.strings.regex_full_match(flat, self.added_pattern)
+        added_id = self.added_ids.lookup(tf.strings.strip(flat))
+        pieces = self.spm.tokenize(tf.where(is_added, "", flat))
+        if self.keeps_trailing_space:  # SentencePiece drops the spaces a text ends with
+            trailing = ~is_added & tf.strings.regex_full_match(flat, r"(?s).*[\s\p{Zs}]")
+            pieces = tf.concat([pieces, tf.ragged.boolean_mask(
+                tf.fill([tf.size(flat), 1], self.space_id), trailing[:, None])], axis=1)
+        pieces = tf.concat([tf.ragged.boolean_mask(added_id[:, None], is_added[:, None]),
+                            pieces], axis=1)
+        ids = parts.with_flat_values(pieces).merge_dims(1, 2)
+        return _wrap(ids, self.start_ids, self.end_ids)
+
+    @tf.function(input_signature=[_IDS], autograph=False)
+    def _decode(self, token_ids):
+        # The file's decoder: pieces joined, `▁` as spaces, the first one
+        # dropped (SentencePiece's own decoding drops every leading space).
+        kept = _keep(token_ids, self.special_ids)
+        pieces = self.spm.id_to_string(tf.ragged.boolean_mask(kept, kept < self.piece_count))
+        texts = tf.strings.regex_replace(tf.strings.reduce_join(pieces, axis=1),
+                                         tokenizer_json.SPIECE_UNDERLINE, " ")
+        if self.strips_first_space:
+            texts = tf.strings.regex_replace(texts, "^ ", "")
+        for old, new in self.clean_ups:
+            texts = tf.strings.regex_replace(texts, _literal(old), new)
+        return texts
 
     def decode(self, token_ids):
         """Texts tf.string `(B,)` of int ids `(B, L)` (dense or ragged)."""

@@ -1,7 +1,7 @@
 """What a Hugging Face `tokenizer.json` holds, in the form our tokenizers read.
 
 Folders saved by `transformers` 5 hold `tokenizer.json` only (no
-`vocab.json` / `merges.txt`, no `spiece.model`). Two of its models are read:
+`vocab.json` / `merges.txt`, no `spiece.model`). Three of its models are read:
 
 - **BPE** (BART's byte-level BPE): `bpe_vocabulary_and_merges(data)` gives
   the `{token: id}` vocabulary and the merge rules (`"a b"` strings) that
@@ -10,7 +10,15 @@ Folders saved by `transformers` 5 hold `tokenizer.json` only (no
   gives the serialized SentencePiece model (`spiece.model`'s bytes) of its
   pieces, scores, normalization (the precompiled character map) and
   whitespace handling (`▁` prefix, runs of spaces), and the added tokens
-  after the pieces (T5's sentinels), which are not pieces of the model.
+  after the pieces (T5's sentinels), which are not pieces of the model;
+- **SentencePiece BPE** (NLLB's): `bpe_sentencepiece_model(data)`, the same
+  for a BPE model with SentencePiece's whitespace, each piece scored by the
+  rank of the merge making it.
+
+For the serving graph of such a file: `template_ids` (the special ids around
+a text), `added_tokens` (matched in a text before the model),
+`keeps_trailing_space` and `decoder_strips_first_space` (where the file's
+whitespace handling differs from SentencePiece's).
 
 Anything else (another model type, a normalizer or pre-tokenizer that
 changes the tokens in a way the SentencePiece or BPE reading cannot
@@ -36,7 +44,7 @@ FILE = "tokenizer.json"
 SPIECE_UNDERLINE = "\u2581"
 # SentencePiece's piece types and model type (sentencepiece_model.proto).
 _NORMAL, _UNKNOWN, _CONTROL, _USER_DEFINED, _BYTE = 1, 2, 3, 4, 6
-_UNIGRAM = 1
+_UNIGRAM, _BPE = 1, 2
 _BYTE_PIECE = re.compile(r"<0x[0-9A-F]{2}>")
 
 
@@ -154,22 +162,79 @@ def unigram_sentencepiece_model(data):
     while count > 1 and added.get(count - 1) == pieces[count - 1][0] and (
             re.fullmatch(r"<extra_id_\d+>", pieces[count - 1][0])):
         count -= 1  # the sentinels some converters list as pieces too
-    unk_id = model.get("unk_id")
+    return _sentencepiece_model(data, pieces[:count], model.get("unk_id"), _UNIGRAM)
+
+
+def bpe_sentencepiece_model(data):
+    """`(model, added)` of a SentencePiece BPE model saved as a BPE
+    `tokenizer.json` with SentencePiece's whitespace (NLLB's), as
+    `unigram_sentencepiece_model`: each piece's score is minus the rank of
+    the first merge making it, so SentencePiece merges in the file's order.
+
+    Raises:
+        ValueError: naming the field, for a file whose merges SentencePiece
+            would not apply in the same order: ids with gaps, a merge of
+            pieces outside the vocabulary, the merges making one piece apart
+            in the list, or a pair of pieces making another piece that is not
+            a merge (every one is, in a file converted from SentencePiece).
+    """
+    model = _model(data, "BPE", "'BPE'")
+    vocabulary = model.get("vocab")
+    if not isinstance(vocabulary, dict) or sorted(vocabulary.values()) != list(
+            range(len(vocabulary))) or not vocabulary:
+        _refuse("model.vocab", "an object {piece: id} of the ids 0 to its size - 1",
+                type(vocabulary).__name__)
+    merges = [_merge(rule).split(" ") for rule in model.get("merges") or []]
+    rank = {}
+    for index, (left, right) in enumerate(merges):
+        made = left + right
+        if not {left, right, made} <= vocabulary.keys():
+            _refuse("model.merges", "merges of pieces making a piece", f"{left} {right}")
+        if made in rank and rank[made] != index - 1:
+            _refuse("model.merges", "the merges making one piece next to each other",
+                    f"{left} {right}")
+        rank[made] = index
+    pairs = {(a, b) for a, b in merges}
+    for piece in vocabulary:
+        for cut in range(1, len(piece)):
+            if piece[:cut] in vocabulary and piece[cut:] in vocabulary and (
+                    (piece[:cut], piece[cut:]) not in pairs):
+                _refuse("model.merges", "every pair of pieces making a piece",
+                        f"missing {piece[:cut]} {piece[cut:]}")
+    first = {}
+    for index, (left, right) in enumerate(merges):
+        first.setdefault(left + right, index)
+    pieces = [[piece, -float(first.get(piece, 0))]
+              for piece in sorted(vocabulary, key=vocabulary.get)]
+    return _sentencepiece_model(data, pieces, vocabulary.get(model.get("unk_token")), _BPE)
+
+
+def _sentencepiece_model(data, pieces, unk_id, model_type):
+    """`(model, added)`: the SentencePiece model of `pieces` (`[piece,
+    score]` in id order) with the file's normalizer and whitespace."""
+    seen = set()
+    for piece, _ in pieces:
+        if piece in seen:
+            _refuse("model.vocab", "pieces each listed once (a SentencePiece model holds each "
+                    "piece once)", piece)
+        seen.add(piece)
+    count = len(pieces)
     if not isinstance(unk_id, int) or not 0 <= unk_id < count:
         _refuse("model.unk_id", f"the id of a piece (0 to {count - 1})", unk_id)
+    added = _added_tokens(data)
     normalizer = _normalizer_spec(data.get("normalizer"))
     add_prefix, split_spaces = _whitespace(data.get("pre_tokenizer"))
-    byte_fallback = bool(model.get("byte_fallback"))
+    byte_fallback = bool(data["model"].get("byte_fallback"))
     types = [_piece_type(i, piece, unk_id, added, byte_fallback)
-             for i, (piece, _) in enumerate(pieces[:count])]
-    spec = _trainer_spec(pieces[:count], types, unk_id, byte_fallback)
+             for i, (piece, _) in enumerate(pieces)]
+    spec = _trainer_spec(pieces, types, unk_id, byte_fallback, model_type)
     remove_extra = split_spaces or normalizer.pop("remove_extra_whitespaces")
     normalizer_spec = (_string(1, normalizer["name"]) + _bytes(2, normalizer["charsmap"])
                        + _varint_field(3, add_prefix) + _varint_field(4, remove_extra)
                        + _varint_field(5, True))
     proto = b"".join(
         _bytes(1, _string(1, piece) + _float(2, score) + _varint_field(3, kind))
-        for (piece, score), kind in zip(pieces[:count], types)
+        for (piece, score), kind in zip(pieces, types)
     ) + _bytes(2, spec) + _bytes(3, normalizer_spec)
     after = {i: token for i, token in added.items() if i >= count}
     return proto, after
@@ -185,12 +250,12 @@ def _piece_type(index, piece, unk_id, added, byte_fallback):
     return _NORMAL
 
 
-def _trainer_spec(pieces, types, unk_id, byte_fallback):
+def _trainer_spec(pieces, types, unk_id, byte_fallback, model_type):
     """model type, vocabulary size and the special ids (-1 where absent)."""
     ids = {piece: i for i, (piece, _) in enumerate(pieces)}
     special = [ids[name] if name in ids and types[ids[name]] == _CONTROL else -1
                for name in ("<s>", "</s>", "<pad>")]
-    return (_varint_field(3, _UNIGRAM) + _varint_field(4, len(pieces))
+    return (_varint_field(3, model_type) + _varint_field(4, len(pieces))
             + _varint_field(35, byte_fallback) + _varint_field(40, unk_id)
             + b"".join(_varint_field(field, value)
                        for field, value in zip((41, 42, 43), special)))
@@ -210,7 +275,9 @@ def _normalizer_spec(normalizer):
             except (ValueError, TypeError):
                 _refuse("normalizer.precompiled_charsmap", "base64", str(charsmap)[:40])
         elif kind == "Replace" and (part.get("pattern") or {}).get("Regex") == " {2,}" and (
-                part.get("content") == " "):
+                part.get("content") in (" ", SPIECE_UNDERLINE)):
+            # A run of spaces as one space, or as one `▁` (mBART's), which
+            # the Metaspace pre-tokenizer splits on as on a space.
             spec["remove_extra_whitespaces"] = True
         elif kind == "Strip":
             continue  # the ends' spaces, which SentencePiece's prefix handling drops too
@@ -237,6 +304,78 @@ def _whitespace(pre_tokenizer):
     if scheme not in ("always", "first", "never"):
         _refuse("pre_tokenizer.prepend_scheme", "'always', 'first' or 'never'", scheme)
     return scheme != "never", kinds[0] == "WhitespaceSplit"
+
+
+def keeps_trailing_space(data):
+    """Whether a text ending in spaces gets one `▁` piece for them (a
+    Metaspace pre-tokenizer with no right `Strip` normalizer and no
+    `WhitespaceSplit` before it: Pegasus's, not mBART's). SentencePiece
+    drops them."""
+    stripped = any(part.get("type") == "Strip" and part.get("strip_right", True)
+                   for part in _parts(data.get("normalizer"), "normalizers"))
+    split = [p.get("type") for p in _parts(data.get("pre_tokenizer"), "pretokenizers")][:1] == [
+        "WhitespaceSplit"]
+    return not (stripped or split)
+
+
+def decoder_strips_first_space(data):
+    """Whether the file's Metaspace decoder drops the space of the first
+    piece (it turns `▁` into spaces and keeps every other one, where
+    SentencePiece drops all leading spaces).
+
+    Raises:
+        ValueError: naming `decoder`, for another decoder.
+    """
+    decoder = data.get("decoder")
+    if not isinstance(decoder, dict) or decoder.get("type") != "Metaspace" or decoder.get(
+            "replacement", SPIECE_UNDERLINE) != SPIECE_UNDERLINE:
+        _refuse("decoder", "a Metaspace decoder of '\u2581'",
+                decoder.get("type") if isinstance(decoder, dict) else decoder)
+    scheme = decoder.get("prepend_scheme")
+    if scheme is None:  # the older form
+        return bool(decoder.get("add_prefix_space", True))
+    return scheme != "never"
+
+
+def added_tokens(data):
+    """`[(content, id, lstrip, rstrip)]` of `added_tokens`: the texts the
+    tokenizer matches in its input before its model (special tokens, language
+    codes), with whether each takes the spaces to its left / right."""
+    _added_tokens(data)  # checks the form
+    return [(t["content"], t["id"], bool(t.get("lstrip")), bool(t.get("rstrip")))
+            for t in data.get("added_tokens") or []]
+
+
+def template_ids(data):
+    """`(before, after)`: the ids the file's post-processor puts around a
+    single text (a `TemplateProcessing`'s `single`: mBART's `X </s> en_XX`,
+    NLLB's `eng_Latn X </s>`, Pegasus's `X </s>`).
+
+    Raises:
+        ValueError: naming `post_processor`, for another post-processor or a
+            template of several sequences.
+    """
+    processor = data.get("post_processor")
+    if not isinstance(processor, dict) or processor.get("type") != "TemplateProcessing":
+        _refuse("post_processor.type", "'TemplateProcessing'",
+                processor.get("type") if isinstance(processor, dict) else processor)
+    single = processor.get("single")
+    sequences = [i for i, part in enumerate(single or []) if "Sequence" in part]
+    if not isinstance(single, list) or len(sequences) != 1:
+        _refuse("post_processor.single", "one sequence between special tokens", single)
+    special = processor.get("special_tokens") or {}
+    parts = []
+    for part in single:
+        if "Sequence" in part:
+            continue
+        name = (part.get("SpecialToken") or {}).get("id")
+        ids = (special.get(name) or {}).get("ids")
+        if not (isinstance(ids, list) and all(isinstance(i, int) for i in ids)):
+            _refuse("post_processor.special_tokens", "the ids of each special token of the "
+                    "template", name)
+        parts.append(ids)
+    split = sequences[0]
+    return [i for ids in parts[:split] for i in ids], [i for ids in parts[split:] for i in ids]
 
 
 # Protocol buffer wire format, for the few fields of a SentencePiece model.
@@ -268,4 +407,6 @@ def _float(field, value):
     return _varint(field << 3 | 5) + struct.pack("<f", value)
 
 
-__all__ = ["FILE", "bpe_vocabulary_and_merges", "read", "unigram_sentencepiece_model"]
+__all__ = ["FILE", "added_tokens", "bpe_sentencepiece_model", "bpe_vocabulary_and_merges",
+           "decoder_strips_first_space", "keeps_trailing_space", "read", "template_ids",
+           "unigram_sentencepiece_model"]

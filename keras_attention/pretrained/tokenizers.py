@@ -375,8 +375,14 @@ class T5Tokenizer(_FolderTokenizer):
 
 #: `transformers`' `clean_up_tokenization`: spaces before punctuation and
 #: English contractions dropped from decoded text.
-_CLEAN_UPS = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"),
+#: What `clean_up_tokenization_spaces` replaces, in order (transformers').
+CLEAN_UPS = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"),
               (" n't", "n't"), (" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))
+
+
+#: The `tokenizer_config.json` key that makes transformers 5 clean up the
+#: spaces of a BPE tokenizer's texts.
+_FORCE_BPE_CLEAN_UP = "clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output"
 
 
 class FastTokenizer(_FolderTokenizer):
@@ -388,7 +394,8 @@ class FastTokenizer(_FolderTokenizer):
     for mBART the source language code the tokenizer was saved with);
     `decode` drops special tokens as `batch_decode(...,
     skip_special_tokens=True)` does, cleaning up spaces where the folder's
-    `tokenizer_config.json` asks for it (`clean_up_tokenization_spaces`).
+    `tokenizer_config.json` asks for it (`clean_up_tokenization_spaces`;
+    `from_folder` skips it for a BPE model, NLLB's, as transformers 5 does).
 
     Args:
         tokenizer_json: path of `tokenizer.json`.
@@ -433,7 +440,7 @@ class FastTokenizer(_FolderTokenizer):
         """From a checkpoint folder holding tokenizer.json (and, read where
         present, tokenizer_config.json's pad and end tokens and clean-up)."""
         names = cls.files_in(folder)
-        options = {}
+        options, config = {}, {}
         if cls.CONFIG in names:
             with open(checkpoint_file(folder, cls.CONFIG), encoding="utf-8") as file:
                 config = json.load(file)
@@ -446,7 +453,13 @@ class FastTokenizer(_FolderTokenizer):
                     value = value.get("content")
                 if value is not None:
                     options[key] = value
-        return cls(checkpoint_file(folder, cls.FILE), **options)
+        tokenizer = cls(checkpoint_file(folder, cls.FILE), **options)
+        if type(tokenizer.tokenizer.model).__name__ == "BPE" and config.get(
+                _FORCE_BPE_CLEAN_UP) is not True:
+            # As transformers 5: the clean-up strips spaces BPE keeps (NLLB's
+            # config asks for it), so it is skipped unless forced.
+            tokenizer.clean_up_tokenization_spaces = False
+        return tokenizer
 
     @property
     def vocabulary_size(self):
@@ -456,6 +469,11 @@ class FastTokenizer(_FolderTokenizer):
     def largest_id(self):
         """The largest id `encode` can give (a model needs more rows than it)."""
         return max(self.tokenizer.get_vocab(with_added_tokens=True).values())
+
+    @property
+    def json(self):
+        """The tokenizer's `tokenizer.json` object (what the graph twin reads)."""
+        return json.loads(self.tokenizer.to_str())
 
     def encode(self, texts):
         """Ids of each text, with the special tokens of the file's template."""
@@ -468,7 +486,7 @@ class FastTokenizer(_FolderTokenizer):
         rows = _rows(token_ids)
         texts = self.tokenizer.decode_batch(rows, skip_special_tokens=True) if rows else []
         if self.clean_up_tokenization_spaces:
-            for old, new in _CLEAN_UPS:
+            for old, new in CLEAN_UPS:
                 texts = [text.replace(old, new) for text in texts]
         return texts
 

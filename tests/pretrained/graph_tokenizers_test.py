@@ -2,6 +2,8 @@
 the Python tokenizers and of `transformers`' tokenizers, on the strings of
 `tokenizers_test` (punctuation, unicode, empty, very long)."""
 
+import json
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -9,10 +11,13 @@ import transformers
 
 from keras_attention.pretrained import graph_tokenizers, tokenizers
 from tests.pretrained.tokenizers_test import (  # noqa: F401 (fixtures)
+    FAST,
     GERMAN,
     TEXTS,
     bart_folder,
     bart_json_folder,
+    fairseq_tokenizer,
+    fast_folder,
     marian_folder,
     t5_folder,
     t5_json_folder,
@@ -82,35 +87,79 @@ def test_another_object_is_refused():
         graph_tokenizers.graph_tokenizer({})
 
 
-@pytest.mark.parametrize("family", ["marian", "bart", "t5"])
+#: Spaces a text ends with (one `▁` for them where the file keeps them) and
+#: the file's special tokens inside a text (their ids, as the tokenizer
+#: matches them).
+EDGES = ["x ", "x  ", "x\t", "x\u3000", " ", "\t", "a </s> b", "a</s>b", "a  </s>  b",
+         "</s>", " </s> ", "<unk> z", "<pad>x"]
+
+
+def test_tokenizer_json_families(fast_folder):  # noqa: F811
+    """mBART, mBART-50, Pegasus (Unigram) and NLLB (SentencePiece BPE) as
+    transformers 5 saves them: the graph gives transformers' ids and texts,
+    the language codes in a text as their ids."""
+    name, folder = fast_folder
+    theirs = transformers.AutoTokenizer.from_pretrained(str(folder))
+    graph = graph_tokenizers.graph_tokenizer(tokenizers.FastTokenizer.from_folder(folder))
+    codes = [f"{FAST[name][1]} Hallo", f"x {FAST[name][1]}"] if FAST[name][1] else []
+    assert_same_in_a_graph(graph, theirs, TEXTS + GERMAN[:5] + EDGES + codes)
+
+
+def test_tokenizer_json_cleans_up_spaces_where_its_config_asks(fast_folder, tmp_path):  # noqa: F811
+    import shutil
+
+    name, folder = fast_folder
+    shutil.copytree(folder, tmp_path / "tokenizer")
+    config = tmp_path / "tokenizer" / "tokenizer_config.json"
+    config.write_text(json.dumps({**json.loads(config.read_text(encoding="utf-8")),
+                                  "clean_up_tokenization_spaces": True}), encoding="utf-8")
+    theirs = transformers.AutoTokenizer.from_pretrained(str(tmp_path / "tokenizer"))
+    ours = tokenizers.FastTokenizer.from_folder(tmp_path / "tokenizer")
+    texts = ["Hello , world . Is n't it ?", "I 'm here ! It 's , ok"]
+    expected = theirs.batch_decode(theirs(texts)["input_ids"], skip_special_tokens=True)
+    # transformers 5 skips the clean-up of a BPE model's texts (NLLB's).
+    assert (" ," not in expected[0]) == (name != "nllb")
+    graph = graph_tokenizers.graph_tokenizer(ours)
+    decoded = graph.decode(graph.encode(tf.constant(texts))).numpy()
+    assert [text.decode("utf-8") for text in decoded] == expected == ours.decode(
+        ours.encode(texts))
+
+
+def _python_tokenizer(family, folder, tmp_path):
+    """The Python tokenizer of a family's folder; `mbart50` and `nllb`: made
+    by transformers 5 in `tmp_path` (`tokenizer.json`)."""
+    if family in FAST:
+        fairseq_tokenizer(tmp_path, family).save_pretrained(str(tmp_path / "saved"))
+        return tokenizers.FastTokenizer.from_folder(tmp_path / "saved")
+    return {"marian": tokenizers.MarianTokenizer, "bart": tokenizers.BartTokenizer,
+            "t5": tokenizers.T5Tokenizer}[family].from_folder(folder)
+
+
+@pytest.mark.parametrize("family", ["marian", "bart", "t5", "mbart50", "nllb"])
 def test_a_reloaded_saved_model_tokenizes_the_same(family, request, tmp_path):
     """What an exported SavedModel holds: the tables and SentencePiece
     models travel with it (`tf.saved_model.load`, no keras_attention)."""
-    folder = request.getfixturevalue(f"{family}_folder")
-    python = {"marian": tokenizers.MarianTokenizer, "bart": tokenizers.BartTokenizer,
-              "t5": tokenizers.T5Tokenizer}[family].from_folder(folder)
+    folder = None if family in FAST else request.getfixturevalue(f"{family}_folder")
+    python = _python_tokenizer(family, folder, tmp_path)
     module = tf.Module()
     module.tokenizer = graph_tokenizers.graph_tokenizer(python)
     module.round_trip = tf.function(
         lambda texts: module.tokenizer.decode(module.tokenizer.encode(texts)),
         input_signature=[tf.TensorSpec((None,), tf.string)], autograph=False)
-    tf.saved_model.save(module, str(tmp_path / "saved"))
-    loaded = tf.saved_model.load(str(tmp_path / "saved"))
+    tf.saved_model.save(module, str(tmp_path / "saved_model"))
+    loaded = tf.saved_model.load(str(tmp_path / "saved_model"))
     texts = ["I am a small frog.", "", "Hello, world!"]
     out = [t.decode("utf-8") for t in loaded.round_trip(tf.constant(texts)).numpy()]
     assert out == python.decode(python.encode(texts))
     assert out[0] == "I am a small frog."
 
 
-def test_a_tokenizer_json_read_by_the_tokenizers_library_has_no_graph_twin(tmp_path):
+def test_a_tokenizer_json_sentencepiece_cannot_reproduce_is_refused_naming_it(tmp_path):
     from tokenizers import Tokenizer
     from tokenizers.models import WordLevel
 
-    from keras_attention.pretrained.graph_tokenizers import graph_tokenizer
-    from keras_attention.pretrained.tokenizers import FastTokenizer
-
     Tokenizer(WordLevel({"<pad>": 0, "</s>": 1, "<unk>": 2}, unk_token="<unk>")).save(
         str(tmp_path / "tokenizer.json"))
-    with pytest.raises(ValueError, match=r"has no TensorFlow ops: its runs are not exported\)\. "
-                                         r"Received: tokenizer=FastTokenizer"):
-        graph_tokenizer(FastTokenizer.from_folder(tmp_path))
+    with pytest.raises(ValueError, match=r"tokenizer.json: `model.type` must be 'Unigram'.*"
+                                         r"Received: model.type='WordLevel'$"):
+        graph_tokenizers.graph_tokenizer(tokenizers.FastTokenizer.from_folder(tmp_path))

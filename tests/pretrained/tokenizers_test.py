@@ -237,8 +237,9 @@ FAST = {"mbart": (transformers.MBartTokenizer, "de_DE"),
 def fairseq_tokenizer(folder, name):
     """transformers' `name` tokenizer (a `FAST` key, or `m2m_100`: NLLB's)
     made from a SentencePiece model trained in `folder` as `from_pretrained`
-    converts the original files (fairseq's `<s>` 0, `<pad>` 1, `</s>` 2,
-    `<unk>` 3; Pegasus's `spiece.model`, `<pad>` 0, `</s>` 1, `<unk>` 2)."""
+    converts the original files (fairseq's `sentencepiece.bpe.model`: `<unk>`
+    0, `<s>` 1, `</s>` 2, which the tokenizer moves behind `<s>` `<pad>`
+    `</s>` `<unk>`; Pegasus's `spiece.model`: `<pad>` 0, `</s>` 1, `<unk>` 2)."""
     name = "nllb" if name == "m2m_100" else name
     tokenizer_class, source = FAST[name]
     if name == "pegasus":
@@ -246,8 +247,8 @@ def fairseq_tokenizer(folder, name):
         return tokenizer_class.from_pretrained(str(folder))
     sentencepiece.SentencePieceTrainer.train(  # NLLB's is a BPE model
         sentence_iterator=iter(ENGLISH + GERMAN), model_prefix=str(folder / "sentencepiece.bpe"),
-        vocab_size=100, character_coverage=1.0, minloglevel=2, bos_id=0, pad_id=1, eos_id=2,
-        unk_id=3, model_type="bpe" if name == "nllb" else "unigram")
+        vocab_size=100, character_coverage=1.0, minloglevel=2, unk_id=0, bos_id=1, eos_id=2,
+        pad_id=-1, model_type="bpe" if name == "nllb" else "unigram")
     # NLLB's language codes as special tokens (three of them, not its 200).
     codes = {"extra_special_tokens": ["eng_Latn", "deu_Latn", "fra_Latn"]} \
         if name == "nllb" else {}
