@@ -302,9 +302,10 @@ def run_script(main):
 def main(argv=None):
     """Runs one command. Called from Python with a list `argv`, returns the
     command's result (the scores of `evaluate`, the folder of `export`). As
-    the `keras-attention` console script (`argv=None`, the arguments come from
-    `sys.argv`), returns `None`: the script passes the result to `sys.exit`,
-    which would print any other value and exit with status 1.
+    the `keras-attention` console script calls it (`script`: `argv=None`, the
+    arguments come from `sys.argv`), returns `None`: the script passes the
+    result to `sys.exit`, which would print any other value and exit with
+    status 1.
 
     Raises:
         SystemExit: for a failure the user caused, with the one line
@@ -327,5 +328,23 @@ def main(argv=None):
     return result if argv is not None else None
 
 
-if __name__ == "__main__":
+def script():
+    """The `keras-attention` console script: `main()` with the command line;
+    once `generate` has written its answer (outputs flushed, files closed) the
+    process ends at once, without the interpreter's teardown (TensorFlow's and
+    JAX's, most of a second) that would only delay the prompt. A failure
+    exits as `main` raises it (one line, status 1 or 2)."""
     main()
+    if _command(sys.argv[1:]) == "generate":
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+
+def _command(argv):
+    """The command of a command line (its first word not an option)."""
+    return next((word for word in argv if not word.startswith("-")), None)
+
+
+if __name__ == "__main__":
+    script()

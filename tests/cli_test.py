@@ -21,10 +21,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _run_console_script(monkeypatch, *args):
-    """What the installed `keras-attention` script does: `sys.exit(main())`."""
+    """What the installed `keras-attention` script does: `sys.exit(script())`
+    (its immediate exit once `generate` has answered is a `SystemExit` here)."""
     monkeypatch.setattr(sys, "argv", ["keras-attention", *args])
+    monkeypatch.setattr(cli.os, "_exit", sys.exit)
     with pytest.raises(SystemExit) as exit_info:
-        sys.exit(cli.main())
+        sys.exit(cli.script())
     return exit_info.value.code
 
 
@@ -133,6 +135,20 @@ def test_lines_typed_at_a_terminal_are_answered_one_by_one(run_dir, monkeypatch)
     assert stdout.getvalue().splitlines() == [expected[0], "", expected[1]]
 
 
+def test_the_console_script_ends_once_generate_has_answered(run_dir, monkeypatch, capsys):
+    """No interpreter teardown after the answer (`os._exit(0)`, outputs
+    flushed first); `--verbose` before the command changes nothing."""
+    ended = []
+    monkeypatch.setattr(cli.os, "_exit", ended.append)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"March 3, 2021\n")))
+    monkeypatch.setattr(sys, "argv", ["keras-attention", "generate", str(run_dir)])
+    cli.script()
+    expected = runs.SavedRun(run_dir).generate(["March 3, 2021"])[0] + "\n"
+    assert ended == [0] and capsys.readouterr().out == expected
+    assert cli._command(["--verbose", "generate", "run"]) == "generate"
+    assert cli._command(["--verbose"]) is None
+
+
 @pytest.mark.parametrize("source", ["stdin", "file"])
 def test_empty_input_is_an_empty_output_without_a_model_call(run_dir, tmp_path, capsys,
                                                              monkeypatch, source):
@@ -141,7 +157,7 @@ def test_empty_input_is_an_empty_output_without_a_model_call(run_dir, tmp_path, 
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"")))
     argv = ["generate", str(run_dir)] + (
         ["--input", str(tmp_path / "empty.txt")] if source == "file" else [])
-    assert _run_console_script(monkeypatch, *argv) is None  # exit status 0
+    assert _run_console_script(monkeypatch, *argv) == 0
     assert capsys.readouterr() == ("", "")
     cli.main(argv + ["--output", str(tmp_path / "out.txt")])
     assert (tmp_path / "out.txt").read_bytes() == b""

@@ -4,7 +4,8 @@ a user's shell would run it, so that TensorFlow is imported once for all.
 `run_in_turn(commands)` returns `[(status, stdout, stderr)]`, one per
 command: `["keras-attention", *args]` is the installed console script
 (`sys.exit(keras_attention.cli.main())`, `sys.argv` as `python -c` sets
-it); `[script, *args]` is `python script args` (`script` run as `__main__`,
+it; without the script's immediate exit after `generate`, which would end
+the process); `[script, *args]` is `python script args` (`script` run as `__main__`,
 `sys.path[0]` its folder). Each exit is what the interpreter makes of it: a
 `SystemExit` message printed to stderr with status 1, an uncaught
 exception's traceback on stderr with status 1.
