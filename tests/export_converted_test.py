@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from keras_attention import cli
 from keras_attention.export import SIGNATURE_INPUT, SIGNATURE_OUTPUT, export_run
-from tests.runs.convert_test import TEXTS, converted_run
+from tests.runs.convert_test import LANGUAGE_FAMILIES, TEXTS, converted_run
 
 pytestmark = pytest.mark.backend_independent("a TensorFlow SavedModel: exporting needs the "
                                               "TensorFlow backend")
@@ -69,14 +69,14 @@ def test_a_setting_the_graph_cannot_honour_is_refused_naming_it(converted, tmp_p
 
 
 @pytest.mark.large
-@pytest.mark.parametrize("family", ["mbart", "pegasus", "m2m_100"])
-def test_tokenizer_json_families_export_the_strings_of_transformers(family, tmp_path,
+@pytest.mark.parametrize("family,layout", LANGUAGE_FAMILIES)
+def test_tokenizer_json_families_export_the_strings_of_transformers(family, layout, tmp_path,
                                                                     tmp_path_factory):
     """mBART-50, Pegasus and NLLB run folders (`tokenizer.json` read as
-    TensorFlow ops; the target language as the forced first token):
-    `keras-attention export` with the checkpoint's beam 4 serves
-    `transformers`' strings."""
-    _, run_dir, strings = converted_run(tmp_path_factory, family)
+    TensorFlow ops) and M2M100's own files; the target language as the
+    forced first token: `keras-attention export` with the checkpoint's beam 4
+    serves `transformers`' strings."""
+    _, run_dir, strings = converted_run(tmp_path_factory, family, layout=layout)
     cli.main(["export", run_dir, str(tmp_path / "beam")])
     assert _serving(tmp_path / "beam")(TEXTS) == strings["beam"]
     assert len(set(strings["beam"])) > 1  # the strings depend on the source

@@ -36,8 +36,10 @@ class Family:
         build_model: `(config, weights) -> Seq2SeqModel`, `config` the
             `config.json` dict and `weights` the arrays by name; checks every
             value and shape before copying any weight.
-        tokenizer: the class (with `FILES` and `from_folder`) of its
-            tokenizer, or None where none is read (no run folders then).
+        tokenizer: the class (with `LAYOUTS`, `files_in` and `from_folder`)
+            of its tokenizer, a `tokenizers.OneOf` of classes where its
+            folders come in layouts read by different classes, or None where
+            none is read (no run folders then).
         recipe: the recipe of a run folder converted from it
             (`"translation"` or `"summarization"`), None with no tokenizer.
     """
@@ -45,7 +47,7 @@ class Family:
     model_type: str
     architecture: str
     build_model: Callable
-    tokenizer: type | None = None
+    tokenizer: object = None
     recipe: str | None = None
 
     @property
@@ -70,7 +72,7 @@ FAMILIES = {family.model_type: family for family in (
     Family("pegasus", "PegasusForConditionalGeneration", pegasus.pegasus_model,
            tokenizers.FastTokenizer, "summarization"),
     Family("m2m_100", "M2M100ForConditionalGeneration", m2m_100.m2m100_model,
-           tokenizers.FastTokenizer, "translation"),
+           tokenizers.OneOf(tokenizers.FastTokenizer, tokenizers.M2M100Tokenizer), "translation"),
 )}
 
 

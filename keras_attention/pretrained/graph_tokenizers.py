@@ -24,6 +24,8 @@
   decoding drops special tokens, joins the pieces as the file's Metaspace
   decoder does and applies the tokenizer's clean-up of spaces. A file
   SentencePiece cannot reproduce is refused naming its field.
+- M2M100's own files (`M2M100Tokenizer`): as Marian's, with the special and
+  language tokens in a text as their ids and `__src__ ... </s>` around it.
 
 Decoding drops the special tokens and padding, as `batch_decode(...,
 skip_special_tokens=True)`. Whitespace stripped at the ends of a decoded
@@ -48,8 +50,8 @@ import tensorflow_text as tf_text
 
 from keras_attention.pretrained import tokenizer_json, tokenizers
 
-__all__ = ["BartGraphTokenizer", "FastGraphTokenizer", "MarianGraphTokenizer",
-           "T5GraphTokenizer", "graph_tokenizer"]
+__all__ = ["BartGraphTokenizer", "FastGraphTokenizer", "M2M100GraphTokenizer",
+           "MarianGraphTokenizer", "T5GraphTokenizer", "graph_tokenizer"]
 
 _TEXTS = tf.TensorSpec((None,), tf.string)
 _IDS = tf.RaggedTensorSpec((None, None), tf.int32, ragged_rank=1)
@@ -65,12 +67,13 @@ def graph_tokenizer(tokenizer):
     for python, graph in ((tokenizers.MarianTokenizer, MarianGraphTokenizer),
                           (tokenizers.BartTokenizer, BartGraphTokenizer),
                           (tokenizers.T5Tokenizer, T5GraphTokenizer),
-                          (tokenizers.FastTokenizer, FastGraphTokenizer)):
+                          (tokenizers.FastTokenizer, FastGraphTokenizer),
+                          (tokenizers.M2M100Tokenizer, M2M100GraphTokenizer)):
         if isinstance(tokenizer, python):
             return graph(tokenizer)
     raise ValueError(
-        "Argument `tokenizer` must be a MarianTokenizer, BartTokenizer, T5Tokenizer or "
-        "FastTokenizer of keras_attention.pretrained.tokenizers. "
+        "Argument `tokenizer` must be a MarianTokenizer, BartTokenizer, T5Tokenizer, "
+        "FastTokenizer or M2M100Tokenizer of keras_attention.pretrained.tokenizers. "
         f"Received: tokenizer={type(tokenizer).__name__}"
     )
 
@@ -243,6 +246,39 @@ def _literal(text):
     return re.sub(r"([\\.^$|?*+()\[\]{}])", r"\\\1", text)
 
 
+class _AddedTokens(tf.Module):
+    """The tokens a tokenizer matches in a text before its model (special
+    tokens, language codes): `split` cuts texts at them, `merge` puts their
+    ids between the model's ids of the texts around them."""
+
+    def __init__(self, tokens):
+        """`tokens`: `[(content, id, lstrip, rstrip)]`; `lstrip`/`rstrip`: the
+        token takes the spaces to its left / right."""
+        super().__init__(name="added_tokens")
+        # Longest first: a token that begins another never hides it.
+        self.pattern = "|".join(
+            (r"\s*" if lstrip else "") + _literal(content) + (r"\s*" if rstrip else "")
+            for content, _, lstrip, rstrip in sorted(tokens, key=lambda t: -len(t[0]))
+        ) or r"[^\x00-\x{10FFFF}]"  # none: a pattern nothing matches
+        self.ids = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
+            tf.constant([t[0] for t in tokens], tf.string),
+            tf.constant([t[1] for t in tokens], tf.int32)), default_value=-1)
+
+    def split(self, texts):
+        """`(parts, is_added)`: ragged `(B, None)` of the texts between added
+        tokens and the tokens, and bool `(P,)` over `parts.flat_values`."""
+        parts = tf_text.regex_split(texts, self.pattern, keep_delim_regex_pattern=self.pattern)
+        return parts, tf.strings.regex_full_match(parts.flat_values, self.pattern)
+
+    def merge(self, parts, is_added, ids):
+        """Ids `(B, None)`: `ids` (ragged `(P, None)`, the model's ids of each
+        part; empty for an added token) with each added token's id."""
+        added_id = self.ids.lookup(tf.strings.strip(parts.flat_values))
+        ids = tf.concat([tf.ragged.boolean_mask(added_id[:, None], is_added[:, None]),
+                         tf.cast(ids, tf.int32)], axis=1)
+        return parts.with_flat_values(ids).merge_dims(1, 2)
+
+
 class FastGraphTokenizer(tf.Module):
     """A `FastTokenizer` (a SentencePiece `tokenizer.json`) as TensorFlow
     graphs (see the module docstring)."""
@@ -259,15 +295,7 @@ class FastGraphTokenizer(tf.Module):
         self.space_id = int(self.spm.string_to_id(tokenizer_json.SPIECE_UNDERLINE))
         self.keeps_trailing_space = tokenizer_json.keeps_trailing_space(data)
         self.strips_first_space = tokenizer_json.decoder_strips_first_space(data)
-        added = tokenizer_json.added_tokens(data)
-        # Longest first: a token that begins another never hides it.
-        self.added_pattern = "|".join(
-            (r"\s*" if lstrip else "") + _literal(content) + (r"\s*" if rstrip else "")
-            for content, _, lstrip, rstrip in sorted(added, key=lambda t: -len(t[0]))
-        ) or r"[^\x00-\x{10FFFF}]"  # none: a pattern nothing matches
-        self.added_ids = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
-            tf.constant([t[0] for t in added]), tf.constant([t[1] for t in added], tf.int32)),
-            default_value=-1)
+        self.added = _AddedTokens(tokenizer_json.added_tokens(data))
         self.special_ids = sorted(tokenizer.special_ids)
         self.clean_ups = tokenizers.CLEAN_UPS if tokenizer.clean_up_tokenization_spaces else ()
 
@@ -276,20 +304,14 @@ class FastGraphTokenizer(tf.Module):
         """Ids `(B, None)` of `texts (B,)`: the added tokens in a text (special
         tokens, language codes) as their ids, the text between them as
         SentencePiece ids, all inside the template's special ids."""
-        parts = tf_text.regex_split(texts, self.added_pattern,
-                                    keep_delim_regex_pattern=self.added_pattern)
-        flat = parts.flat_values  # the texts between added tokens, and the tokens
-        is_added = tf.strings.regex_full_match(flat, self.added_pattern)
-        added_id = self.added_ids.lookup(tf.strings.strip(flat))
+        parts, is_added = self.added.split(texts)
+        flat = parts.flat_values
         pieces = self.spm.tokenize(tf.where(is_added, "", flat))
         if self.keeps_trailing_space:  # SentencePiece drops the spaces a text ends with
             trailing = ~is_added & tf.strings.regex_full_match(flat, r"(?s).*[\s\p{Zs}]")
             pieces = tf.concat([pieces, tf.ragged.boolean_mask(
                 tf.fill([tf.size(flat), 1], self.space_id), trailing[:, None])], axis=1)
-        pieces = tf.concat([tf.ragged.boolean_mask(added_id[:, None], is_added[:, None]),
-                            pieces], axis=1)
-        ids = parts.with_flat_values(pieces).merge_dims(1, 2)
-        return _wrap(ids, self.start_ids, self.end_ids)
+        return _wrap(self.added.merge(parts, is_added, pieces), self.start_ids, self.end_ids)
 
     @tf.function(input_signature=[_IDS], autograph=False)
     def _decode(self, token_ids):
@@ -301,6 +323,54 @@ class FastGraphTokenizer(tf.Module):
                                          tokenizer_json.SPIECE_UNDERLINE, " ")
         if self.strips_first_space:
             texts = tf.strings.regex_replace(texts, "^ ", "")
+        for old, new in self.clean_ups:
+            texts = tf.strings.regex_replace(texts, _literal(old), new)
+        return texts
+
+    def decode(self, token_ids):
+        """Texts tf.string `(B,)` of int ids `(B, L)` (dense or ragged)."""
+        return self._decode(_ragged(token_ids))
+
+
+class M2M100GraphTokenizer(tf.Module):
+    """An `M2M100Tokenizer` (`vocab.json` + `sentencepiece.bpe.model`) as
+    TensorFlow graphs: SentencePiece pieces, a `tf.lookup` table of
+    `vocab.json` (`<unk>` for a piece it lacks), the special and language
+    tokens in a text as their ids, `__src__ ... </s>`; decoding drops them
+    and joins the pieces."""
+
+    def __init__(self, tokenizer):
+        super().__init__(name="m2m100_tokenizer")
+        with open(tokenizer.spm_path, "rb") as file:
+            self.spm = _sentencepiece(file.read(), tf.string)
+        pieces = sorted(tokenizer.vocabulary, key=tokenizer.vocabulary.get)
+        ids = [tokenizer.vocabulary[p] for p in pieces]
+        self.piece_ids = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(tf.constant(pieces), tf.constant(ids, tf.int32)),
+            default_value=tokenizer.unk_token_id)
+        self.id_pieces = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(tf.constant(ids, tf.int32), tf.constant(pieces)),
+            default_value="")
+        self.added = _AddedTokens([(token, i, False, False)
+                                   for token, i in tokenizer.added_tokens.items()])
+        self.start_ids, self.end_ids = [tokenizer.source_language_id], [tokenizer.end_token_id]
+        self.special_ids = sorted(tokenizer.special_ids)
+        self.clean_ups = tokenizers.CLEAN_UPS if tokenizer.clean_up_tokenization_spaces else ()
+
+    @tf.function(input_signature=[_TEXTS], autograph=False)
+    def encode(self, texts):
+        """`__src__` + ids + `</s>` `(B, None)` of `texts (B,)`."""
+        parts, is_added = self.added.split(texts)
+        pieces = self.spm.tokenize(tf.where(is_added, "", parts.flat_values))
+        ids = tf.ragged.map_flat_values(self.piece_ids.lookup, pieces)
+        return _wrap(self.added.merge(parts, is_added, ids), self.start_ids, self.end_ids)
+
+    @tf.function(input_signature=[_IDS], autograph=False)
+    def _decode(self, token_ids):
+        kept = _keep(token_ids, self.special_ids)
+        joined = tf.strings.reduce_join(
+            tf.ragged.map_flat_values(self.id_pieces.lookup, kept), axis=1)
+        texts = tf.strings.strip(tf.strings.regex_replace(joined, "\u2581", " "))
         for old, new in self.clean_ups:
             texts = tf.strings.regex_replace(texts, _literal(old), new)
         return texts

@@ -29,13 +29,17 @@ mBART (mBART-50), Pegasus and NLLB folders are read from their
 `tokenizer.json` by the `tokenizers` library (what `transformers` 5 runs
 for them): `FastTokenizer`, the ids of `transformers`' tokenizer with the
 special tokens of the folder's template (mBART's source language code,
-saved with the tokenizer), and its decoding. M2M100's own tokenizer
-(`vocab.json` + `sentencepiece.bpe.model`, no `tokenizer.json`) is not read.
+saved with the tokenizer), and its decoding. M2M100's own tokenizer files
+(`vocab.json` + `sentencepiece.bpe.model`, no `tokenizer.json`) are read by
+`M2M100Tokenizer`, as Marian's are; the `m2m_100` family reads either layout
+(`OneOf`).
 
 Not reproduced: Moses punctuation normalization (`transformers` applies it
 to Marian sources only when `sacremoses` is installed), and special-token
-text inside a string (e.g. a literal `"</s>"`) other than T5's sentinels and
-Marian's language code, which are tokenized as text.
+text inside a string (e.g. a literal `"</s>"`) for BART, T5 (but its
+sentinels) and Marian (but a leading language code), which is tokenized as
+text; the `tokenizer.json` families and M2M100 match it as `transformers`
+does.
 """
 
 import json
@@ -105,6 +109,16 @@ def _files_in(layouts, folder):
     raise FileNotFoundError(f"The checkpoint folder has no {missing}"
                             + (f" (nor {others})" if others else "")
                             + f". Received: folder={folder!r}")
+
+
+def _json_object(folder, name):
+    """The JSON object of the file `name` of `folder` (a config)."""
+    with open(checkpoint_file(folder, name), encoding="utf-8") as file:
+        config = json.load(file)
+    if not isinstance(config, dict):
+        raise ValueError(f"{name} must hold a JSON object. Received: "
+                         f"{type(config).__name__} in folder={os.fspath(folder)!r}")
+    return config
 
 
 class _FolderTokenizer:
@@ -442,11 +456,7 @@ class FastTokenizer(_FolderTokenizer):
         names = cls.files_in(folder)
         options, config = {}, {}
         if cls.CONFIG in names:
-            with open(checkpoint_file(folder, cls.CONFIG), encoding="utf-8") as file:
-                config = json.load(file)
-            if not isinstance(config, dict):
-                raise ValueError(f"{cls.CONFIG} must hold a JSON object. Received: "
-                                 f"{type(config).__name__} in folder={os.fspath(folder)!r}")
+            config = _json_object(folder, cls.CONFIG)
             for key in ("pad_token", "eos_token", "clean_up_tokenization_spaces"):
                 value = config.get(key)
                 if isinstance(value, dict):  # an AddedToken's fields
@@ -489,6 +499,159 @@ class FastTokenizer(_FolderTokenizer):
             for old, new in CLEAN_UPS:
                 texts = [text.replace(old, new) for text in texts]
         return texts
+
+
+#: fairseq's language codes of M2M100 checkpoints (`tokenizer_config.json`'s
+#: `language_codes`): the token `__xx__` of the i-th code has the id
+#: `len(vocab.json) + i`.
+M2M100_LANGUAGE_CODES = {
+    "m2m100": (
+        "af", "am", "ar", "ast", "az", "ba", "be", "bg", "bn", "br", "bs", "ca", "ceb", "cs",
+        "cy", "da", "de", "el", "en", "es", "et", "fa", "ff", "fi", "fr", "fy", "ga", "gd", "gl",
+        "gu", "ha", "he", "hi", "hr", "ht", "hu", "hy", "id", "ig", "ilo", "is", "it", "ja", "jv",
+        "ka", "kk", "km", "kn", "ko", "lb", "lg", "ln", "lo", "lt", "lv", "mg", "mk", "ml", "mn",
+        "mr", "ms", "my", "ne", "nl", "no", "ns", "oc", "or", "pa", "pl", "ps", "pt", "ro", "ru",
+        "sd", "si", "sk", "sl", "so", "sq", "sr", "ss", "su", "sv", "sw", "ta", "th", "tl", "tn",
+        "tr", "uk", "ur", "uz", "vi", "wo", "xh", "yi", "yo", "zh", "zu"),
+    "wmt21": ("en", "ha", "is", "ja", "cs", "ru", "zh", "de"),
+}
+
+
+class M2M100Tokenizer(_FolderTokenizer):
+    """M2M100's own tokenizer files: `sentencepiece.bpe.model` splits the
+    text into pieces, `vocab.json` (fairseq's dictionary) maps pieces to ids
+    (a piece it lacks is `<unk>`), the language tokens `__xx__` follow the
+    vocabulary; a text is `__src__ ... </s>`, `src_lang` from
+    `tokenizer_config.json` (default `en`). The special tokens and language
+    tokens inside a text are their ids, as in `transformers`' tokenizer.
+
+    Args:
+        spm_path: path of `sentencepiece.bpe.model`.
+        vocabulary: `vocab.json`'s `{piece: id}`.
+        src_lang: a code of `language_codes`.
+        language_codes: `"m2m100"` (100 codes) or `"wmt21"` (8).
+        clean_up_tokenization_spaces: bool (the folder's config's).
+    """
+
+    FILES = ("vocab.json", "sentencepiece.bpe.model")
+    CONFIG = "tokenizer_config.json"
+    LAYOUTS = (FILES + (CONFIG,), FILES)
+
+    def __init__(self, spm_path, vocabulary, *, src_lang="en", language_codes="m2m100",
+                 clean_up_tokenization_spaces=False):
+        if not isinstance(vocabulary, dict) or not vocabulary or not all(
+                isinstance(k, str) and isinstance(v, int) for k, v in vocabulary.items()):
+            raise ValueError("Argument `vocabulary` must be a non-empty dict {piece: id}. "
+                             f"Received: vocabulary={type(vocabulary).__name__}")
+        if language_codes not in M2M100_LANGUAGE_CODES:
+            raise ValueError(f"Argument `language_codes` must be one of "
+                             f"{sorted(M2M100_LANGUAGE_CODES)}. "
+                             f"Received: language_codes={language_codes!r}")
+        codes = M2M100_LANGUAGE_CODES[language_codes]
+        if src_lang not in codes:
+            raise ValueError(f"Argument `src_lang` must be a language code of "
+                             f"{language_codes!r}. Received: src_lang={src_lang!r}")
+        for token in ("<s>", "<pad>", "</s>", "<unk>"):
+            if token not in vocabulary:
+                raise ValueError(f"Argument `vocabulary` must hold {token!r}. "
+                                 f"Received: vocabulary of {len(vocabulary)} pieces without it")
+        if not isinstance(clean_up_tokenization_spaces, bool):
+            raise ValueError("Argument `clean_up_tokenization_spaces` must be a bool. Received: "
+                             f"clean_up_tokenization_spaces={clean_up_tokenization_spaces!r}")
+        self.spm_path = os.fspath(spm_path)
+        self.spm = _keras_hub_tokenizers().SentencePieceTokenizer(proto=self.spm_path,
+                                                               dtype="string")
+        self.vocabulary = dict(vocabulary)
+        self.pieces = {i: piece for piece, i in self.vocabulary.items()}
+        self.language_ids = {f"__{code}__": len(vocabulary) + i for i, code in enumerate(codes)}
+        self.start_token_id = self.vocabulary["<s>"]
+        self.pad_token_id = self.vocabulary["<pad>"]
+        self.end_token_id = self.vocabulary["</s>"]
+        self.unk_token_id = self.vocabulary["<unk>"]
+        self.source_language_id = self.language_ids[f"__{src_lang}__"]
+        self.added_tokens = {**{t: self.vocabulary[t] for t in ("<s>", "<pad>", "</s>", "<unk>")},
+                             **self.language_ids}
+        self.special_ids = set(self.added_tokens.values())
+        self.clean_up_tokenization_spaces = clean_up_tokenization_spaces
+        self._added = re.compile("|".join(map(re.escape, sorted(self.added_tokens, key=len,
+                                                                 reverse=True))))
+
+    @classmethod
+    def from_folder(cls, folder):
+        """From a checkpoint folder holding vocab.json and
+        sentencepiece.bpe.model (and, read where present,
+        tokenizer_config.json's `src_lang`, `language_codes` and clean-up)."""
+        names = cls.files_in(folder)
+        with open(checkpoint_file(folder, "vocab.json"), encoding="utf-8") as file:
+            vocabulary = json.load(file)
+        options = {}
+        if cls.CONFIG in names:
+            config = _json_object(folder, cls.CONFIG)
+            for key in ("src_lang", "language_codes", "clean_up_tokenization_spaces"):
+                if config.get(key) is not None:
+                    options[key] = config[key]
+        return cls(checkpoint_file(folder, "sentencepiece.bpe.model"), vocabulary, **options)
+
+    @property
+    def vocabulary_size(self):
+        return len(self.vocabulary) + len(self.language_ids)
+
+    @property
+    def largest_id(self):
+        """The largest id `encode` can give (a model needs more rows than it)."""
+        return max(self.language_ids.values())
+
+    def encode(self, texts):
+        """`__src__` + ids + `</s>` of each text."""
+        parts = [self._parts(text) for text in _texts(texts)]
+        pieces = iter(_pieces(self.spm, [p for row in parts for p in row if isinstance(p, str)]))
+        rows = []
+        for row in parts:
+            ids = [self.source_language_id]
+            for part in row:
+                ids += [self.vocabulary.get(p, self.unk_token_id) for p in next(pieces)] \
+                    if isinstance(part, str) else [part]
+            rows.append(ids + [self.end_token_id])
+        return rows
+
+    def _parts(self, text):
+        """The texts between the special and language tokens of `text`, and
+        those tokens' ids, in order."""
+        parts, start = [], 0
+        for match in self._added.finditer(text):
+            parts += [text[start:match.start()], self.added_tokens[match.group()]]
+            start = match.end()
+        return [p for p in parts + [text[start:]] if p != ""]
+
+    def decode(self, token_ids):
+        """Text of each row of ids (special and language tokens dropped)."""
+        texts = [_join_pieces([self.pieces[i] for i in row
+                               if i not in self.special_ids and i in self.pieces])
+                 for row in _rows(token_ids)]
+        if self.clean_up_tokenization_spaces:
+            for old, new in CLEAN_UPS:
+                texts = [text.replace(old, new) for text in texts]
+        return texts
+
+
+class OneOf:
+    """The tokenizer of a family whose folders come in layouts read by
+    different classes (M2M100: NLLB's `tokenizer.json`, or its own
+    `vocab.json` + `sentencepiece.bpe.model`): `LAYOUTS` of them all, in the
+    order given; `from_folder` reads a folder with the class of its first
+    complete layout."""
+
+    def __init__(self, *classes):
+        self.classes = classes
+        self.LAYOUTS = tuple(layout for c in classes for layout in c.LAYOUTS)
+
+    def files_in(self, folder):
+        """The names of the files `from_folder` reads in `folder`."""
+        return _files_in(self.LAYOUTS, folder)
+
+    def from_folder(self, folder):
+        names = self.files_in(folder)
+        return next(c for c in self.classes if names in c.LAYOUTS).from_folder(folder)
 
 
 def _string(value):

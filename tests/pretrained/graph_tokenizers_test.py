@@ -13,11 +13,14 @@ from keras_attention.pretrained import graph_tokenizers, tokenizers
 from tests.pretrained.tokenizers_test import (  # noqa: F401 (fixtures)
     FAST,
     GERMAN,
+    M2M100_EDGES,
     TEXTS,
     bart_folder,
     bart_json_folder,
     fairseq_tokenizer,
     fast_folder,
+    m2m100_folder,
+    m2m100_folder_files,
     marian_folder,
     t5_folder,
     t5_json_folder,
@@ -125,17 +128,28 @@ def test_tokenizer_json_cleans_up_spaces_where_its_config_asks(fast_folder, tmp_
         ours.encode(texts))
 
 
+def test_m2m100_own_files(m2m100_folder):  # noqa: F811
+    theirs = transformers.AutoTokenizer.from_pretrained(str(m2m100_folder))
+    graph = graph_tokenizers.graph_tokenizer(tokenizers.M2M100Tokenizer.from_folder(
+        m2m100_folder))
+    assert_same_in_a_graph(graph, theirs, TEXTS + GERMAN[:5] + M2M100_EDGES)
+
+
 def _python_tokenizer(family, folder, tmp_path):
     """The Python tokenizer of a family's folder; `mbart50` and `nllb`: made
-    by transformers 5 in `tmp_path` (`tokenizer.json`)."""
+    by transformers 5 in `tmp_path` (`tokenizer.json`); `m2m100`: M2M100's
+    own files, made in `tmp_path`."""
     if family in FAST:
         fairseq_tokenizer(tmp_path, family).save_pretrained(str(tmp_path / "saved"))
         return tokenizers.FastTokenizer.from_folder(tmp_path / "saved")
+    if family == "m2m100":
+        m2m100_folder_files(tmp_path)
+        return tokenizers.M2M100Tokenizer.from_folder(tmp_path)
     return {"marian": tokenizers.MarianTokenizer, "bart": tokenizers.BartTokenizer,
             "t5": tokenizers.T5Tokenizer}[family].from_folder(folder)
 
 
-@pytest.mark.parametrize("family", ["marian", "bart", "t5", "mbart50", "nllb"])
+@pytest.mark.parametrize("family", ["marian", "bart", "t5", "mbart50", "nllb", "m2m100"])
 def test_a_reloaded_saved_model_tokenizes_the_same(family, request, tmp_path):
     """What an exported SavedModel holds: the tables and SentencePiece
     models travel with it (`tf.saved_model.load`, no keras_attention)."""

@@ -9,7 +9,7 @@ import sentencepiece
 import transformers
 from tokenizers import ByteLevelBPETokenizer
 
-from keras_attention.pretrained import tokenizers
+from keras_attention.pretrained import families, tokenizers
 
 pytestmark = pytest.mark.backend_independent("tokenizer files and Python tokenizers")
 
@@ -310,3 +310,70 @@ def test_a_bad_tokenizer_json_or_config_is_refused_naming_it(tmp_path, fast_fold
     with pytest.raises(ValueError, match=r"`pad_token` must be a token of tokenizer.json. "
                                          r"Received: pad_token='<nope>'"):
         tokenizers.FastTokenizer.from_folder(tmp_path)
+
+
+# M2M100's own files: vocab.json + sentencepiece.bpe.model ---------------------------------
+def m2m100_folder_files(folder, src_lang="en"):
+    """An M2M100 tokenizer folder as the hub's checkpoints ship it, made from
+    a SentencePiece BPE model trained in `folder`: fairseq's dictionary as
+    `vocab.json` (`<s>` `<pad>` `</s>` `<unk>`, then the pieces), and a
+    `tokenizer_config.json` listing the language tokens as special tokens;
+    returns `transformers`' tokenizer of it."""
+    sentencepiece.SentencePieceTrainer.train(
+        sentence_iterator=iter(ENGLISH + GERMAN), model_prefix=str(folder / "sentencepiece.bpe"),
+        vocab_size=100, character_coverage=1.0, minloglevel=2, unk_id=0, bos_id=1, eos_id=2,
+        pad_id=-1, model_type="bpe")
+    (folder / "sentencepiece.bpe.vocab").unlink()
+    spm = sentencepiece.SentencePieceProcessor(model_file=str(folder / "sentencepiece.bpe.model"))
+    vocabulary = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3}
+    for i in range(3, spm.get_piece_size()):
+        vocabulary[spm.id_to_piece(i)] = len(vocabulary)
+    (folder / "vocab.json").write_text(json.dumps(vocabulary), encoding="utf-8")
+    codes = tokenizers.M2M100_LANGUAGE_CODES["m2m100"]
+    (folder / "tokenizer_config.json").write_text(json.dumps({
+        "tokenizer_class": "M2M100Tokenizer", "src_lang": src_lang, "tgt_lang": "de",
+        "language_codes": "m2m100", "num_madeup_words": 8,
+        "additional_special_tokens": [f"__{code}__" for code in codes]}), encoding="utf-8")
+    return transformers.AutoTokenizer.from_pretrained(str(folder))
+
+
+@pytest.fixture(scope="module")
+def m2m100_folder(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("m2m100")
+    m2m100_folder_files(folder, src_lang="fr")
+    return folder
+
+
+#: Special and language tokens inside a text.
+M2M100_EDGES = ["a </s> b", "a</s>b", "__de__ Hallo", "x __en__", "<unk> z", "<pad>x", "__xx__",
+                " ", "x "]
+
+
+def test_m2m100_own_files(m2m100_folder):
+    theirs = transformers.AutoTokenizer.from_pretrained(str(m2m100_folder))
+    ours = tokenizers.M2M100Tokenizer.from_folder(m2m100_folder)
+    assert tokenizers.M2M100Tokenizer.files_in(m2m100_folder) == (
+        "vocab.json", "sentencepiece.bpe.model", "tokenizer_config.json")
+    assert_same_as_transformers(ours, theirs, TEXTS + GERMAN[:5] + M2M100_EDGES)
+    assert ours.encode(["Hallo"])[0][0] == theirs.convert_tokens_to_ids("__fr__")  # src_lang
+    assert ours.vocabulary_size == len(theirs) and ours.largest_id == len(theirs) - 1
+    assert (ours.pad_token_id, ours.end_token_id) == (theirs.pad_token_id, theirs.eos_token_id)
+    # The family reads either layout: this one, or NLLB's tokenizer.json.
+    family = families.FAMILIES["m2m_100"].tokenizer
+    assert isinstance(family.from_folder(m2m100_folder), tokenizers.M2M100Tokenizer)
+
+
+def test_m2m100_bad_settings_are_named(m2m100_folder, tmp_path):
+    import shutil
+
+    for name in ("vocab.json", "sentencepiece.bpe.model"):
+        shutil.copy(m2m100_folder / name, tmp_path)
+    assert tokenizers.M2M100Tokenizer.from_folder(tmp_path).encode(["a"])[0][0] == (
+        tokenizers.M2M100Tokenizer.from_folder(m2m100_folder).language_ids["__en__"])
+    for config, message in (({"src_lang": "xx"}, r"`src_lang` must be a language code of "
+                                                  r"'m2m100'. Received: src_lang='xx'"),
+                            ({"language_codes": "wmt99"}, r"Received: language_codes='wmt99'"),
+                            ([1], r"tokenizer_config.json must hold a JSON object")):
+        (tmp_path / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+        with pytest.raises(ValueError, match=message):
+            tokenizers.M2M100Tokenizer.from_folder(tmp_path)

@@ -21,7 +21,13 @@ from keras_attention.pretrained.families import FAMILIES
 from keras_attention.runs.convert import convert_checkpoint
 from tests.made_once import made_once
 from tests.pretrained import hf_checkpoints
-from tests.pretrained.tokenizers_test import ENGLISH, GERMAN, fairseq_tokenizer, train_spm
+from tests.pretrained.tokenizers_test import (
+    ENGLISH,
+    GERMAN,
+    fairseq_tokenizer,
+    m2m100_folder_files,
+    train_spm,
+)
 
 # The run folder and CLI around `generate`; JAX's compiled tokens of converted
 # models are compared with transformers' in bart_test.py and t5_test.py.
@@ -89,16 +95,21 @@ def _fast_tokenizer(folder, family):
 #: checkpoint's forced first token).
 TARGET_LANGUAGE = {"mbart": "de_DE", "m2m_100": "deu_Latn"}
 
-#: Seeds whose tiny random models' strings depend on the source.
-SEEDS = {"marian": 2, "bart": 2, "t5": 3, "mbart": 3, "pegasus": 2, "m2m_100": 2}
+#: Seeds whose tiny random models' strings depend on the source (by family,
+#: or `family/layout`).
+SEEDS = {"marian": 2, "bart": 2, "t5": 3, "mbart": 3, "pegasus": 2, "m2m_100": 2,
+         "m2m_100/vocab.json": 4}
 
 
 def make_checkpoint(folder, family, generation=None, layout=None):
     """A tiny random checkpoint with its tokenizer files; returns
     `(torch model, transformers tokenizer)`. `layout`: the family's
     `LAYOUTS` default, or `"tokenizer.json"` (BART, T5): the tokenizer saved
-    by transformers 5, `tokenizer.json` alone."""
+    by transformers 5, `tokenizer.json` alone; `"vocab.json"` (M2M100): its
+    own files, `vocab.json` + `sentencepiece.bpe.model`, instead of NLLB's
+    `tokenizer.json`."""
     folder.mkdir(parents=True, exist_ok=True)
+    seed = SEEDS.get(f"{family}/{layout}", SEEDS[family])
     if family == "marian":
         size = _marian_tokenizer(folder)
         pad = size - 1
@@ -109,17 +120,21 @@ def make_checkpoint(folder, family, generation=None, layout=None):
         size = _bart_tokenizer(folder)
         options = dict(vocab_size=size)
     elif family in ("mbart", "pegasus", "m2m_100"):
-        tokenizer = _fast_tokenizer(folder, family)
-        options = dict(vocab_size=len(tokenizer))
+        own = family == "m2m_100" and layout == "vocab.json"
+        tokenizer = m2m100_folder_files(folder) if own else _fast_tokenizer(folder, family)
+        # M2M100's table has 8 rows past its language tokens (fairseq's
+        # "madeup words"), never written by the tokenizer.
+        madeup = list(range(len(tokenizer), len(tokenizer) + 8)) if own else []
+        options = dict(vocab_size=len(tokenizer) + len(madeup))
         if family in TARGET_LANGUAGE:
             # Most of a tiny vocabulary is language codes: a random model would
             # write little else, so the other codes are suppressed.
-            code = tokenizer.convert_tokens_to_ids(TARGET_LANGUAGE[family])
+            code = tokenizer.convert_tokens_to_ids("__de__" if own else TARGET_LANGUAGE[family])
             others = sorted(set(tokenizer.all_special_ids) - {
-                code, tokenizer.eos_token_id, tokenizer.pad_token_id})
+                code, tokenizer.eos_token_id, tokenizer.pad_token_id}) + madeup
             generation = {"forced_bos_token_id": code, "suppress_tokens": others,
                           **(generation or {})}
-        return hf_checkpoints.save_checkpoint(folder, family, generation, seed=SEEDS[family],
+        return hf_checkpoints.save_checkpoint(folder, family, generation, seed=seed,
                                               **options), tokenizer
     else:
         size = _t5_tokenizer(folder)
@@ -127,7 +142,7 @@ def make_checkpoint(folder, family, generation=None, layout=None):
         # 8 rows more here, never generated, as the checkpoints suppress them.
         options = dict(vocab_size=size + 8)
         generation = {"suppress_tokens": list(range(size, size + 8)), **(generation or {})}
-    model = hf_checkpoints.save_checkpoint(folder, family, generation, seed=SEEDS[family],
+    model = hf_checkpoints.save_checkpoint(folder, family, generation, seed=seed,
                                            **options)
     if family == "marian":
         tokenizer = transformers.MarianTokenizer(
@@ -168,13 +183,13 @@ BEAM = {"num_beams": 4, "length_penalty": 0.6, "max_length": 10}
 LAYOUTS = {"marian": None, "bart": "tokenizer.json", "t5": "tokenizer.json"}
 
 
-def _make_converted_run(folder, family, generation, strings):
+def _make_converted_run(folder, family, generation, strings, layout=None):
     """Fills `folder` with `checkpoint/` (a tiny `family` checkpoint with
     `generation`) and `run/` (its conversion); returns `transformers`'
     strings for `TEXTS` (with `strings`, else {}): `"beam"` with the
     checkpoint's settings, `"greedy"` with `num_beams=1`."""
     model, tokenizer = make_checkpoint(folder / "checkpoint", family, generation,
-                                       LAYOUTS.get(family))
+                                       layout or LAYOUTS.get(family))
     convert_checkpoint(folder / "checkpoint", folder / "run")
     if not strings:
         return {}
@@ -182,17 +197,19 @@ def _make_converted_run(folder, family, generation, strings):
             "greedy": reference_strings(model, tokenizer, TEXTS, num_beams=1)}
 
 
-def converted_run(tmp_path_factory, family, beam=True):
+def converted_run(tmp_path_factory, family, beam=True, layout=None):
     """`(checkpoint folder, run folder (absolute str), strings)` of `family`'s
     tiny checkpoint converted once per test run (`tests.made_once`): with the
     `BEAM` generation config and `transformers`' strings, or (`beam=False`)
     `make_checkpoint`'s default one and no strings ({}); `strings` as
-    `_make_converted_run` returns them. Read-only: a test that changes a
-    folder copies it first."""
-    name = f"converted_{family}_{'beam' if beam else 'default'}"
+    `_make_converted_run` returns them; `layout`: `make_checkpoint`'s.
+    Read-only: a test that changes a folder copies it first."""
+    name = f"converted_{family}_{'beam' if beam else 'default'}" + (
+        f"_{layout}" if layout else "")
     folder, strings = made_once(
         tmp_path_factory, name,
-        lambda folder: _make_converted_run(folder, family, BEAM if beam else None, beam))
+        lambda folder: _make_converted_run(folder, family, BEAM if beam else None, beam,
+                                           layout))
     return folder / "checkpoint", str((folder / "run").absolute()), strings
 
 
@@ -375,25 +392,35 @@ def test_a_larger_tokenizer_is_refused_a_smaller_one_allowed(tmp_path_factory, t
 def test_a_checkpoint_without_its_tokenizer_json_is_refused_naming_it(family, tmp_path):
     folder = tmp_path / "checkpoint"
     hf_checkpoints.save_checkpoint(folder, family)
-    with pytest.raises(FileNotFoundError, match=r"no tokenizer.json\. Received: folder="):
+    with pytest.raises(FileNotFoundError, match=r"no tokenizer.json(\. | \(nor vocab.json "
+                                                 r"\+ sentencepiece.bpe.model.*\)\. )Received: "
+                                                 r"folder="):
         convert_checkpoint(folder, tmp_path / "run")
     assert not (tmp_path / "run").exists()
 
 
+#: The families whose tokenizer is `tokenizer.json` (as transformers 5 saves
+#: them) and M2M100's own files: `(family, make_checkpoint's layout)`.
+LANGUAGE_FAMILIES = [("mbart", None), ("pegasus", None), ("m2m_100", None),
+                     ("m2m_100", "vocab.json")]
+
+
 @pytest.mark.large
-@pytest.mark.parametrize("family", ["mbart", "pegasus", "m2m_100"])
-def test_tokenizer_json_families_generate_the_strings_of_transformers(family, tmp_path,
+@pytest.mark.parametrize("family,layout", LANGUAGE_FAMILIES)
+def test_tokenizer_json_families_generate_the_strings_of_transformers(family, layout, tmp_path,
                                                                      tmp_path_factory):
     """mBART-50, Pegasus and NLLB folders as transformers 5 saves them
-    (`tokenizer.json`; the target language as the forced first token):
-    `keras-attention convert`, then `generate` gives `transformers`'
+    (`tokenizer.json`), and M2M100's own files (`vocab.json` +
+    `sentencepiece.bpe.model`); the target language as the forced first
+    token: `keras-attention convert`, then `generate` gives `transformers`'
     strings, beam 4 with a length penalty and greedy (the exported
     SavedModel: export_converted_test.py)."""
-    _, run_dir, strings = converted_run(tmp_path_factory, family)
+    _, run_dir, strings = converted_run(tmp_path_factory, family, layout=layout)
     run = runs.SavedRun(run_dir)
     assert run.recipe == ("summarization" if family == "pegasus" else "translation")
-    assert sorted(run.metadata["converted_from"]["tokenizer_files"]) == [
-        "tokenizer.json", "tokenizer_config.json"]
+    assert sorted(run.metadata["converted_from"]["tokenizer_files"]) == (
+        ["sentencepiece.bpe.model", "tokenizer_config.json", "vocab.json"] if layout
+        else ["tokenizer.json", "tokenizer_config.json"])
     assert cli_generate(run_dir, TEXTS, tmp_path) == strings["beam"]
     greedy = strings["greedy"]
     assert cli_generate(run_dir, TEXTS, tmp_path, "--strategy", "greedy") == greedy
