@@ -103,6 +103,20 @@ def _ragged(token_ids):
     return tf.RaggedTensor.from_tensor(tf.cast(token_ids, tf.int32))
 
 
+def _vocabulary_tables(vocabulary, unk_id):
+    """`(piece -> id, id -> piece)` lookup tables of a `{piece: id}`
+    vocabulary (`unk_id` for a piece it lacks, `""` for an id)."""
+    pieces = sorted(vocabulary, key=vocabulary.get)
+    ids = [vocabulary[p] for p in pieces]
+    piece_ids = tf.lookup.StaticHashTable(
+        tf.lookup.KeyValueTensorInitializer(tf.constant(pieces), tf.constant(ids, tf.int32)),
+        default_value=unk_id)
+    id_pieces = tf.lookup.StaticHashTable(
+        tf.lookup.KeyValueTensorInitializer(tf.constant(ids, tf.int32), tf.constant(pieces)),
+        default_value="")
+    return piece_ids, id_pieces
+
+
 def _keep(token_ids, dropped):
     """`token_ids` (ragged) without the ids listed in `dropped`."""
     values = token_ids.flat_values
@@ -126,18 +140,12 @@ class MarianGraphTokenizer(tf.Module):
 
     def __init__(self, tokenizer):
         super().__init__(name="marian_tokenizer")
-        pieces = sorted(tokenizer.vocabulary, key=tokenizer.vocabulary.get)
-        ids = [tokenizer.vocabulary[p] for p in pieces]
         self.end_token_id = tokenizer.end_token_id
         self.special_ids = sorted(tokenizer.special_ids)
         self.source = _sentencepiece(_proto(tokenizer.source), tf.string)
         self.target = _sentencepiece(_proto(tokenizer.target), tf.string)
-        self.piece_ids = tf.lookup.StaticHashTable(
-            tf.lookup.KeyValueTensorInitializer(tf.constant(pieces), tf.constant(ids, tf.int32)),
-            default_value=tokenizer.unk_token_id)
-        self.id_pieces = tf.lookup.StaticHashTable(
-            tf.lookup.KeyValueTensorInitializer(tf.constant(ids, tf.int32), tf.constant(pieces)),
-            default_value="")
+        self.piece_ids, self.id_pieces = _vocabulary_tables(tokenizer.vocabulary,
+                                                            tokenizer.unk_token_id)
 
     def _encode(self, texts, spm):
         # A leading language code `>>xx<<` (up to the first "<<") is one token.
@@ -343,14 +351,8 @@ class M2M100GraphTokenizer(tf.Module):
         super().__init__(name="m2m100_tokenizer")
         with open(tokenizer.spm_path, "rb") as file:
             self.spm = _sentencepiece(file.read(), tf.string)
-        pieces = sorted(tokenizer.vocabulary, key=tokenizer.vocabulary.get)
-        ids = [tokenizer.vocabulary[p] for p in pieces]
-        self.piece_ids = tf.lookup.StaticHashTable(
-            tf.lookup.KeyValueTensorInitializer(tf.constant(pieces), tf.constant(ids, tf.int32)),
-            default_value=tokenizer.unk_token_id)
-        self.id_pieces = tf.lookup.StaticHashTable(
-            tf.lookup.KeyValueTensorInitializer(tf.constant(ids, tf.int32), tf.constant(pieces)),
-            default_value="")
+        self.piece_ids, self.id_pieces = _vocabulary_tables(tokenizer.vocabulary,
+                                                            tokenizer.unk_token_id)
         self.added = _AddedTokens([(token, i, False, False)
                                    for token, i in tokenizer.added_tokens.items()])
         self.start_ids, self.end_ids = [tokenizer.source_language_id], [tokenizer.end_token_id]
