@@ -388,10 +388,9 @@ class T5Tokenizer(_FolderTokenizer):
 
 
 #: `transformers`' `clean_up_tokenization`: spaces before punctuation and
-#: English contractions dropped from decoded text.
-#: What `clean_up_tokenization_spaces` replaces, in order (transformers').
+#: English contractions dropped from decoded text (in this order).
 CLEAN_UPS = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"),
-              (" n't", "n't"), (" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))
+             (" n't", "n't"), (" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))
 
 
 #: The `tokenizer_config.json` key that makes transformers 5 clean up the
