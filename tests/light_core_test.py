@@ -144,3 +144,23 @@ def test_the_data_modules_names_are_listed_and_unknown_names_refused():
     assert set(data.__all__) <= set(dir(data))
     with pytest.raises(AttributeError, match="no attribute 'load_tokeniser'"):
         _ = data.load_tokeniser
+
+
+def test_the_data_modules_three_lists_of_names_agree():
+    """`keras_attention.data` names its public names in its `TYPE_CHECKING`
+    imports (for readers and the docs' static reader), in the table its lazy
+    `__getattr__` reads and in `__all__`: each imported name is in `__all__`
+    and resolves to the object of the module it is imported from, and
+    `__all__` holds nothing else."""
+    import ast
+
+    from keras_attention import data
+
+    tree = ast.parse(pathlib.Path(data.__file__).read_text(encoding="utf-8"))
+    block = next(node for node in tree.body if isinstance(node, ast.If)
+                 and ast.unparse(node.test) == "typing.TYPE_CHECKING")
+    imported = {alias.name: node.module for node in block.body
+                for alias in node.names}
+    assert sorted(imported) == sorted(data.__all__)
+    for name, module in imported.items():
+        assert getattr(data, name) is getattr(importlib.import_module(module), name), name
