@@ -69,7 +69,10 @@ def test_a_setting_the_graph_cannot_honour_is_refused_naming_it(converted, tmp_p
 
 
 @pytest.mark.large
-@pytest.mark.parametrize("family,layout", LANGUAGE_FAMILIES)
+@pytest.mark.parametrize("family,layout", [
+    # An older Pegasus folder serves through the same graph as a saved
+    # tokenizer.json (graph_tokenizers_test): its run is not exported again here.
+    case for case in LANGUAGE_FAMILIES if case != ("pegasus", "spiece.model")])
 def test_tokenizer_json_families_export_the_strings_of_transformers(family, layout, tmp_path,
                                                                     tmp_path_factory):
     """mBART-50, Pegasus and NLLB run folders (`tokenizer.json` read as

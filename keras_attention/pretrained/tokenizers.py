@@ -32,7 +32,10 @@ special tokens of the folder's template (mBART's source language code,
 saved with the tokenizer), and its decoding. M2M100's own tokenizer files
 (`vocab.json` + `sentencepiece.bpe.model`, no `tokenizer.json`) are read by
 `M2M100Tokenizer`, as Marian's are; the `m2m_100` family reads either layout
-(`OneOf`).
+(`OneOf`). An older mBART or mBART-50 folder (`sentencepiece.bpe.model`, no
+`tokenizer.json`) is read into the `FastTokenizer` of the file `transformers`
+5 makes of it (`MBartSentencePieceFolder`), as is an older Pegasus folder
+(`spiece.model`: `PegasusSentencePieceFolder`).
 
 Not reproduced: Moses punctuation normalization (`transformers` applies it
 to Marian sources only when `sacremoses` is installed), and special-token
@@ -411,7 +414,8 @@ class FastTokenizer(_FolderTokenizer):
     `from_folder` skips it for a BPE model, NLLB's, as transformers 5 does).
 
     Args:
-        tokenizer_json: path of `tokenizer.json`.
+        tokenizer_json: path of `tokenizer.json`, or its JSON object (made
+            from an older folder: `sentencepiece_folders`).
         pad_token, eos_token: their texts (`tokenizer_config.json`'s, by
             default `<pad>` and `</s>`); each must be in the vocabulary.
         clean_up_tokenization_spaces: bool.
@@ -421,7 +425,7 @@ class FastTokenizer(_FolderTokenizer):
     CONFIG = "tokenizer_config.json"
     LAYOUTS = ((FILE, CONFIG), (FILE,))
 
-    def __init__(self, tokenizer_json_path, *, pad_token="<pad>", eos_token="</s>",
+    def __init__(self, tokenizer_json, *, pad_token="<pad>", eos_token="</s>",
                  clean_up_tokenization_spaces=False):
         try:
             import tokenizers
@@ -430,11 +434,14 @@ class FastTokenizer(_FolderTokenizer):
                               "install tokenizers; it comes with keras-hub and transformers)"
                               ) from None
         try:
-            self.tokenizer = tokenizers.Tokenizer.from_file(os.fspath(tokenizer_json_path))
+            self.tokenizer = (tokenizers.Tokenizer.from_str(json.dumps(tokenizer_json))
+                              if isinstance(tokenizer_json, dict)
+                              else tokenizers.Tokenizer.from_file(os.fspath(tokenizer_json)))
         except Exception as error:  # the library's parse errors (Exception subclasses)
+            named = "an object" if isinstance(tokenizer_json, dict) else repr(
+                os.fspath(tokenizer_json))
             raise ValueError(f"{self.FILE} is not a tokenizer the `tokenizers` library reads "
-                             f"({str(error)[:200]}). Received: "
-                             f"tokenizer_json={os.fspath(tokenizer_json_path)!r}") from None
+                             f"({str(error)[:200]}). Received: tokenizer_json={named}") from None
         for name, token in (("pad_token", pad_token), ("eos_token", eos_token)):
             if not isinstance(token, str) or self.tokenizer.token_to_id(token) is None:
                 raise ValueError(f"Argument `{name}` must be a token of {self.FILE}. "
@@ -631,6 +638,53 @@ class M2M100Tokenizer(_FolderTokenizer):
             for old, new in CLEAN_UPS:
                 texts = [text.replace(old, new) for text in texts]
         return texts
+
+
+def _from_sentencepiece(cls, folder, model_file, build):
+    """The `FastTokenizer` of `build(model bytes, config)`, the
+    `tokenizer.json` object `transformers` 5 makes of an older folder."""
+    names = cls.files_in(folder)
+    config = _json_object(folder, "tokenizer_config.json") if (
+        "tokenizer_config.json" in names) else {}
+    with open(checkpoint_file(folder, model_file), "rb") as file:
+        data = build(file.read(), config)
+    clean_up = config.get("clean_up_tokenization_spaces")
+    return FastTokenizer(data, **({} if clean_up is None else {
+        "clean_up_tokenization_spaces": clean_up}))
+
+
+class MBartSentencePieceFolder(_FolderTokenizer):
+    """An older mBART or mBART-50 folder (`sentencepiece.bpe.model` +
+    `tokenizer_config.json`, no `tokenizer.json`): `from_folder` gives the
+    `FastTokenizer` of the `tokenizer.json` `transformers` 5 makes of it
+    (`sentencepiece_folders.mbart_tokenizer_json`; the config's
+    `tokenizer_class` says which family, `src_lang` the source language)."""
+
+    LAYOUTS = (("sentencepiece.bpe.model", "tokenizer_config.json"),)
+
+    @classmethod
+    def from_folder(cls, folder):
+        from keras_attention.pretrained import sentencepiece_folders
+
+        return _from_sentencepiece(cls, folder, "sentencepiece.bpe.model", lambda model, config: (
+            sentencepiece_folders.mbart_tokenizer_json(model, config.get("tokenizer_class"),
+                                                       config.get("src_lang"))))
+
+
+class PegasusSentencePieceFolder(_FolderTokenizer):
+    """An older Pegasus folder (`spiece.model`, and `tokenizer_config.json`
+    where present; no `tokenizer.json`): `from_folder` gives the
+    `FastTokenizer` of the `tokenizer.json` `transformers` 5 makes of it
+    (`sentencepiece_folders.pegasus_tokenizer_json`)."""
+
+    LAYOUTS = (("spiece.model", "tokenizer_config.json"), ("spiece.model",))
+
+    @classmethod
+    def from_folder(cls, folder):
+        from keras_attention.pretrained import sentencepiece_folders
+
+        return _from_sentencepiece(cls, folder, "spiece.model",
+                                   sentencepiece_folders.pegasus_tokenizer_json)
 
 
 class OneOf:

@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 import transformers
 
-from keras_attention.pretrained import graph_tokenizers, tokenizers
+from keras_attention.pretrained import families, graph_tokenizers, tokenizers
 from tests.pretrained.tokenizers_test import (  # noqa: F401 (fixtures)
     FAST,
     GERMAN,
@@ -22,6 +22,8 @@ from tests.pretrained.tokenizers_test import (  # noqa: F401 (fixtures)
     m2m100_folder,
     m2m100_folder_files,
     marian_folder,
+    mbart_older_folder_files,
+    pegasus_older_folder_files,
     t5_folder,
     t5_json_folder,
 )
@@ -133,6 +135,17 @@ def test_m2m100_own_files(m2m100_folder):  # noqa: F811
     graph = graph_tokenizers.graph_tokenizer(tokenizers.M2M100Tokenizer.from_folder(
         m2m100_folder))
     assert_same_in_a_graph(graph, theirs, TEXTS + GERMAN[:5] + M2M100_EDGES)
+
+
+@pytest.mark.parametrize("family", ["mbart", "pegasus"])
+def test_an_older_folder(family, tmp_path):
+    """mBART-50 and Pegasus without `tokenizer.json`: the graph of the file
+    transformers 5 makes of their SentencePiece model."""
+    theirs = (mbart_older_folder_files(tmp_path, src_lang="de_DE") if family == "mbart"
+              else pegasus_older_folder_files(tmp_path))
+    graph = graph_tokenizers.graph_tokenizer(
+        families.FAMILIES[family].tokenizer.from_folder(tmp_path))
+    assert_same_in_a_graph(graph, theirs, TEXTS + GERMAN[:5] + EDGES + ["de_DE Hallo"])
 
 
 def _python_tokenizer(family, folder, tmp_path):

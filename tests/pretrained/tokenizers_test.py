@@ -377,3 +377,74 @@ def test_m2m100_bad_settings_are_named(m2m100_folder, tmp_path):
         (tmp_path / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
         with pytest.raises(ValueError, match=message):
             tokenizers.M2M100Tokenizer.from_folder(tmp_path)
+
+
+# Older mBART folders: sentencepiece.bpe.model + tokenizer_config.json ------------------------
+def mbart_older_folder_files(folder, tokenizer_class="MBart50Tokenizer", src_lang="en_XX"):
+    """An mBART or mBART-50 folder as a slow tokenizer saved it (no
+    `tokenizer.json`): fairseq's SentencePiece model trained in `folder` and
+    a `tokenizer_config.json` naming the class and source language; returns
+    `transformers` 5's tokenizer of it (which builds its `tokenizer.json`)."""
+    name = "mbart50" if tokenizer_class == "MBart50Tokenizer" else "mbart"
+    fairseq_tokenizer(folder, name)
+    (folder / "sentencepiece.bpe.vocab").unlink()
+    (folder / "tokenizer_config.json").write_text(json.dumps({
+        "tokenizer_class": tokenizer_class, "src_lang": src_lang}), encoding="utf-8")
+    return transformers.AutoTokenizer.from_pretrained(str(folder))
+
+
+@pytest.mark.parametrize("tokenizer_class", ["MBartTokenizer", "MBart50Tokenizer"])
+def test_an_older_mbart_folder_reads_as_transformers_5_reads_it(tokenizer_class, tmp_path):
+    theirs = mbart_older_folder_files(tmp_path, tokenizer_class, src_lang="de_DE")
+    family = families.FAMILIES["mbart"].tokenizer
+    assert family.files_in(tmp_path) == ("sentencepiece.bpe.model", "tokenizer_config.json")
+    ours = family.from_folder(tmp_path)
+    assert type(theirs).__name__ == tokenizer_class
+    assert_same_as_transformers(ours, theirs, TEXTS + GERMAN[:5] + [
+        "a </s> b", "de_DE Hallo", "<mask> x", "x "])
+    assert ours.encode(["Hallo"])[0].count(theirs.convert_tokens_to_ids("de_DE")) == 1
+    assert ours.vocabulary_size == len(theirs)
+
+
+def pegasus_older_folder_files(folder, config=True):
+    """A Pegasus folder as a slow tokenizer saved it: `spiece.model` (and
+    `tokenizer_config.json`), no `tokenizer.json`; returns `transformers` 5's
+    tokenizer of it."""
+    train_spm(ENGLISH, folder / "spiece", pad_id=0, eos_id=1, unk_id=2, bos_id=-1)
+    (folder / "spiece.vocab").unlink()
+    if config:
+        (folder / "tokenizer_config.json").write_text(json.dumps({
+            "tokenizer_class": "PegasusTokenizer", "offset": 103}), encoding="utf-8")
+    return transformers.PegasusTokenizer.from_pretrained(str(folder))
+
+
+@pytest.mark.parametrize("config", [True, False])
+def test_an_older_pegasus_folder_reads_as_transformers_5_reads_it(config, tmp_path):
+    theirs = pegasus_older_folder_files(tmp_path, config)
+    family = families.FAMILIES["pegasus"].tokenizer
+    assert family.files_in(tmp_path) == (
+        ("spiece.model", "tokenizer_config.json") if config else ("spiece.model",))
+    ours = family.from_folder(tmp_path)
+    assert_same_as_transformers(ours, theirs, TEXTS + GERMAN[:5] + [
+        "a </s> b", "<mask_1> x", "<unk_5> y", "x "])
+    assert ours.vocabulary_size == len(theirs) and ours.end_token_id == theirs.eos_token_id
+    (tmp_path / "tokenizer_config.json").write_text('{"offset": 100}', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"`offset` must be 103 .*Received: offset=100"):
+        family.from_folder(tmp_path)
+
+
+def test_an_older_mbart_folder_names_what_it_lacks(tmp_path):
+    mbart_older_folder_files(tmp_path)
+    family = families.FAMILIES["mbart"].tokenizer
+    for config, message in (({}, r"`tokenizer_class` must be one of \['MBart50Tokenizer', "
+                                 r"'MBartTokenizer'\]. Received: tokenizer_class=None"),
+                            ({"tokenizer_class": "MBartTokenizer", "src_lang": "xx_XX"},
+                             r"`src_lang` must be a language code of MBartTokenizer. "
+                             r"Received: src_lang='xx_XX'")):
+        (tmp_path / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+        with pytest.raises(ValueError, match=message):
+            family.from_folder(tmp_path)
+    (tmp_path / "sentencepiece.bpe.model").write_bytes(b"\xff\xff")
+    (tmp_path / "tokenizer_config.json").write_text('{"tokenizer_class": "MBartTokenizer"}')
+    with pytest.raises(ValueError, match=r"Not a SentencePiece model"):
+        family.from_folder(tmp_path)

@@ -26,6 +26,8 @@ from tests.pretrained.tokenizers_test import (
     GERMAN,
     fairseq_tokenizer,
     m2m100_folder_files,
+    mbart_older_folder_files,
+    pegasus_older_folder_files,
     train_spm,
 )
 
@@ -107,7 +109,8 @@ def make_checkpoint(folder, family, generation=None, layout=None):
     `LAYOUTS` default, or `"tokenizer.json"` (BART, T5): the tokenizer saved
     by transformers 5, `tokenizer.json` alone; `"vocab.json"` (M2M100): its
     own files, `vocab.json` + `sentencepiece.bpe.model`, instead of NLLB's
-    `tokenizer.json`."""
+    `tokenizer.json`; `"sentencepiece.bpe.model"` (mBART), `"spiece.model"`
+    (Pegasus): an older folder, without `tokenizer.json`."""
     folder.mkdir(parents=True, exist_ok=True)
     seed = SEEDS.get(f"{family}/{layout}", SEEDS[family])
     if family == "marian":
@@ -121,7 +124,10 @@ def make_checkpoint(folder, family, generation=None, layout=None):
         options = dict(vocab_size=size)
     elif family in ("mbart", "pegasus", "m2m_100"):
         own = family == "m2m_100" and layout == "vocab.json"
-        tokenizer = m2m100_folder_files(folder) if own else _fast_tokenizer(folder, family)
+        tokenizer = (m2m100_folder_files(folder) if own
+                     else mbart_older_folder_files(folder) if layout == "sentencepiece.bpe.model"
+                     else pegasus_older_folder_files(folder) if layout == "spiece.model"
+                     else _fast_tokenizer(folder, family))
         # M2M100's table has 8 rows past its language tokens (fairseq's
         # "madeup words"), never written by the tokenizer.
         madeup = list(range(len(tokenizer), len(tokenizer) + 8)) if own else []
@@ -389,20 +395,25 @@ def test_a_larger_tokenizer_is_refused_a_smaller_one_allowed(tmp_path_factory, t
 
 
 @pytest.mark.parametrize("family", ["mbart", "pegasus", "m2m_100"])
-def test_a_checkpoint_without_its_tokenizer_json_is_refused_naming_it(family, tmp_path):
+def test_a_checkpoint_without_its_tokenizer_files_is_refused_naming_them(family, tmp_path):
     folder = tmp_path / "checkpoint"
     hf_checkpoints.save_checkpoint(folder, family)
-    with pytest.raises(FileNotFoundError, match=r"no tokenizer.json(\. | \(nor vocab.json "
-                                                 r"\+ sentencepiece.bpe.model.*\)\. )Received: "
-                                                 r"folder="):
+    layouts = {"mbart": r"sentencepiece.bpe.model \+ tokenizer_config.json",
+               "pegasus": r"spiece.model \+ tokenizer_config.json or spiece.model",
+               "m2m_100": r"vocab.json \+ sentencepiece.bpe.model \+ tokenizer_config.json or "
+                          r"vocab.json \+ sentencepiece.bpe.model"}[family]
+    with pytest.raises(FileNotFoundError, match=rf"no tokenizer.json \(nor {layouts}\)\. "
+                                                r"Received: folder="):
         convert_checkpoint(folder, tmp_path / "run")
     assert not (tmp_path / "run").exists()
 
 
 #: The families whose tokenizer is `tokenizer.json` (as transformers 5 saves
-#: them) and M2M100's own files: `(family, make_checkpoint's layout)`.
+#: them), M2M100's own files and older mBART-50 and Pegasus folders (no
+#: `tokenizer.json`): `(family, make_checkpoint's layout)`.
 LANGUAGE_FAMILIES = [("mbart", None), ("pegasus", None), ("m2m_100", None),
-                     ("m2m_100", "vocab.json")]
+                     ("m2m_100", "vocab.json"), ("mbart", "sentencepiece.bpe.model"),
+                     ("pegasus", "spiece.model")]
 
 
 @pytest.mark.large
@@ -418,9 +429,11 @@ def test_tokenizer_json_families_generate_the_strings_of_transformers(family, la
     _, run_dir, strings = converted_run(tmp_path_factory, family, layout=layout)
     run = runs.SavedRun(run_dir)
     assert run.recipe == ("summarization" if family == "pegasus" else "translation")
-    assert sorted(run.metadata["converted_from"]["tokenizer_files"]) == (
-        ["sentencepiece.bpe.model", "tokenizer_config.json", "vocab.json"] if layout
-        else ["tokenizer.json", "tokenizer_config.json"])
+    assert sorted(run.metadata["converted_from"]["tokenizer_files"]) == {
+        "vocab.json": ["sentencepiece.bpe.model", "tokenizer_config.json", "vocab.json"],
+        "sentencepiece.bpe.model": ["sentencepiece.bpe.model", "tokenizer_config.json"],
+        "spiece.model": ["spiece.model", "tokenizer_config.json"],
+        None: ["tokenizer.json", "tokenizer_config.json"]}[layout]
     assert cli_generate(run_dir, TEXTS, tmp_path) == strings["beam"]
     greedy = strings["greedy"]
     assert cli_generate(run_dir, TEXTS, tmp_path, "--strategy", "greedy") == greedy
