@@ -22,7 +22,8 @@ Example:
 import base64
 import struct
 
-SPIECE_UNDERLINE = "\u2581"
+from keras_attention.pretrained.tokenizer_json import SPIECE_UNDERLINE
+
 _MBART_25 = (
     "ar_AR", "cs_CZ", "de_DE", "en_XX", "es_XX", "et_EE", "fi_FI", "fr_XX", "gu_IN", "hi_IN",
     "it_IT", "ja_XX", "kk_KZ", "ko_KR", "lt_LT", "lv_LV", "my_MM", "ne_NP", "nl_XX", "ro_RO",

@@ -185,15 +185,16 @@ def bpe_sentencepiece_model(data):
         _refuse("model.vocab", "an object {piece: id} of the ids 0 to its size - 1",
                 type(vocabulary).__name__)
     merges = [_merge(rule).split(" ") for rule in model.get("merges") or []]
-    rank = {}
+    first, last = {}, {}  # the ranks of the first and last merges making each piece
     for index, (left, right) in enumerate(merges):
         made = left + right
         if not {left, right, made} <= vocabulary.keys():
             _refuse("model.merges", "merges of pieces making a piece", f"{left} {right}")
-        if made in rank and rank[made] != index - 1:
+        if made in last and last[made] != index - 1:
             _refuse("model.merges", "the merges making one piece next to each other",
                     f"{left} {right}")
-        rank[made] = index
+        first.setdefault(made, index)
+        last[made] = index
     pairs = {(a, b) for a, b in merges}
     for piece in vocabulary:
         for cut in range(1, len(piece)):
@@ -201,9 +202,6 @@ def bpe_sentencepiece_model(data):
                     (piece[:cut], piece[cut:]) not in pairs):
                 _refuse("model.merges", "every pair of pieces making a piece",
                         f"missing {piece[:cut]} {piece[cut:]}")
-    first = {}
-    for index, (left, right) in enumerate(merges):
-        first.setdefault(left + right, index)
     pieces = [[piece, -float(first.get(piece, 0))]
               for piece in sorted(vocabulary, key=vocabulary.get)]
     return _sentencepiece_model(data, pieces, vocabulary.get(model.get("unk_token")), _BPE)
