@@ -74,7 +74,8 @@ FAMILIES = {family.model_type: family for family in (
            tokenizers.OneOf(tokenizers.FastTokenizer, tokenizers.PegasusSentencePieceFolder),
            "summarization"),
     Family("m2m_100", "M2M100ForConditionalGeneration", m2m_100.m2m100_model,
-           tokenizers.OneOf(tokenizers.FastTokenizer, tokenizers.M2M100Tokenizer), "translation"),
+           tokenizers.OneOf(tokenizers.FastTokenizer, tokenizers.M2M100Tokenizer,
+                            tokenizers.NllbSentencePieceFolder), "translation"),
 )}
 
 

@@ -34,8 +34,9 @@ saved with the tokenizer), and its decoding. M2M100's own tokenizer files
 `M2M100Tokenizer`, as Marian's are; the `m2m_100` family reads either layout
 (`OneOf`). An older mBART or mBART-50 folder (`sentencepiece.bpe.model`, no
 `tokenizer.json`) is read into the `FastTokenizer` of the file `transformers`
-5 makes of it (`MBartSentencePieceFolder`), as is an older Pegasus folder
-(`spiece.model`: `PegasusSentencePieceFolder`).
+5 makes of it (`MBartSentencePieceFolder`), as are an older Pegasus folder
+(`spiece.model`: `PegasusSentencePieceFolder`) and an older NLLB folder
+(`sentencepiece.bpe.model`: `NllbSentencePieceFolder`).
 
 Not reproduced: Moses punctuation normalization (`transformers` applies it
 to Marian sources only when `sacremoses` is installed), and special-token
@@ -460,16 +461,21 @@ class FastTokenizer(_FolderTokenizer):
         """From a checkpoint folder holding tokenizer.json (and, read where
         present, tokenizer_config.json's pad and end tokens and clean-up)."""
         names = cls.files_in(folder)
-        options, config = {}, {}
-        if cls.CONFIG in names:
-            config = _json_object(folder, cls.CONFIG)
-            for key in ("pad_token", "eos_token", "clean_up_tokenization_spaces"):
-                value = config.get(key)
-                if isinstance(value, dict):  # an AddedToken's fields
-                    value = value.get("content")
-                if value is not None:
-                    options[key] = value
-        tokenizer = cls(checkpoint_file(folder, cls.FILE), **options)
+        config = _json_object(folder, cls.CONFIG) if cls.CONFIG in names else {}
+        return cls.with_config(checkpoint_file(folder, cls.FILE), config)
+
+    @classmethod
+    def with_config(cls, tokenizer_json, config):
+        """From a `tokenizer.json` (a path or its object) and the object of
+        its `tokenizer_config.json` (pad and end tokens, clean-up)."""
+        options = {}
+        for key in ("pad_token", "eos_token", "clean_up_tokenization_spaces"):
+            value = config.get(key)
+            if isinstance(value, dict):  # an AddedToken's fields
+                value = value.get("content")
+            if value is not None:
+                options[key] = value
+        tokenizer = cls(tokenizer_json, **options)
         if type(tokenizer.tokenizer.model).__name__ == "BPE" and config.get(
                 _FORCE_BPE_CLEAN_UP) is not True:
             # As transformers 5: the clean-up strips spaces BPE keeps (NLLB's
@@ -648,9 +654,9 @@ def _from_sentencepiece(cls, folder, model_file, build):
         "tokenizer_config.json" in names) else {}
     with open(checkpoint_file(folder, model_file), "rb") as file:
         data = build(file.read(), config)
-    clean_up = config.get("clean_up_tokenization_spaces")
-    return FastTokenizer(data, **({} if clean_up is None else {
-        "clean_up_tokenization_spaces": clean_up}))
+    return FastTokenizer.with_config(data, {
+        key: value for key, value in config.items() if key == "clean_up_tokenization_spaces"
+        or key == _FORCE_BPE_CLEAN_UP})
 
 
 class MBartSentencePieceFolder(_FolderTokenizer):
@@ -686,6 +692,24 @@ class PegasusSentencePieceFolder(_FolderTokenizer):
         return _from_sentencepiece(cls, folder, "spiece.model",
                                    sentencepiece_folders.pegasus_tokenizer_json)
 
+
+
+class NllbSentencePieceFolder(_FolderTokenizer):
+    """An older NLLB folder (`sentencepiece.bpe.model` +
+    `tokenizer_config.json` naming `NllbTokenizer`, no `tokenizer.json`):
+    `from_folder` gives the `FastTokenizer` of the `tokenizer.json`
+    `transformers` 5 makes of it (`sentencepiece_folders.nllb_tokenizer_json`:
+    a BPE model, the config's language codes, NLLB-200's 202 where it lists
+    none)."""
+
+    LAYOUTS = (("sentencepiece.bpe.model", "tokenizer_config.json"),)
+
+    @classmethod
+    def from_folder(cls, folder):
+        from keras_attention.pretrained import sentencepiece_folders
+
+        return _from_sentencepiece(cls, folder, "sentencepiece.bpe.model",
+                                   sentencepiece_folders.nllb_tokenizer_json)
 
 class OneOf:
     """The tokenizer of a family whose folders come in layouts read by

@@ -23,6 +23,7 @@ from tests.pretrained.tokenizers_test import (  # noqa: F401 (fixtures)
     m2m100_folder_files,
     marian_folder,
     mbart_older_folder_files,
+    nllb_older_folder_files,
     pegasus_older_folder_files,
     t5_folder,
     t5_json_folder,
@@ -137,15 +138,17 @@ def test_m2m100_own_files(m2m100_folder):  # noqa: F811
     assert_same_in_a_graph(graph, theirs, TEXTS + GERMAN[:5] + M2M100_EDGES)
 
 
-@pytest.mark.parametrize("family", ["mbart", "pegasus"])
+@pytest.mark.parametrize("family", ["mbart", "pegasus", "m2m_100"])
 def test_an_older_folder(family, tmp_path):
-    """mBART-50 and Pegasus without `tokenizer.json`: the graph of the file
-    transformers 5 makes of their SentencePiece model."""
+    """mBART-50, Pegasus and NLLB without `tokenizer.json`: the graph of the
+    file transformers 5 makes of their SentencePiece model."""
     theirs = (mbart_older_folder_files(tmp_path, src_lang="de_DE") if family == "mbart"
-              else pegasus_older_folder_files(tmp_path))
+              else pegasus_older_folder_files(tmp_path) if family == "pegasus"
+              else nllb_older_folder_files(tmp_path, src_lang="deu_Latn"))
     graph = graph_tokenizers.graph_tokenizer(
         families.FAMILIES[family].tokenizer.from_folder(tmp_path))
-    assert_same_in_a_graph(graph, theirs, TEXTS + GERMAN[:5] + EDGES + ["de_DE Hallo"])
+    assert_same_in_a_graph(graph, theirs, TEXTS + GERMAN[:5] + EDGES + [
+        "de_DE Hallo", "deu_Latn Hallo"])
 
 
 def _python_tokenizer(family, folder, tmp_path):

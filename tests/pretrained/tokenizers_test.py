@@ -9,7 +9,7 @@ import sentencepiece
 import transformers
 from tokenizers import ByteLevelBPETokenizer
 
-from keras_attention.pretrained import families, tokenizers
+from keras_attention.pretrained import families, sentencepiece_folders, tokenizers
 
 pytestmark = pytest.mark.backend_independent("tokenizer files and Python tokenizers")
 
@@ -448,3 +448,73 @@ def test_an_older_mbart_folder_names_what_it_lacks(tmp_path):
     (tmp_path / "tokenizer_config.json").write_text('{"tokenizer_class": "MBartTokenizer"}')
     with pytest.raises(ValueError, match=r"Not a SentencePiece model"):
         family.from_folder(tmp_path)
+
+
+#: Three of NLLB's language codes: a tiny vocabulary with all 202 would be
+#: mostly codes.
+NLLB_CODES = ["eng_Latn", "deu_Latn", "fra_Latn"]
+
+
+def nllb_older_folder_files(folder, src_lang="eng_Latn", codes=tuple(NLLB_CODES), **config):
+    """An NLLB folder as the slow `NllbTokenizer` of `transformers` 4 saved
+    it: fairseq's SentencePiece BPE model and a `tokenizer_config.json`
+    listing the language codes `codes` (None: no list) and their ids, no
+    `tokenizer.json`; returns `transformers` 5's tokenizer of it (the codes
+    listed, NLLB-200's 202 where `codes` is None)."""
+    fairseq_tokenizer(folder, "nllb")
+    for name in ("sentencepiece.bpe.vocab", "tokenizer.json"):
+        (folder / name).unlink(missing_ok=True)
+    size = sentencepiece.SentencePieceProcessor(
+        model_file=str(folder / "sentencepiece.bpe.model")).get_piece_size() + 1
+    listed = list(codes or sentencepiece_folders.NLLB_LANGUAGE_CODES)
+    added = ["<s>", "<pad>", "</s>", "<unk>"] + [None] * (size - 4) + listed + ["<mask>"]
+    config = {"tokenizer_class": "NllbTokenizer", "src_lang": src_lang, "tgt_lang": "deu_Latn",
+              "legacy_behaviour": False, **({} if codes is None else {
+                  "additional_special_tokens": listed}),
+              "added_tokens_decoder": {str(i): {
+                  "content": token, "lstrip": token == "<mask>", "normalized": token == "<mask>",
+                  "rstrip": False, "single_word": False, "special": True}
+                  for i, token in enumerate(added) if token}, **config}
+    (folder / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    if codes is None:  # transformers 5 drops the codes a config does not list
+        config = {**config, "additional_special_tokens": listed}
+    return transformers.NllbTokenizer.from_pretrained(str(folder), **{
+        key: config[key] for key in ("additional_special_tokens", "legacy_behaviour")})
+
+
+@pytest.mark.parametrize("options", [{}, {"legacy_behaviour": True}, {"codes": None}],
+                         ids=["codes", "legacy", "all-202-codes"])
+def test_an_older_nllb_folder_reads_as_transformers_5_reads_it(options, tmp_path):
+    theirs = nllb_older_folder_files(tmp_path, src_lang="deu_Latn", **options)
+    family = families.FAMILIES["m2m_100"].tokenizer
+    assert family.files_in(tmp_path) == ("sentencepiece.bpe.model", "tokenizer_config.json")
+    ours = family.from_folder(tmp_path)
+    assert isinstance(ours, tokenizers.FastTokenizer)
+    # The whole tokenizer.json transformers 5 builds, merges included.
+    assert ours.json == json.loads(theirs.backend_tokenizer.to_str())
+    assert_same_as_transformers(ours, theirs, TEXTS + GERMAN[:5] + [
+        "a </s> b", "deu_Latn Hallo", "x <mask> y", "x "])
+    code = theirs.convert_tokens_to_ids("deu_Latn")
+    assert code != theirs.unk_token_id and ours.encode(["Hallo"])[0].count(code) == 1
+    assert ours.vocabulary_size == len(theirs) == 102 + (
+        202 if "codes" in options else len(NLLB_CODES))
+
+
+def test_an_older_nllb_folder_names_what_it_cannot_read(tmp_path):
+    nllb_older_folder_files(tmp_path)
+    family = families.FAMILIES["m2m_100"].tokenizer
+    config = json.loads((tmp_path / "tokenizer_config.json").read_text(encoding="utf-8"))
+    for change, message in (
+            ({"tokenizer_class": "M2M100Tokenizer"},
+             r"`tokenizer_class` must be one of \['NllbTokenizer', 'NllbTokenizerFast'\]. "
+             r"Received: tokenizer_class='M2M100Tokenizer'"),
+            ({"src_lang": "xx_XX"}, r"`src_lang` must be one of the folder's language codes. "
+                                    r"Received: src_lang='xx_XX'"),
+            ({"pad_token": "<blank>"}, r"`pad_token` must be '<pad>' \(NLLB's; .*"
+                                       r"Received: pad_token='<blank>'"),
+            ({"additional_special_tokens": NLLB_CODES[::-1]},
+             r"`added_tokens_decoder` must give each token the id the tokenizer gives it "
+             r"\('eng_Latn': 103\)\. Received: added_tokens_decoder\['101'\]='eng_Latn'")):
+        (tmp_path / "tokenizer_config.json").write_text(json.dumps({**config, **change}))
+        with pytest.raises(ValueError, match=message):
+            family.from_folder(tmp_path)

@@ -27,6 +27,7 @@ from tests.pretrained.tokenizers_test import (
     fairseq_tokenizer,
     m2m100_folder_files,
     mbart_older_folder_files,
+    nllb_older_folder_files,
     pegasus_older_folder_files,
     train_spm,
 )
@@ -109,8 +110,8 @@ def make_checkpoint(folder, family, generation=None, layout=None):
     `LAYOUTS` default, or `"tokenizer.json"` (BART, T5): the tokenizer saved
     by transformers 5, `tokenizer.json` alone; `"vocab.json"` (M2M100): its
     own files, `vocab.json` + `sentencepiece.bpe.model`, instead of NLLB's
-    `tokenizer.json`; `"sentencepiece.bpe.model"` (mBART), `"spiece.model"`
-    (Pegasus): an older folder, without `tokenizer.json`."""
+    `tokenizer.json`; `"sentencepiece.bpe.model"` (mBART, NLLB),
+    `"spiece.model"` (Pegasus): an older folder, without `tokenizer.json`."""
     folder.mkdir(parents=True, exist_ok=True)
     seed = SEEDS.get(f"{family}/{layout}", SEEDS[family])
     if family == "marian":
@@ -124,8 +125,10 @@ def make_checkpoint(folder, family, generation=None, layout=None):
         options = dict(vocab_size=size)
     elif family in ("mbart", "pegasus", "m2m_100"):
         own = family == "m2m_100" and layout == "vocab.json"
+        older = layout == "sentencepiece.bpe.model"
         tokenizer = (m2m100_folder_files(folder) if own
-                     else mbart_older_folder_files(folder) if layout == "sentencepiece.bpe.model"
+                     else nllb_older_folder_files(folder) if older and family == "m2m_100"
+                     else mbart_older_folder_files(folder) if older
                      else pegasus_older_folder_files(folder) if layout == "spiece.model"
                      else _fast_tokenizer(folder, family))
         # M2M100's table has 8 rows past its language tokens (fairseq's
@@ -401,7 +404,8 @@ def test_a_checkpoint_without_its_tokenizer_files_is_refused_naming_them(family,
     layouts = {"mbart": r"sentencepiece.bpe.model \+ tokenizer_config.json",
                "pegasus": r"spiece.model \+ tokenizer_config.json or spiece.model",
                "m2m_100": r"vocab.json \+ sentencepiece.bpe.model \+ tokenizer_config.json or "
-                          r"vocab.json \+ sentencepiece.bpe.model"}[family]
+                          r"vocab.json \+ sentencepiece.bpe.model or "
+                          r"sentencepiece.bpe.model \+ tokenizer_config.json"}[family]
     with pytest.raises(FileNotFoundError, match=rf"no tokenizer.json \(nor {layouts}\)\. "
                                                 r"Received: folder="):
         convert_checkpoint(folder, tmp_path / "run")
@@ -409,11 +413,11 @@ def test_a_checkpoint_without_its_tokenizer_files_is_refused_naming_them(family,
 
 
 #: The families whose tokenizer is `tokenizer.json` (as transformers 5 saves
-#: them), M2M100's own files and older mBART-50 and Pegasus folders (no
+#: them), M2M100's own files and older mBART-50, Pegasus and NLLB folders (no
 #: `tokenizer.json`): `(family, make_checkpoint's layout)`.
 LANGUAGE_FAMILIES = [("mbart", None), ("pegasus", None), ("m2m_100", None),
                      ("m2m_100", "vocab.json"), ("mbart", "sentencepiece.bpe.model"),
-                     ("pegasus", "spiece.model")]
+                     ("pegasus", "spiece.model"), ("m2m_100", "sentencepiece.bpe.model")]
 
 
 @pytest.mark.large
