@@ -41,21 +41,24 @@ def ids(family):
 
 
 def save_checkpoint(folder, family, generation=None, seed=0, **options):
-    """A random tiny `family` model (2 + 2 layers, d=16, 2 heads, FFN 32)
-    saved in `folder` with a generation config (`generation` overrides);
-    returns the torch model (eval mode)."""
+    """A random tiny `family` model saved in `folder` with a generation
+    config (`generation` overrides); returns the torch model (eval mode).
+    Its encoder and decoder differ, as deep-encoder / shallow-decoder
+    serving models do: 2 encoder layers of 2 heads and FFN 32, 1 decoder
+    layer of 4 heads and FFN 24 (T5: 2 + 1 layers, its heads and FFN
+    shared), d=16."""
     pad, end, start = ids(family)
     arguments = dict(
-        vocab_size=VOCAB, d_model=16, encoder_layers=2, decoder_layers=2,
-        encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=32,
-        decoder_ffn_dim=32, max_position_embeddings=64, pad_token_id=pad, eos_token_id=end,
+        vocab_size=VOCAB, d_model=16, encoder_layers=2, decoder_layers=1,
+        encoder_attention_heads=2, decoder_attention_heads=4, encoder_ffn_dim=32,
+        decoder_ffn_dim=24, max_position_embeddings=64, pad_token_id=pad, eos_token_id=end,
         bos_token_id=0, decoder_start_token_id=start, forced_eos_token_id=None,
         dropout=0.0, attention_dropout=0.0, activation_dropout=0.0,
     )
     if family in T5_LAYOUT:
         arguments = dict(
             vocab_size=VOCAB, d_model=16, d_kv=8, num_heads=2, d_ff=32, num_layers=2,
-            num_decoder_layers=2, relative_attention_num_buckets=8,
+            num_decoder_layers=1, relative_attention_num_buckets=8,
             relative_attention_max_distance=16, dropout_rate=0.0, pad_token_id=pad,
             eos_token_id=end, decoder_start_token_id=start,
         )

@@ -72,7 +72,7 @@ def test_unsupported_config_is_an_error_naming_it(bart_folder, tmp_path, config,
 
 
 def test_missing_weight_is_an_error_naming_it(bart_folder, tmp_path):
-    name = "model.decoder.layers.1.fc2.bias"
+    name = "model.decoder.layers.0.fc2.bias"
     with pytest.raises(ValueError, match=f"lacks the weight '{name}'"):
         load_pretrained(_copy(bart_folder, tmp_path, weights={name: None}))
 
@@ -120,7 +120,7 @@ def test_t5_sizes_are_checked_against_the_weights_first(tmp_path):
     hf_checkpoints.save_checkpoint(folder, "t5")
     for case, (config, message) in enumerate([
         ({"num_layers": 10**9}, r"`num_layers` does not match .* says 2\)"),
-        ({"num_decoder_layers": 1}, r"`num_decoder_layers` does not match"),
+        ({"num_decoder_layers": 2}, r"`num_decoder_layers` does not match"),
         ({"d_ff": 10**7}, r"`d_ff` does not match"),
         ({"d_kv": 4}, r"`d_kv` \* `num_heads` do not match"),
         ({"relative_attention_num_buckets": 10**6}, r"relative_attention_num_buckets=1000000"),

@@ -100,8 +100,8 @@ TARGET_LANGUAGE = {"mbart": "de_DE", "m2m_100": "deu_Latn"}
 
 #: Seeds whose tiny random models' strings depend on the source (by family,
 #: or `family/layout`).
-SEEDS = {"marian": 2, "bart": 2, "t5": 3, "mbart": 3, "pegasus": 2, "m2m_100": 2,
-         "m2m_100/vocab.json": 4}
+SEEDS = {"marian": 2, "bart": 2, "t5": 3, "mbart": 3, "pegasus": 3, "m2m_100": 5,
+         "m2m_100/vocab.json": 3, "m2m_100/sentencepiece.bpe.model": 20}
 
 
 def make_checkpoint(folder, family, generation=None, layout=None):
