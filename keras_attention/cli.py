@@ -110,6 +110,8 @@ def generate(args):
             "Argument `--output` must not be inside a run folder: it would replace a file of "
             f"the run. Write the outputs elsewhere. Received: --output={args.output!r}"
         )
+    import keras
+
     lines = _read_lines(args.input) if args.input else None
     runtime.cache_compilations()
     run = runs.SavedRun(args.run_dir)
@@ -117,6 +119,9 @@ def generate(args):
         return _answer_as_typed(run, args, sys.stdin, sys.stdout)
     if lines is None:
         lines = _read_lines(None)
+    if len(lines) == 1 and keras.config.backend() == "tensorflow":
+        # One line: TensorFlow's graph answers it sooner than XLA compiles it.
+        run.jit_compile = False
     outputs = run.generate(lines, args.strategy, args.num_beams,
                            verbose=1 if args.output else 0)
     text = "".join(line.replace("\n", " ") + "\n" for line in outputs)

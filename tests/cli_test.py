@@ -149,6 +149,30 @@ def test_the_console_script_ends_once_generate_has_answered(run_dir, monkeypatch
     assert cli._command(["--verbose"]) is None
 
 
+def test_one_line_on_tensorflow_is_searched_without_xla(run_dir, tmp_path, monkeypatch):
+    """XLA's compilation costs one line more than it saves: a single line
+    runs TensorFlow's graph (same answer); two lines are compiled."""
+    compiled, generate = [], Seq2SeqModel.generate
+
+    def recording(self, *args, **kwargs):
+        compiled.append(kwargs["jit_compile"])
+        return generate(self, *args, **kwargs)
+
+    monkeypatch.setattr(Seq2SeqModel, "generate", recording)
+    texts = ["March 3, 2021", "May 1, 1999"]
+    for lines in (texts[:1], texts):
+        (tmp_path / "in.txt").write_text("".join(line + "\n" for line in lines))
+        cli.main(["generate", str(run_dir), "--input", str(tmp_path / "in.txt"),
+                  "--output", str(tmp_path / "out.txt")])
+        assert (tmp_path / "out.txt").read_text().splitlines() == (
+            runs.SavedRun(run_dir).generate(lines))
+    one_line_compiled = keras.config.backend() != "tensorflow"
+    assert compiled == [one_line_compiled, True, True, True]
+    with pytest.raises(ValueError, match=r"`jit_compile` must be a bool. Received: "
+                                         r"jit_compile='no'"):
+        runs.TextToText(None, None, generation={}, jit_compile="no")
+
+
 @pytest.mark.parametrize("source", ["stdin", "file"])
 def test_empty_input_is_an_empty_output_without_a_model_call(run_dir, tmp_path, capsys,
                                                              monkeypatch, source):

@@ -42,6 +42,11 @@ class TextToText:
             `max_memories` there).
         answer_classes: the answers an answer classifier picks from.
         selection: an extractive summarizer's `{"max_length", "max_sentences"}`.
+        jit_compile: bool, whether the search is compiled (XLA on
+            TensorFlow, `jax.jit` on JAX; `Seq2SeqModel.generate`'s
+            argument); also an attribute that may be changed. Off, TensorFlow
+            runs the search as a graph without XLA, which starts sooner: what
+            `keras-attention generate` does for a single line.
 
     Raises:
         ValueError: naming the argument, for an unknown kind or recipe, a
@@ -65,7 +70,10 @@ class TextToText:
 
     def __init__(self, model, source_tokenizer, target_tokenizer=None, generation=None, *,
                  kind="seq2seq", recipe=None, source_format="text", config=None,
-                 answer_classes=None, selection=None):
+                 answer_classes=None, selection=None, jit_compile=True):
+        if not isinstance(jit_compile, bool):
+            raise ValueError(f"Argument `jit_compile` must be a bool. "
+                             f"Received: jit_compile={jit_compile!r}")
         self.kind = kind if isinstance(kind, registry.ModelKind) else registry.model_kind(kind)
         if recipe is None:
             recipe = self.kind.recipes[0]
@@ -87,6 +95,7 @@ class TextToText:
         self.config = dict(config or {})
         self.answer_classes = answer_classes
         self.selection = selection
+        self.jit_compile = jit_compile
 
     @classmethod
     def from_run(cls, run_dir):
@@ -132,6 +141,7 @@ class TextToText:
                              f"use `generate`. Received: kind={self.kind.name!r}")
         generation = self.generation.with_search(strategy, num_beams)
         token_ids = self.kind.encode(texts, self.source_tokenizer, generation.source_length)
+        generate_options.setdefault("jit_compile", self.jit_compile)
         return self.model.generate(token_ids, batch_size=batch_size, verbose=verbose,
                                    **generation.generate_kwargs(), **generate_options)
 
