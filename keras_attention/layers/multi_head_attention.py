@@ -691,7 +691,11 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
             cache_update_index: position of the first new token (required
                 with `cache`).
             memory_cache: `(key_heads (B, K, S, key_dim), value_heads (B, K,
-                S, value_dim))`, or None for self-attention.
+                S, value_dim))`, or None for self-attention. Its `B` may
+                also be the number of sources of a query of `B * R` rows
+                (`R` consecutive rows per source, the beams of a search):
+                the memory is then read once for the rows of its source
+                (`attention_mask` per source `(B, t, S)` or per row).
             attention_mask: optional boolean `(B, t, L)` (or `(B, t, S)`)
                 mask, True = may attend; e.g. the memory's padding.
             attention_bias: optional float tensor broadcastable to `(B, H,
@@ -765,15 +769,67 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
     def _cross_attend_cached(self, query, memory_cache, query_start, attention_mask,
                              training, attention_bias=None):
         """`call_cached` of cross-attention: `(output, scores)`."""
-        self._check_cache(memory_cache, query.shape[0], "memory_cache")
+        rows = self._rows_per_source(query, memory_cache)
+        self._check_cache(memory_cache, None if rows else query.shape[0], "memory_cache")
         query = ops.cast(query, self.compute_dtype)
         key_heads, value_heads = memory_cache
+        if rows:
+            if attention_bias is None and not self.rotary:
+                return self._cross_attend_shared(query, key_heads, value_heads, rows,
+                                                 attention_mask, training)
+            key_heads, value_heads = (ops.repeat(x, rows, axis=0)
+                                      for x in (key_heads, value_heads))
+            if attention_mask is not None and ops.ndim(attention_mask) == 3 and (
+                    attention_mask.shape[0] == key_heads.shape[0] // rows):
+                attention_mask = ops.repeat(attention_mask, rows, axis=0)
         mask = self._call_mask(attention_mask, query, key_heads.shape[2])
         start = 0 if query_start is None else query_start
         bias = self._check_attention_bias(attention_bias, query, key_heads[:, 0])
         return self._attend_cached_heads(
             query, start, key_heads, value_heads, mask, training, bias
         )
+
+    @staticmethod
+    def _rows_per_source(query, memory_cache):
+        """`R` where a memory cache of `B` sources serves a query of `B * R`
+        rows (`R > 1` consecutive rows per source, e.g. the beams of a
+        search); None where the batches are equal (or not both known)."""
+        rows = query.shape[0]
+        sources = memory_cache[0].shape[0] if isinstance(memory_cache, (tuple, list)) and (
+            memory_cache) and hasattr(memory_cache[0], "shape") else None
+        if rows is None or sources is None or rows == sources:
+            return None
+        if sources == 0 or rows % sources:
+            raise ValueError(
+                "A `memory_cache` of B sources serves a query of B * R rows (R rows per "
+                f"source). Received: {rows} query rows for a memory_cache of {sources} "
+                "sources")
+        return rows // sources
+
+    def _cross_attend_shared(self, query, key_heads, value_heads, rows, attention_mask,
+                             training):
+        """Cross-attention of `query (B * R, t, Dq)` over the memory of `B`
+        sources, read once for the `R` rows of each: the rows become `R * t`
+        queries of their source. `attention_mask`: `(B, t, S)` or `(B * R,
+        t, S)`. Returns `(output (B * R, t, Do), scores (B * R, H, t, S))`."""
+        length, sources = query.shape[1], key_heads.shape[0]
+        query = ops.reshape(query, (sources, rows * length, query.shape[-1]))
+        mask = None
+        if attention_mask is not None:
+            attention_mask = ops.convert_to_tensor(attention_mask)
+            if attention_mask.shape[0] == sources * rows:
+                mask = ops.reshape(attention_mask, (sources, rows * length, -1))
+            else:
+                mask = ops.tile(self._call_mask(attention_mask, query[:, :length],
+                                                key_heads.shape[2]), (1, rows, 1))
+            mask = ops.cast(mask, "bool")
+        output, scores = self._attend_cached_heads(
+            query, 0, key_heads, value_heads, mask, training)
+        output = ops.reshape(output, (sources * rows, length) + tuple(output.shape[2:]))
+        scores = ops.reshape(scores, (sources, self.num_heads, rows, length, -1))
+        scores = ops.reshape(ops.transpose(scores, (0, 2, 1, 3, 4)),
+                             (sources * rows, self.num_heads, length, -1))
+        return output, scores
 
     @staticmethod
     def _call_mask(attention_mask, query, key_length):

@@ -126,6 +126,13 @@ class Seq2SeqModel(keras.Model):
     - `decode_step(token_ids (N,), index, state) -> (logits (N, V), state,
       attention (N, S))`.
 
+    Beam search tiles `memory` and `memory_mask` over the `K` beams of each
+    source before `init_decoder_state`; a subclass whose state reads the
+    memory once for the beams of a source sets `shares_source_across_beams`
+    and takes `init_decoder_state(memory, memory_mask, max_length,
+    rows_per_source=K)` of the untiled memory (its state then serves `B * K`
+    rows).
+
     `generate` encodes once, then runs one `keras.ops.while_loop` over
     fixed-size caches, compiled once per shape bucket (batch size, source
     length rounded up to a multiple of 8) and static sampler settings:
@@ -175,6 +182,9 @@ class Seq2SeqModel(keras.Model):
                 )
 
     # Hooks implemented by subclasses -----------------------------------
+    #: Whether `init_decoder_state` takes `rows_per_source` (see the class).
+    shares_source_across_beams = False
+
     def encode(self, encoder_token_ids):
         raise NotImplementedError
 
@@ -546,14 +556,21 @@ class Seq2SeqModel(keras.Model):
         with self._autocast():
             memory, memory_mask = self.encode(source)
             beams = sampler.num_beams
-            if beams > 1:
+            # Shared where the batch is static (the layers see `B` sources for
+            # `B * K` rows in their shapes); a serving graph's `(None,)` batch tiles.
+            if beams > 1 and self.shares_source_across_beams and source.shape[0] is not None:
+                state = self.init_decoder_state(memory, memory_mask, max_length,
+                                                rows_per_source=beams)
+                memory_mask = ops.repeat(memory_mask, beams, axis=0)
+            else:
+                if beams > 1:
 
-                def tile(x):
-                    return ops.repeat(x, beams, axis=0)
+                    def tile(x):
+                        return ops.repeat(x, beams, axis=0)
 
-                memory = keras.tree.map_structure(tile, memory)
-                memory_mask = tile(memory_mask)
-            state = self.init_decoder_state(memory, memory_mask, max_length)
+                    memory = keras.tree.map_structure(tile, memory)
+                    memory_mask = tile(memory_mask)
+                state = self.init_decoder_state(memory, memory_mask, max_length)
             rules = rules if rules is not None else GenerationRules()
             if suppressed and sampler.suppresses_log_probs:
                 rules, suppressed = rules.with_suppressed(suppressed), ()
@@ -629,7 +646,8 @@ class Seq2SeqModel(keras.Model):
         suppressed ids (a tuple), the rules and the start id are part of it."""
         rules = rules if rules is not None else GenerationRules()
         key = (sampler.static_key(), max_length, return_logits, return_attention, jit_compile,
-               tuple(suppressed), rules.key(), decoder_start_token_id)
+               tuple(suppressed), rules.key(), decoder_start_token_id,
+               bool(self.shares_source_across_beams))
         if key not in self._generate_functions:
             def run(source, prompt, values):
                 result = self._search_with_values(

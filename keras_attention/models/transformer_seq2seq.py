@@ -252,12 +252,19 @@ class TransformerSeq2Seq(Seq2SeqModel):
                 total += math.prod(part.shape) * bits // 8
         return total
 
-    def init_decoder_state(self, memory, memory_mask, max_length):
+    @property
+    def shares_source_across_beams(self):
+        """The cross-attention caches are read once for the beams of a
+        source (not with a copy head, whose state follows each row)."""
+        return self.copy_head is None
+
+    def init_decoder_state(self, memory, memory_mask, max_length, rows_per_source=1):
         source_token_ids = None
         if self.copy_head is not None:
             memory, source_token_ids = memory["memory"], memory["token_ids"]
-        batch_size = ops.shape(memory)[0]
-        # SOURCE_STATE: computed once from the source, never reordered by beams.
+        batch_size = ops.shape(memory)[0] * rows_per_source
+        # SOURCE_STATE: computed once from the source, never reordered by
+        # beams; `B` sources serve `B * rows_per_source` rows.
         source = {"cross_caches": [b.compute_cache(memory, memory_mask)
                                    for b in self.decoder_blocks]}
         state = {

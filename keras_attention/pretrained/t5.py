@@ -166,8 +166,11 @@ class T5Seq2Seq(Seq2SeqModel):
             memory = block(memory, x_mask=memory_mask, self_attention_bias=bias)
         return self.encoder_norm(memory), memory_mask
 
-    def init_decoder_state(self, memory, memory_mask, max_length):
-        batch_size = ops.shape(memory)[0]
+    #: The cross-attention caches are read once for the beams of a source.
+    shares_source_across_beams = True
+
+    def init_decoder_state(self, memory, memory_mask, max_length, rows_per_source=1):
+        batch_size = ops.shape(memory)[0] * rows_per_source
         return {
             "self_caches": [b.init_cache(batch_size, max_length) for b in self.decoder_blocks],
             SOURCE_STATE: {"cross_caches": [b.compute_cache(memory, memory_mask)

@@ -215,6 +215,42 @@ def test_cross_attention_cache_equals_plain_call(rng):
     np.testing.assert_allclose(scores, expected_scores, atol=1e-6)
 
 
+@pytest.mark.parametrize("options", [{}, {"num_key_value_heads": 1}, {"rotary": True}],
+                         ids=["plain", "grouped", "rotary"])
+def test_a_memory_cache_of_the_sources_serves_their_beams(rng, options):
+    """A memory cache of `B` sources and a query of `B * R` rows (R beams
+    each, consecutive): each row attends to its source's memory, as the
+    cache of the memory tiled over the rows would (the mask per source or
+    per row; a bias or rotary queries go through the tiled cache)."""
+    beams, sources = 3, 2
+    q = rng.normal(size=(sources * beams, 2, 8)).astype("float32")
+    memory = rng.normal(size=(sources, 5, 6)).astype("float32")
+    mask = np.ones((sources, 2, 5), bool)
+    mask[1, :, 3:] = False
+    layer = MultiHeadAttention(2, 4, **options)
+    layer(q[:sources], memory)
+    tiled_cache = layer.compute_cache(np.repeat(memory, beams, axis=0))
+    expected, _, expected_scores = layer.call_cached(
+        q, memory_cache=tiled_cache, attention_mask=np.repeat(mask, beams, axis=0),
+        cache_update_index=4)
+    for row_mask in (mask, np.repeat(mask, beams, axis=0)):
+        out, cache, scores = layer.call_cached(
+            q, memory_cache=layer.compute_cache(memory), attention_mask=row_mask,
+            cache_update_index=4)
+        assert cache is None and tuple(scores.shape) == (sources * beams, 2, 2, 5)
+        np.testing.assert_allclose(out, expected, atol=1e-5)
+        np.testing.assert_allclose(scores, expected_scores, atol=1e-6)
+    bias = rng.normal(size=(sources * beams, 2, 2, 5)).astype("float32")
+    with_bias, _, _ = layer.call_cached(q, memory_cache=layer.compute_cache(memory),
+                                        attention_bias=bias)
+    np.testing.assert_allclose(with_bias, layer.call_cached(
+        q, memory_cache=tiled_cache, attention_bias=bias)[0], atol=1e-5)
+    with pytest.raises(ValueError, match=r"A `memory_cache` of B sources serves a query of "
+                                         r"B \* R rows .*Received: 5 query rows for a "
+                                         r"memory_cache of 2 sources"):
+        layer.call_cached(q[:5], memory_cache=layer.compute_cache(memory))
+
+
 def test_invalid_cache_and_index(rng):
     layer = MultiHeadAttention(2, 4)
     x = rng.normal(size=(2, 1, 8)).astype("float32")

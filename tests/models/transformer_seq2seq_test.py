@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from keras_attention.data import make_task, sequence_accuracy
+from keras_attention.decoding import SOURCE_STATE
 from keras_attention.models import GenerationResult, Seq2SeqModel, transformer_seq2seq
 from tests.models.generation_checks import (
     SOURCE,
@@ -105,11 +106,30 @@ def test_beam_of_one_top_k_of_one_and_zero_temperature_equal_greedy(model):
     assert_greedy_equivalences(model)
 
 
-def test_beam_search_tiles_the_encoder_and_returns_sorted_n_best(model):
-    result = model.generate(SOURCE, 6, "beam", num_beams=3, num_return_sequences=3,
-                            length_penalty=0.6, coverage_penalty=0.2, return_scores=True)
+def test_beam_search_shares_the_encoder_and_returns_sorted_n_best(model, monkeypatch):
+    """The beams of a source read its cross-attention caches once (`B` rows,
+    not `B * K`); tokens, scores and attention are those of the encoder
+    output tiled over the beams."""
+    def search():
+        return model.generate(SOURCE, 6, "beam", num_beams=3, num_return_sequences=3,
+                              length_penalty=0.6, coverage_penalty=0.2, return_scores=True,
+                              return_attention=True, jit_compile=False)
+
+    states = []
+    init = type(model).init_decoder_state
+    monkeypatch.setattr(type(model), "init_decoder_state", lambda self, *a, **k: states.append(
+        init(self, *a, **k)) or states[-1])
+    result = search()
     assert result.token_ids.shape == (2, 3, 6)
     assert (np.diff(result.scores, axis=1) <= 1e-6).all()
+    cross = states[-1][SOURCE_STATE]["cross_caches"][0]["cross_attention"][0]
+    assert (cross.shape[0], states[-1]["self_caches"][0][0].shape[0]) == (2, 6)
+    monkeypatch.setattr(type(model), "shares_source_across_beams", False)
+    tiled = search()
+    assert states[-1][SOURCE_STATE]["cross_caches"][0]["cross_attention"][0].shape[0] == 6
+    np.testing.assert_array_equal(result.token_ids, tiled.token_ids)
+    np.testing.assert_allclose(result.scores, tiled.scores, atol=1e-5)
+    np.testing.assert_allclose(result.attention, tiled.attention, atol=1e-6)
 
 
 def test_sampling_is_reproducible_with_a_seed(model):
