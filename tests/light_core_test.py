@@ -81,6 +81,24 @@ STEPS = [
         "assert data.detokenize(spm, ids) == ['a cat', 'a dog sat']",
         "assert runs.SavedRun and runs.TextToText",
     ])),
+    # What a converted Marian, T5 or M2M100 run's tokenizer needs.
+    ("converted_tokenizers", "\n".join([
+        "import io, sentencepiece",
+        "model = io.BytesIO()",
+        "sentencepiece.SentencePieceTrainer.train(",
+        "    sentence_iterator=iter(['a cat sat', 'a dog']), model_writer=model,",
+        "    vocab_size=12, minloglevel=3, pad_id=0, eos_id=1, unk_id=2, bos_id=-1)",
+        "from keras_attention.pretrained import tokenizers",
+        "t5 = tokenizers.T5Tokenizer(model.getvalue(), extra_ids=2)",
+        "assert t5.decode(t5.encode(['a cat'])) == ['a cat']",
+        "spm = sentencepiece.SentencePieceProcessor(model_proto=model.getvalue())",
+        "vocabulary = {spm.id_to_piece(i): i for i in range(spm.get_piece_size())}",
+        "import tempfile, os",
+        "path = os.path.join(tempfile.mkdtemp(), 'source.spm')",
+        "open(path, 'wb').write(model.getvalue())",
+        "marian = tokenizers.MarianTokenizer(path, path, vocabulary)",
+        "assert marian.decode(marian.encode(['a cat'])) == ['a cat']",
+    ])),
 ]
 
 
@@ -100,8 +118,8 @@ def probe(backend, steps):
 
 @functools.cache
 def probed(backend):
-    """What each step of `STEPS` adds under `backend` (the last two on JAX only)."""
-    return probe(backend, STEPS if backend == "jax" else STEPS[:-2])
+    """What each step of `STEPS` adds under `backend` (the last three on JAX only)."""
+    return probe(backend, STEPS if backend == "jax" else STEPS[:-3])
 
 
 @pytest.mark.large
@@ -127,6 +145,13 @@ def test_toolkit_modules_load_their_libraries_on_first_use():
 
 def test_a_run_folders_tokenizers_load_neither_tensorflow_nor_keras_hub():
     assert probed("jax")["run_folder_tokenizers"] == []
+
+
+def test_converted_runs_sentencepiece_tokenizers_load_neither_tensorflow_nor_keras_hub():
+    """Marian's, T5's (and M2M100's) SentencePiece models are read with the
+    `sentencepiece` package: a converted run answers on JAX without
+    TensorFlow."""
+    assert probed("jax")["converted_tokenizers"] == []
 
 
 def test_lazy_attributes_are_listed_and_unknown_names_refused():

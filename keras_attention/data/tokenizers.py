@@ -172,6 +172,11 @@ class SentencePieceModel:
             return self._processor.EncodeAsIds(texts)
         return [self._processor.EncodeAsIds(text) for text in texts]
 
+    def pieces(self, texts):
+        """The pieces of each of `texts` (a list of lists of str): those of
+        keras-hub's tokenizer with `dtype="string"`."""
+        return [self._processor.EncodeAsPieces(text) for text in texts]
+
     def detokenize(self, token_ids):
         """The strings of a batch of id lists (a list of str)."""
         return [self._processor.DecodeIds([int(i) for i in row]) for row in token_ids]

@@ -79,7 +79,7 @@ def graph_tokenizer(tokenizer):
 
 
 def _proto(spm):
-    """The serialized model of a keras-hub SentencePiece tokenizer."""
+    """The serialized model of a SentencePiece tokenizer (its `proto`: bytes or a path)."""
     proto = spm.proto
     if isinstance(proto, str):
         with open(proto, "rb") as file:

@@ -54,8 +54,7 @@ import numpy as np
 
 from keras_attention.pretrained import tokenizer_json
 from keras_attention.pretrained.checkpoint import checkpoint_file
-
-SPIECE_UNDERLINE = "\u2581"
+from keras_attention.pretrained.tokenizer_json import SPIECE_UNDERLINE
 
 
 def _keras_hub_tokenizers():
@@ -83,13 +82,13 @@ def _rows(token_ids):
     return [[int(i) for i in row] for row in token_ids]
 
 
-def _pieces(spm, texts):
-    """SentencePiece pieces of each text (keras-hub, string output)."""
-    if not texts:
-        return []
-    out = spm.tokenize(texts)
-    out = out.to_list() if hasattr(out, "to_list") else out
-    return [[p.decode("utf-8") if isinstance(p, bytes) else str(p) for p in row] for row in out]
+def _sentencepiece(model):
+    """A SentencePiece model (a path or its bytes) read with the
+    `sentencepiece` package (`data.SentencePieceModel`: keras-hub's ids and
+    pieces, without loading TensorFlow)."""
+    from keras_attention.data.tokenizers import SentencePieceModel
+
+    return SentencePieceModel(model)
 
 
 def _files_in(layouts, folder):
@@ -175,10 +174,8 @@ class MarianTokenizer(_FolderTokenizer):
                                  f"Received: {name}={token!r}")
         self.vocabulary = {str(k): int(v) for k, v in vocabulary.items()}
         self.pieces = {v: k for k, v in self.vocabulary.items()}
-        self.source = _keras_hub_tokenizers().SentencePieceTokenizer(proto=source_spm,
-                                                                  dtype="string")
-        self.target = _keras_hub_tokenizers().SentencePieceTokenizer(proto=target_spm,
-                                                                  dtype="string")
+        self.source = _sentencepiece(source_spm)
+        self.target = _sentencepiece(target_spm)
         self.unk_token_id = self.vocabulary[unk_token]
         self.end_token_id = self.vocabulary[eos_token]
         self.pad_token_id = self.vocabulary[pad_token]
@@ -213,7 +210,7 @@ class MarianTokenizer(_FolderTokenizer):
                 code, text = [text[:end + 2]], text[end + 2:]
             codes.append(code)
             rest.append(text)
-        pieces = _pieces(self.target if target else self.source, rest)
+        pieces = (self.target if target else self.source).pieces(rest)
         return [
             [self.vocabulary.get(p, self.unk_token_id) for p in code + row] + [self.end_token_id]
             for code, row in zip(codes, pieces)
@@ -318,7 +315,7 @@ class T5Tokenizer(_FolderTokenizer):
         if isinstance(extra_ids, bool) or not isinstance(extra_ids, int) or extra_ids < 0:
             raise ValueError("Argument `extra_ids` must be an integer >= 0. "
                              f"Received: extra_ids={extra_ids!r}")
-        self.spm = _keras_hub_tokenizers().SentencePieceTokenizer(proto=spiece_model)
+        self.spm = _sentencepiece(spiece_model)
         self.extra_ids = extra_ids
         self.piece_count = self.spm.vocabulary_size()
         self.pad_token_id = self.spm.token_to_id("<pad>")
@@ -378,16 +375,14 @@ class T5Tokenizer(_FolderTokenizer):
         return rows
 
     def _spm_ids(self, texts):
-        out = self.spm.tokenize(texts)
-        out = out.to_list() if hasattr(out, "to_list") else out
-        return [int(i) for i in out[0]]
+        return [int(i) for i in self.spm.tokenize(texts)[0]]
 
     def decode(self, token_ids):
         """Text of each row (special tokens and sentinels dropped)."""
         texts = []
         for row in _rows(token_ids):
             kept = [i for i in row if i not in self.special_ids and i < self.piece_count]
-            texts.append(_string(self.spm.detokenize([kept])) if kept else "")
+            texts.append(self.spm.detokenize([kept])[0] if kept else "")
         return texts
 
 
@@ -571,8 +566,7 @@ class M2M100Tokenizer(_FolderTokenizer):
             raise ValueError("Argument `clean_up_tokenization_spaces` must be a bool. Received: "
                              f"clean_up_tokenization_spaces={clean_up_tokenization_spaces!r}")
         self.spm_path = os.fspath(spm_path)
-        self.spm = _keras_hub_tokenizers().SentencePieceTokenizer(proto=self.spm_path,
-                                                               dtype="string")
+        self.spm = _sentencepiece(self.spm_path)
         self.vocabulary = dict(vocabulary)
         self.pieces = {i: piece for piece, i in self.vocabulary.items()}
         self.language_ids = {f"__{code}__": len(vocabulary) + i for i, code in enumerate(codes)}
@@ -616,7 +610,7 @@ class M2M100Tokenizer(_FolderTokenizer):
     def encode(self, texts):
         """`__src__` + ids + `</s>` of each text."""
         parts = [self._parts(text) for text in _texts(texts)]
-        pieces = iter(_pieces(self.spm, [p for row in parts for p in row if isinstance(p, str)]))
+        pieces = iter(self.spm.pieces([p for row in parts for p in row if isinstance(p, str)]))
         rows = []
         for row in parts:
             ids = [self.source_language_id]
