@@ -111,33 +111,34 @@ def weighted_sum(weights, value):
     return ops.matmul(ops.cast(weights, value.dtype), value)
 
 
-def _ones_column(x):
-    """`x` `(..., n)` with a column of ones appended: `(..., n + 1)`."""
-    return ops.concatenate([x, ops.ones_like(x[..., :1])], axis=-1)
+def flash_attention(query, key, value, mask_fn=None, link=None, bias=None,
+                    constant_bias=None, keep_weights=False):
+    """Exact softmax attention with FlashAttention's gradient.
 
-
-def flash_attention(query, key, value, mask_fn=None, link=None, bias=None):
-    """Exact softmax attention whose gradient keeps no weights.
-
-    The forward pass keeps only the output; the backward pass recomputes
-    the scores and weights once and derives every gradient from them, as in
-    FlashAttention (Dao et al. 2022), without recomputing the output:
+    By default the forward pass keeps only the output; the backward pass
+    recomputes the scores and weights once and derives every gradient from
+    them, as in FlashAttention (Dao et al. 2022), without recomputing the
+    output. With `keep_weights=True` the forward pass keeps its weights
+    and the backward pass starts from them (no recomputation: the exact
+    path's memory, a matmul and a softmax less than the default, and two
+    passes over `(t, S)` fewer than the softmax's own gradient):
 
     ```
     P = softmax(Q K^T)     dV = P^T dO     D = rowsum(dO * O)
     dS = P * (dO V^T - D)  dQ = dS K       dK = dS^T Q
     ```
 
-    Memory is that of one `(B, K, G, t, S)` score tensor at a time, and the
-    results equal `masked_softmax` followed by `weighted_sum` (it is the
-    same float32 softmax): exact zeros where masked, and a fully masked row
-    gets a zero output and zero gradients. The weights are recomputed by
-    the softmax rather than kept as a log-sum-exp per row: on a CPU one
-    fused softmax costs less than the `exp(S - lse)` it would save, and the
-    forward pass is then exactly the exact path's. `- D` is folded into the
-    `dO V^T` matmul by a column of ones appended to the values
-    (`[dO, -D] . [V, 1] = dO . V - D`), which saves a pass over a `(t, S)`
-    tensor.
+    Memory is that of one `(B, K, G, t, S)` score tensor at a time (without
+    `keep_weights`), and the results equal `masked_softmax` followed by
+    `weighted_sum` (it is the same float32 softmax): exact zeros where
+    masked, and a fully masked row gets a zero output and zero gradients.
+    The weights are recomputed by the softmax rather than kept as a
+    log-sum-exp per row: on a CPU one fused softmax costs less than the
+    `exp(S - lse)` it would save, and the forward pass is then exactly the
+    exact path's. `- D` is a subtraction that XLA fuses into the `P * ...`
+    (folding it into the matmul with a column of ones appended to the
+    values, as before, made XLA's CPU dot 1.5x slower and saved TensorFlow
+    less than noise: bench/RESULTS.md).
 
     Args:
         query: query heads `(B, K, G, t, d)`, already scaled (the logits are
@@ -158,6 +159,11 @@ def flash_attention(query, key, value, mask_fn=None, link=None, bias=None):
             t, S)`, added to the logits before the softmax (e.g. a relative
             position bias); its gradient is `dS` summed over the axes it
             broadcasts along. Masked keys still get exactly 0.
+        constant_bias: optional float32 array broadcastable to `(B, K, G,
+            t, S)` added to the logits with no gradient (`causal_bias`).
+        keep_weights: keep the forward pass's weights for the backward
+            pass instead of recomputing them (`mask_fn` is then called
+            once).
 
     Returns:
         `(B, K, G, t, dv)` in the dtype of `value`.
@@ -175,12 +181,20 @@ def flash_attention(query, key, value, mask_fn=None, link=None, bias=None):
     def products(rows, columns):
         """`(B, K, G, t, n) . (B, K, S, n)` -> float32 `(B, K, G, t, S)`."""
         return ungrouped(
-            ops.einsum(
-                "bkqd,bksd->bkqs",
+            ops.matmul(
                 grouped(ops.cast(rows, "float32")),
-                ops.cast(columns, "float32"),
+                ops.swapaxes(ops.cast(columns, "float32"), 2, 3),
             )
         )
+
+    def by_key(scores, rows):
+        """`(B, K, G, t, S)` scores times `(B, K, G*t, n)` rows, summed over
+        the queries: `(B, K, S, n)`, as `(rows^T scores)^T`: the transposed
+        operand of the matmul is the small one (TensorFlow's graph optimizer
+        folds it into the matmul; oneDNN runs a transposed `(t, S)` operand
+        slower), then a transpose of the small result."""
+        scores = ops.reshape(scores, (batch, kv_heads, group * length, key_length))
+        return ops.swapaxes(ops.matmul(ops.swapaxes(rows, 2, 3), scores), 2, 3)
 
     def weights_times(weights, matrix):
         """`(B, K, G, t, S) @ (B, K, S, n)` in the dtype of `matrix`."""
@@ -195,81 +209,66 @@ def flash_attention(query, key, value, mask_fn=None, link=None, bias=None):
         logits = products(query, key)
         if bias is not None:
             logits = logits + bias
+        if constant_bias is not None:
+            logits = logits + constant_bias
         return masked_softmax(logits, mask)
 
+    def recomputed_weights(query, key, bias, upstream):
+        # The recomputation waits for this block's upstream gradient (a
+        # zero that depends on it, finite even if it is not): otherwise
+        # a graph executor would recompute every block's weights as soon
+        # as the forward pass ends and hold them all at once.
+        total = ops.sum(ops.cast(upstream, "float32"))
+        zero = ops.where(ops.isfinite(total), 0.0 * total, 0.0)
+        return softmax_weights(query + ops.cast(zero, query.dtype), key, bias)
+
     def attend_with_gradient(query, key, value, link, bias):
-        output = weights_times(
-            softmax_weights(query + ops.cast(link, query.dtype), key, bias), value
-        )
+        linked = query if link is None else query + ops.cast(link, query.dtype)
+        kept = softmax_weights(linked, key, bias)
+        output = weights_times(kept, value)
 
         def grad(*args, upstream=None):
             if upstream is None:
                 (upstream,) = args
-            # The recomputation waits for this block's upstream gradient (a
-            # zero that depends on it, finite even if it is not): otherwise
-            # a graph executor would recompute every block's weights as soon
-            # as the forward pass ends and hold them all at once.
-            total = ops.sum(ops.cast(upstream, "float32"))
-            zero = ops.where(ops.isfinite(total), 0.0 * total, 0.0)
-            weights = softmax_weights(
-                query + ops.cast(zero, query.dtype), key, bias
+            weights = (
+                kept if keep_weights else recomputed_weights(query, key, bias, upstream)
             )
-            d_value = ops.einsum(
-                "bkqs,bkqd->bksd",
-                ops.reshape(
-                    ops.cast(weights, value.dtype),
-                    (batch, kv_heads, group * length, key_length),
-                ),
-                grouped(ops.cast(upstream, value.dtype)),
+            d_value = by_key(
+                ops.cast(weights, value.dtype), grouped(ops.cast(upstream, value.dtype))
             )
             d_output = ops.cast(upstream, "float32")
             row_dot = ops.sum(
                 d_output * ops.cast(output, "float32"), axis=-1, keepdims=True
             )
-            d_scores = weights * products(
-                ops.concatenate([d_output, -row_dot], axis=-1),
-                _ones_column(ops.cast(value, "float32")),
-            )
-            # The previous block may start its recomputation now, while
-            # this one finishes with dQ and dK (two blocks at a time).
-            early = ops.sum(d_scores[..., :1, :1])
-            d_link = ops.where(ops.isfinite(early), 0.0 * early, 0.0)
+            d_scores = weights * (products(d_output, ops.cast(value, "float32")) - row_dot)
+            gradients = ()
+            if link is not None:
+                # The previous block may start its recomputation now, while
+                # this one finishes with dQ and dK (two blocks at a time).
+                early = ops.sum(d_scores[..., :1, :1])
+                gradients = (ops.where(ops.isfinite(early), 0.0 * early, 0.0),)
+            if bias is not None:
+                gradients += (_reduce_to_shape(d_scores, bias.shape),)
             d_query = weights_times(d_scores, ops.cast(key, "float32"))
-            d_key = ops.einsum(
-                "bkqs,bkqd->bksd",
-                ops.reshape(
-                    d_scores, (batch, kv_heads, group * length, key_length)
-                ),
-                grouped(ops.cast(query, "float32")),
-            )
-            gradients = (
+            d_key = by_key(d_scores, grouped(ops.cast(query, "float32")))
+            return (
                 ops.cast(d_query, query.dtype),
                 ops.cast(d_key, key.dtype),
                 ops.cast(d_value, value.dtype),
-                d_link,
-            )
-            if bias is None:
-                return gradients
-            return gradients + (_reduce_to_shape(d_scores, bias.shape),)
+            ) + gradients
 
         return output, grad
 
-    if link is None:
-        link = ops.zeros((), "float32")
-    link = ops.cast(link, "float32")
-    if bias is None:
-
-        @ops.custom_gradient
-        def attend(query, key, value, link):
-            return attend_with_gradient(query, key, value, link, None)
-
-        return attend(query, key, value, link)
+    extra = [ops.cast(x, "float32") for x in (link, bias) if x is not None]
 
     @ops.custom_gradient
-    def attend_biased(query, key, value, link, bias):
-        return attend_with_gradient(query, key, value, link, bias)
+    def attend(query, key, value, *extra):
+        extra = list(extra)
+        link_operand = None if link is None else extra.pop(0)
+        bias_operand = None if bias is None else extra.pop(0)
+        return attend_with_gradient(query, key, value, link_operand, bias_operand)
 
-    return attend_biased(query, key, value, link, ops.cast(bias, "float32"))
+    return attend(query, key, value, *extra)
 
 
 def _reduce_to_shape(x, shape):

@@ -41,12 +41,6 @@ AUTO_BLOCK_SIZE = 512
 # path's work with a `(B, H, T, S)` tensor in between, and no flash kernel).
 FUSED_BACKENDS = ("jax", "torch")
 ACCELERATORS = ("gpu", "tpu")
-# Backends on whose CPU the blocked path's flash gradient trains scaled
-# dot-product attention faster than the exact path at every length measured
-# (JAX: XLA's CPU passes over (B, H, T, S) tensors cost more than the
-# recomputation saves; docs/concepts/performance.md). On TensorFlow's CPU
-# (oneDNN) the exact path is faster below 2048 x 2048 scores.
-FLASH_GRADIENT_CPU_BACKENDS = ("jax",)
 
 
 @functools.cache
@@ -112,14 +106,14 @@ def choose_implementation(
        S)` tensor already, so materialised weights cost no more memory
        than it does; "blocked" and "fused" take a bias when asked for).
     4. "auto": "fused" for scaled dot-product scores on a GPU or TPU under
-       JAX or torch; "blocked" for scaled dot-product scores on a CPU under
-       JAX (static `T`, `query_block_size` not None); otherwise (CPU under
-       TensorFlow or torch, TensorFlow anywhere, other scores) "blocked"
-       once a score matrix reaches `AUTO_BLOCK_MIN_SCORES` entries (or `T`
-       exceeds an int `query_block_size`), else "exact". The CPU choices are
-       what measured fastest for a training step on this project's CPU,
-       where the fused call is no faster than the exact path
-       (docs/concepts/performance.md).
+       JAX or torch; otherwise (every CPU, TensorFlow anywhere, other
+       scores) "blocked" once a score matrix reaches
+       `AUTO_BLOCK_MIN_SCORES` entries (or `T` exceeds an int
+       `query_block_size`), else "exact" (which keeps its weights for
+       FlashAttention's gradient where the scores are scaled dot products:
+       `exact_attention`). The CPU choices are what measured fastest for a
+       training step on this project's CPU, where the fused call is no
+       faster than the exact path (docs/concepts/performance.md).
     """
     del dtype  # the rule does not depend on it today (see Args)
     if requested == "fused" and not score_is_scaled_dot:
@@ -141,14 +135,6 @@ def choose_implementation(
         return "blocked" if static_query else "exact"
     if score_is_scaled_dot and backend in FUSED_BACKENDS and device in ACCELERATORS:
         return "fused"
-    if (
-        score_is_scaled_dot
-        and backend in FLASH_GRADIENT_CPU_BACKENDS
-        and device == "cpu"
-        and static_query
-        and query_block_size is not None
-    ):
-        return "blocked"
     if static_query and _auto_blocks(query_block_size, query_length, key_length):
         return "blocked"
     return "exact"
@@ -313,7 +299,8 @@ def _bias_keys(bias, key_end):
 
 
 # ------------------------------------------------------------------ exact
-def exact_attention(query, value, key, parts, steps, return_scores, bias=None):
+def exact_attention(query, value, key, parts, steps, return_scores, bias=None,
+                    flash_gradient=False):
     """The materialised-weights path; returns `output` or `(output, weights)`.
 
     With only a causal mask (static `T == S`), the mask is a constant added
@@ -322,17 +309,30 @@ def exact_attention(query, value, key, parts, steps, return_scores, bias=None):
     needs zeroing and no row is fully masked. The weights are the same.
     `bias` (float32, `(B or 1, H or 1, T or 1, S or 1)`) is added to the
     logits before the softmax, after the layer's scale.
+
+    `flash_gradient=True` (the caller's promise: the layer's scores are
+    scaled dot products, the weights are neither returned nor dropped
+    out) runs the same forward pass through `attention_core.flash_attention`
+    with `keep_weights=True`: the weights are kept as here, and the
+    backward pass is FlashAttention's (`dS = P * (dO V^T - rowsum(dO * O))`)
+    instead of the softmax's own gradient, two passes over `(B, H, T, S)`
+    fewer.
     """
     query_length, key_length = query.shape[1], key.shape[1]
     logits_bias = None if bias is None else steps.logits_bias(bias)
+    causal_only = only_causal(parts, query_length, key_length) and (
+        query_length * key_length <= attention_core.CAUSAL_BIAS_MAX_ENTRIES
+    )
+    if flash_gradient and not return_scores and query_length != 0 and key_length != 0:
+        return _exact_with_flash_gradient(
+            query, value, key, parts, steps, logits_bias, causal_only
+        )
 
     def logits_of(query, key):
         logits = steps.compute_logits(query, key)
         return logits if logits_bias is None else logits + logits_bias
 
-    if only_causal(parts, query_length, key_length) and (
-        query_length * key_length <= attention_core.CAUSAL_BIAS_MAX_ENTRIES
-    ):
+    if causal_only:
         logits = logits_of(query, key)
         weights = attention_core.biased_softmax(
             logits, attention_core.causal_bias(query_length, key_length)
@@ -348,6 +348,30 @@ def exact_attention(query, value, key, parts, steps, return_scores, bias=None):
     if return_scores:
         return output, steps.public_scores(weights)
     return output
+
+
+def _exact_with_flash_gradient(query, value, key, parts, steps, logits_bias,
+                               causal_only):
+    """`exact_attention`'s output through the flash core, weights kept."""
+    mask = constant_bias = None
+    if causal_only:
+        constant_bias = attention_core.causal_bias(query.shape[1], key.shape[1])
+    else:
+        mask = block_mask(parts, 0, ops.shape(query)[1])
+        query, value, key = zero_unused(query, value, key, mask)
+    key_heads, value_heads = steps.flash_operands(
+        steps.prepare_key(key), steps.prepare_value(value)
+    )
+    output = attention_core.flash_attention(
+        steps.flash_query(steps.prepare_query(query, 0)),
+        key_heads,
+        value_heads,
+        mask_fn=None if mask is None else lambda: broadcast_mask(mask, 5),
+        bias=logits_bias,
+        constant_bias=constant_bias,
+        keep_weights=True,
+    )
+    return steps.finish_output(steps.flash_context(output))
 
 
 # ------------------------------------------------------------------ fused

@@ -260,7 +260,11 @@ class BaseAttention(keras.layers.Layer):
                 query, value, key, mask_parts, steps, bias=bias
             )
         return implementations.exact_attention(
-            query, value, key, mask_parts, steps, return_attention_scores, bias=bias
+            query, value, key, mask_parts, steps, return_attention_scores, bias=bias,
+            flash_gradient=(
+                self._scores_are_scaled_dot_products()
+                and not self._dropout_active(training)
+            ),
         )
 
     # The number of heads `H` of the logits, for layers that take a float

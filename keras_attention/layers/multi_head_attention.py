@@ -45,6 +45,16 @@ def grouped_context(weights, value_heads):
     return grouped_context_heads_first(weights, heads_first(value_heads))
 
 
+def _as_one_batch(projection, x):
+    """`projection(x)` for `x` `(B, L, ...)`, computed on `x` seen as one
+    sequence `(1, B*L, ...)`: an `EinsumDense` then runs one GEMM, whose
+    kernel gradient needs no sum over a batch of per-sequence products
+    (Keras' einsum broadcasts the kernel over the batch). Same values."""
+    shape = ops.shape(x)
+    projected = projection(ops.reshape(x, (1, -1) + tuple(x.shape[2:])))
+    return ops.reshape(projected, (shape[0], shape[1]) + tuple(projected.shape[2:]))
+
+
 def heads_first(heads):
     """`(B, S, K, d)` heads as `(B, K, S, d)`, the layout of the caches."""
     return ops.transpose(heads, (0, 2, 1, 3))
@@ -469,7 +479,7 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
 
     def _grouped_query(self, query):
         """Query heads `(B, T, K, G, key_dim)`, grouped by key/value head."""
-        projected = self.query_dense(query)  # (B, T, H, key_dim)
+        projected = _as_one_batch(self.query_dense, query)  # (B, T, H, key_dim)
         shape = ops.shape(projected)
         return ops.reshape(
             projected,
@@ -487,10 +497,10 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
         return self._rotate(self._grouped_query(query), start_index)
 
     def _key_heads(self, key, start_index=0):
-        return self._rotate(self.key_dense(key), start_index)
+        return self._rotate(_as_one_batch(self.key_dense, key), start_index)
 
     def _value_heads(self, value):
-        return self.value_dense(value)
+        return _as_one_batch(self.value_dense, value)
 
     def _compute_logits(self, query, key):
         # (B, T, K, G, key_dim) x (B, S, K, key_dim) -> (B, K, G, T, S)
@@ -568,7 +578,7 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
                     "computed from the query of the call. Received: gate=None"
                 )
             context = context * ops.cast(gate, context.dtype)
-        return self.output_dense(context)
+        return _as_one_batch(self.output_dense, context)
 
     def _finish_output(self, context, gate=None):
         """The output from contexts `(B, K, G, T, dv)` (see `_fused_output`)."""
@@ -583,7 +593,7 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
         steps = super()._steps(training, query)
         if not self.use_gate:
             return steps
-        gate = self.gate_dense(query)  # (B, T, H, dv), sigmoid
+        gate = _as_one_batch(self.gate_dense, query)  # (B, T, H, dv), sigmoid
 
         def compute_output(weights, value):
             context = self._prepared_context(weights, self._value_heads(value))
@@ -881,7 +891,7 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
                 ops.cast(weights_used, value_heads.dtype), value_heads)
         else:
             context = self._prepared_context(weights_used, value_heads)
-        gate = self.gate_dense(query) if self.use_gate else None  # (B, t, H, dv)
+        gate = _as_one_batch(self.gate_dense, query) if self.use_gate else None  # (B, t, H, dv)
         return self._finish_output(context, gate), self._public_scores(weights)
 
     def call_with_cache(

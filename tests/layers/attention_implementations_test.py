@@ -295,6 +295,73 @@ def test_fused_dropout_in_training_runs_the_exact_path():
     assert not np.allclose(trained, inferred)  # dropout did act
 
 
+# ------------------------------------------------- exact path's gradient
+FLASH_GRADIENT_CASES = ("none", "causal", "causal_padding", "fully_masked_rows",
+                        "nan_in_padding", "decode_step")
+
+
+@pytest.mark.parametrize("case", FLASH_GRADIENT_CASES)
+@pytest.mark.parametrize("name", ["multi_head", "grouped_query", "rotary"])
+def test_the_exact_paths_flash_gradient_equals_the_softmax_gradient(name, case, monkeypatch):
+    """The exact path of scaled dot-product heads keeps its weights for
+    FlashAttention's gradient (`attention_core.flash_attention`,
+    `keep_weights=True`); asking for the weights takes the plain path,
+    differentiated through the softmax: the same outputs and gradients,
+    and the same exact zeros and finite values where rows are masked."""
+    from keras_attention.layers import attention_core
+
+    taken = []
+    flash_attention = attention_core.flash_attention
+
+    def spy(*args, **kwargs):
+        taken.append(kwargs.get("keep_weights"))
+        return flash_attention(*args, **kwargs)
+
+    monkeypatch.setattr(attention_core, "flash_attention", spy)
+    query, value, kwargs = case_inputs(case)
+    keras.utils.set_random_seed(0)
+    layer = FUSABLE[name](implementation="exact")
+
+    def output_only(q, v):
+        return ops.cast(call(layer, q, v, kwargs), "float32")
+
+    def output_beside_scores(q, v):
+        output, _ = call(layer, q, v, dict(kwargs, return_attention_scores=True))
+        return ops.cast(output, "float32")
+
+    results = []
+    for fn in (output_only, output_beside_scores):
+        q, v = to_tensor(query), to_tensor(value)
+        out = to_numpy(fn(q, v))
+        grads = gradients(lambda q, v, fn=fn: fn(q, v) * ops.sin(fn(q, v)), [q, v],
+                          layer.trainable_weights)
+        results.append((out, [to_numpy(g) for g in grads]))
+    assert taken and all(taken), "the exact path did not keep its weights"
+    (out_flash, grads_flash), (out_plain, grads_plain) = results
+    np.testing.assert_allclose(out_flash, out_plain, atol=IMPLEMENTATION_TOLERANCE)
+    for flash, plain in zip(grads_flash, grads_plain):
+        assert np.isfinite(flash).all()
+        scale = max(1.0, float(np.abs(plain).max()))
+        np.testing.assert_allclose(flash, plain, atol=1e-5 * scale)
+
+
+def test_dropout_keeps_the_softmax_gradient(monkeypatch):
+    """Dropped-out weights are not FlashAttention's: training with dropout
+    differentiates through the softmax (no flash core), inference does not."""
+    from keras_attention.layers import attention_core
+
+    calls = []
+    flash_attention = attention_core.flash_attention
+    monkeypatch.setattr(attention_core, "flash_attention",
+                        lambda *a, **k: calls.append(1) or flash_attention(*a, **k))
+    layer = layers.MultiHeadAttention(2, 4, dropout=0.5, implementation="exact")
+    query, value, _ = case_inputs("none")
+    layer(query, value, training=True)
+    assert calls == []
+    layer(query, value, training=False)
+    assert calls == [1]
+
+
 # ---------------------------------------------------------------- chooser
 def choose(requested="auto", **overrides):
     arguments = dict(
@@ -307,16 +374,16 @@ def choose(requested="auto", **overrides):
 
 
 def test_chooser_auto_rules():
-    assert choose(backend="tensorflow") == "exact"  # CPU, short
-    assert choose(backend="torch") == "exact"
-    # JAX's CPU: the flash gradient of the blocked path, at every length.
-    assert choose() == "blocked"
-    assert choose(query_length=1, key_length=9) == "blocked"
+    # Every CPU: exact below 2048 x 2048 scores (whose flash gradient keeps
+    # the weights), blocked from there.
+    for backend in ("tensorflow", "torch", "jax"):
+        assert choose(backend=backend) == "exact"
+    assert choose(query_length=1, key_length=9) == "exact"
     assert choose(query_block_size=None) == "exact"
     assert choose(query_length=None) == "exact"
     assert choose(score_is_scaled_dot=False) == "exact"
     assert choose(scores_requested=True) == "exact"
-    for backend in ("tensorflow", "torch"):
+    for backend in ("tensorflow", "torch", "jax"):
         long = {"backend": backend, "query_length": 2048, "key_length": 2048}
         assert choose(**long) == "blocked"  # CPU, long
         assert choose(**long, score_is_scaled_dot=False) == "blocked"
