@@ -317,13 +317,16 @@ IMPLEMENTATION_TOLERANCE = 1e-5
 def runs_one_path(layer):
     """Whether every call of `layer` (and of its attention sublayers) on
     these short test inputs runs the exact path: `implementation` "exact",
-    or "auto" on a TensorFlow or torch CPU (where "auto" picks exact below
-    2048 x 2048 scores; on JAX's CPU it blocks scaled dot products)."""
+    or "auto" on a TensorFlow or JAX CPU (where "auto" picks exact below
+    2048 x 2048 scores; on torch's CPU it fuses scaled dot products)."""
     from keras_attention.layers.attention_implementations import default_device
 
-    implementation = getattr(layer, "implementation", "exact")
-    return implementation == "exact" or (
-        implementation == "auto" and default_device() == "cpu" and BACKEND != "jax"
+    auto_is_exact = default_device() == "cpu" and BACKEND != "torch"
+    return all(
+        sublayer.implementation == "exact"
+        or (sublayer.implementation == "auto" and auto_is_exact)
+        for sublayer in layer._flatten_layers()  # the layer and its sublayers
+        if hasattr(sublayer, "implementation")
     )
 
 

@@ -41,6 +41,10 @@ AUTO_BLOCK_SIZE = 512
 # path's work with a `(B, H, T, S)` tensor in between, and no flash kernel).
 FUSED_BACKENDS = ("jax", "torch")
 ACCELERATORS = ("gpu", "tpu")
+# Backends whose fused kernel is also the fastest on a CPU: torch's SDPA
+# (its flash kernel for CPUs, with and without masks) trains
+# `MultiHeadAttention` faster than the exact path there (bench/RESULTS.md).
+FUSED_CPU_BACKENDS = ("torch",)
 
 
 @functools.cache
@@ -106,8 +110,9 @@ def choose_implementation(
        S)` tensor already, so materialised weights cost no more memory
        than it does; "blocked" and "fused" take a bias when asked for).
     4. "auto": "fused" for scaled dot-product scores on a GPU or TPU under
-       JAX or torch; otherwise (every CPU, TensorFlow anywhere, other
-       scores) "blocked" once a score matrix reaches
+       JAX or torch, and on torch's CPU unless `T` exceeds an int
+       `query_block_size`; otherwise (JAX's and TensorFlow's CPU, TensorFlow
+       anywhere, other scores) "blocked" once a score matrix reaches
        `AUTO_BLOCK_MIN_SCORES` entries (or `T` exceeds an int
        `query_block_size`), else "exact" (which keeps its weights for
        FlashAttention's gradient where the scores are scaled dot products:
@@ -135,9 +140,12 @@ def choose_implementation(
         return "blocked" if static_query else "exact"
     if score_is_scaled_dot and backend in FUSED_BACKENDS and device in ACCELERATORS:
         return "fused"
-    if static_query and _auto_blocks(query_block_size, query_length, key_length):
-        return "blocked"
-    return "exact"
+    blocks = static_query and _auto_blocks(query_block_size, query_length, key_length)
+    if blocks and isinstance(query_block_size, int):
+        return "blocked"  # blocks of the size asked for
+    if score_is_scaled_dot and backend in FUSED_CPU_BACKENDS:
+        return "fused"
+    return "blocked" if blocks else "exact"
 
 
 def _auto_blocks(query_block_size, query_length, key_length):

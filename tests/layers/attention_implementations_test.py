@@ -374,16 +374,25 @@ def choose(requested="auto", **overrides):
 
 
 def test_chooser_auto_rules():
-    # Every CPU: exact below 2048 x 2048 scores (whose flash gradient keeps
-    # the weights), blocked from there.
-    for backend in ("tensorflow", "torch", "jax"):
+    # JAX's and TensorFlow's CPU: exact below 2048 x 2048 scores (whose
+    # flash gradient keeps the weights), blocked from there; torch's CPU:
+    # its fused kernel for scaled dot products.
+    for backend in ("tensorflow", "jax"):
         assert choose(backend=backend) == "exact"
+    assert choose(backend="torch") == "fused"
+    assert choose(backend="torch", query_length=4096, key_length=4096) == "fused"
+    assert choose(backend="torch", score_is_scaled_dot=False) == "exact"
+    assert choose(backend="torch", dropout_active=True) == "exact"
+    assert choose(backend="torch", query_length=2048, key_length=2048,
+                  score_is_scaled_dot=False) == "blocked"
+    assert choose(backend="torch", query_block_size=64, query_length=65) == "blocked"
+    assert choose(backend="torch", query_block_size=64, query_length=64) == "fused"
     assert choose(query_length=1, key_length=9) == "exact"
     assert choose(query_block_size=None) == "exact"
     assert choose(query_length=None) == "exact"
     assert choose(score_is_scaled_dot=False) == "exact"
     assert choose(scores_requested=True) == "exact"
-    for backend in ("tensorflow", "torch", "jax"):
+    for backend in ("tensorflow", "jax"):
         long = {"backend": backend, "query_length": 2048, "key_length": 2048}
         assert choose(**long) == "blocked"  # CPU, long
         assert choose(**long, score_is_scaled_dot=False) == "blocked"
