@@ -81,12 +81,14 @@ class BaseAttention(keras.layers.Layer):
       construction). Masks are passed explicitly as a boolean `(B, 1, T,
       S)` mask (decode steps stay bottom-right), a fully masked row gets
       exactly 0 and finite gradients, unused positions are zeroed first.
-    - `"auto"` (default): fused on a GPU or TPU under JAX or torch; blocked
-      for scaled dot-product scores on a CPU under JAX; else (CPU under
-      TensorFlow or torch, TensorFlow anywhere: its `dot_product_attention`
+    - `"auto"` (default): fused on a GPU or TPU under JAX or torch, and
+      for scaled dot-product scores on torch's CPU; else (CPU under
+      TensorFlow or JAX, TensorFlow anywhere: its `dot_product_attention`
       is no fused kernel) blocked once a score matrix reaches 2048 x 2048
-      entries (as `query_block_size` says), exact below: measured fastest
-      for a training step on CPU (docs/concepts/performance.md).
+      entries (as `query_block_size` says), exact below (for scaled dot
+      products with FlashAttention's gradient from the kept weights):
+      measured fastest for a training step on CPU
+      (docs/concepts/performance.md).
 
     A call that returns the weights (`return_attention_scores=True`) or
     drops them out (training with `dropout > 0`) needs them materialised:
