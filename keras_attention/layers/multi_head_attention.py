@@ -47,12 +47,17 @@ def grouped_context(weights, value_heads):
 
 def _as_one_batch(projection, x):
     """`projection(x)` for `x` `(B, L, ...)`, computed on `x` seen as one
-    sequence `(1, B*L, ...)`: an `EinsumDense` then runs one GEMM, whose
-    kernel gradient needs no sum over a batch of per-sequence products
-    (Keras' einsum broadcasts the kernel over the batch). Same values."""
-    shape = ops.shape(x)
-    projected = projection(ops.reshape(x, (1, -1) + tuple(x.shape[2:])))
-    return ops.reshape(projected, (shape[0], shape[1]) + tuple(projected.shape[2:]))
+    sequence `(1, B*L, ...)` when `B` and `L` are static: an `EinsumDense`
+    then runs one GEMM, whose kernel gradient needs no sum over a batch of
+    per-sequence products (Keras' einsum broadcasts the kernel over the
+    batch). Same values. With a dynamic `B` or `L`, `x` as it is: Keras'
+    TensorFlow einsum takes its matmul route only for static shapes (an
+    int8 `tf.einsum` on a CPU is many times slower)."""
+    batch, length = x.shape[0], x.shape[1]
+    if not (isinstance(batch, int) and isinstance(length, int)):
+        return projection(x)
+    projected = projection(ops.reshape(x, (1, batch * length) + tuple(x.shape[2:])))
+    return ops.reshape(projected, (batch, length) + tuple(projected.shape[2:]))
 
 
 def heads_first(heads):
