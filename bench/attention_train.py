@@ -26,7 +26,8 @@ in one process, timed round-robin after warm-up (`common.bench_interleaved`):
 - `matmul`: a 2048^3 matmul in the same policy's compute dtype, the
   machine's rate that the steps are compared with.
 
-One step = forward + backward + SGD update, loss mean(y^2), compiled as the
+One step = forward (`training=True`, as `fit` calls layers) + backward + SGD
+update, loss mean(y^2), compiled as the
 backend compiles a training step: TensorFlow `tf.function` (graph mode,
 oneDNN; XLA with `BENCH_JIT_COMPILE=1`), JAX `jax.jit` over the layer's
 `stateless_call` and the optimizer's `stateless_apply`, torch eager
@@ -142,7 +143,7 @@ def _tf_step(name, layer, kwargs, x, optimizer):
     @tf.function(jit_compile=common.jit_compile())
     def step(x):
         with tf.GradientTape() as tape:
-            y = layer(*call_args(name, x), **kwargs)
+            y = layer(*call_args(name, x), training=True, **kwargs)
             loss = tf.reduce_mean(tf.square(tf.cast(y, "float32")))
         grads = tape.gradient(loss, layer.trainable_variables)
         optimizer.apply(grads, layer.trainable_variables)
@@ -161,7 +162,8 @@ def _jax_step(name, layer, kwargs, x, optimizer):
     @jax.jit
     def step(trainable, optimizer_values, x):
         def loss_fn(trainable):
-            y, _ = layer.stateless_call(trainable, non_trainable, *call_args(name, x), **kwargs)
+            y, _ = layer.stateless_call(trainable, non_trainable, *call_args(name, x),
+                                        training=True, **kwargs)
             return jnp.mean(jnp.square(y.astype("float32")))
 
         loss, grads = jax.value_and_grad(loss_fn)(trainable)
@@ -187,7 +189,7 @@ def _torch_step(name, layer, kwargs, x, optimizer):
     variables = layer.trainable_variables
 
     def run():
-        y = layer(*call_args(name, x), **kwargs)
+        y = layer(*call_args(name, x), training=True, **kwargs)
         loss = torch.mean(torch.square(y.float()))
         grads = torch.autograd.grad(loss, [v.value for v in variables])
         with torch.no_grad():

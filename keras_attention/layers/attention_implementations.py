@@ -318,10 +318,12 @@ def exact_attention(query, value, key, parts, steps, return_scores, bias=None,
     `bias` (float32, `(B or 1, H or 1, T or 1, S or 1)`) is added to the
     logits before the softmax, after the layer's scale.
 
-    `flash_gradient=True` (the caller's promise: the layer's scores are
-    scaled dot products, the weights are neither returned nor dropped
-    out) runs the same forward pass through `attention_core.flash_attention`
-    with `keep_weights=True`: the weights are kept as here, and the
+    `flash_gradient=True` (the caller's promise: a training call, the
+    layer's scores are scaled dot products, the weights are neither
+    returned nor dropped out; inference keeps the plain ops, which
+    TensorFlow compiles and runs faster than the custom gradient's) runs
+    the same forward pass through `attention_core.flash_attention` with
+    `keep_weights=True`: the weights are kept as here, and the
     backward pass is FlashAttention's (`dS = P * (dO V^T - rowsum(dO * O))`)
     instead of the softmax's own gradient, two passes over `(B, H, T, S)`
     fewer.

@@ -264,7 +264,8 @@ class BaseAttention(keras.layers.Layer):
         return implementations.exact_attention(
             query, value, key, mask_parts, steps, return_attention_scores, bias=bias,
             flash_gradient=(
-                self._scores_are_scaled_dot_products()
+                training is True  # a training call: inference keeps plain ops
+                and self._scores_are_scaled_dot_products()
                 and not self._dropout_active(training)
             ),
         )

@@ -323,10 +323,11 @@ def test_the_exact_paths_flash_gradient_equals_the_softmax_gradient(name, case, 
     layer = FUSABLE[name](implementation="exact")
 
     def output_only(q, v):
-        return ops.cast(call(layer, q, v, kwargs), "float32")
+        return ops.cast(call(layer, q, v, dict(kwargs, training=True)), "float32")
 
     def output_beside_scores(q, v):
-        output, _ = call(layer, q, v, dict(kwargs, return_attention_scores=True))
+        output, _ = call(layer, q, v, dict(kwargs, return_attention_scores=True,
+                                           training=True))
         return ops.cast(output, "float32")
 
     results = []
@@ -345,9 +346,10 @@ def test_the_exact_paths_flash_gradient_equals_the_softmax_gradient(name, case, 
         np.testing.assert_allclose(flash, plain, atol=1e-5 * scale)
 
 
-def test_dropout_keeps_the_softmax_gradient(monkeypatch):
+def test_only_training_without_dropout_takes_the_flash_core(monkeypatch):
     """Dropped-out weights are not FlashAttention's: training with dropout
-    differentiates through the softmax (no flash core), inference does not."""
+    differentiates through the softmax (no flash core), as inference does
+    (plain ops, which TensorFlow compiles and runs faster)."""
     from keras_attention.layers import attention_core
 
     calls = []
@@ -358,7 +360,11 @@ def test_dropout_keeps_the_softmax_gradient(monkeypatch):
     query, value, _ = case_inputs("none")
     layer(query, value, training=True)
     assert calls == []
+    layer = layers.MultiHeadAttention(2, 4, implementation="exact")
     layer(query, value, training=False)
+    layer(query, value)
+    assert calls == []
+    layer(query, value, training=True)
     assert calls == [1]
 
 
