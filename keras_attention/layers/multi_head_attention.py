@@ -50,11 +50,10 @@ def _as_one_batch(projection, x):
     sequence `(1, B*L, ...)` when `B` and `L` are static: an `EinsumDense`
     then runs one GEMM, whose kernel gradient needs no sum over a batch of
     per-sequence products (Keras' einsum broadcasts the kernel over the
-    batch). Same values. With a dynamic `B` or `L`, or a quantized
-    projection, `x` as it is: Keras' TensorFlow einsum takes its matmul
-    route only for static shapes (an int8 `tf.einsum` on a CPU is many
-    times slower), and int8 models' compiled generation on TensorFlow took
-    1.7x longer on `(1, B*L, ...)`."""
+    batch). Same values. With a dynamic `B` or `L`, `x` as it is: Keras'
+    TensorFlow einsum takes its matmul route only for static shapes (an
+    int8 `tf.einsum` on a CPU is many times slower). Quantized projections
+    also take `x` as it is: the gain was measured on float kernels only."""
     batch, length = x.shape[0], x.shape[1]
     if not (isinstance(batch, int) and isinstance(length, int)) or (
         getattr(projection, "quantization_mode", None) is not None
