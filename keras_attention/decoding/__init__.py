@@ -32,7 +32,12 @@ from keras_attention.decoding.sampling import (
     top_p_logits,
     validate_generation_args,
 )
-from keras_attention.decoding.search import SOURCE_STATE, SearchOutput, sampling_search
+from keras_attention.decoding.search import (
+    BEAM_SLOTS,
+    SOURCE_STATE,
+    SearchOutput,
+    sampling_search,
+)
 from keras_attention.decoding.token_suppression import (
     SUPPRESSED_LOGIT,
     check_suppress_token_ids,
@@ -52,6 +57,7 @@ __all__ = [
     "get_sampler",
     "sampler_from_strategy",
     "serialize_sampler",
+    "BEAM_SLOTS",
     "SOURCE_STATE",
     "SearchOutput",
     "beam_search",

@@ -22,6 +22,7 @@ log-probabilities only decrease and `cp <= 0`).
 from keras import ops
 
 from keras_attention.decoding.search import (
+    BEAM_SLOTS,
     SOURCE_STATE,
     SearchOutput,
     forced_tokens,
@@ -62,18 +63,23 @@ def gather_beams(x, beam_index, num_beams):
     return ops.reshape(picked, (shape[0], beam_index.shape[1]) + rest)
 
 
+#: Entries of a dict state that a beam search carries as they are.
+UNREORDERED_STATE = (SOURCE_STATE, BEAM_SLOTS)
+
+
 def gather_state(state, beam_index, num_beams):
     """Reorders every tensor of the model state `(B * K, ...)`, except its
-    `SOURCE_STATE` entry: the same for every beam of a source, it would be
-    copied onto itself (a step's largest copy: the cross-attention keys
-    and values of every layer)."""
+    `SOURCE_STATE` entry (the same for every beam of a source, it would be
+    copied onto itself: the cross-attention keys and values of every layer)
+    and its `BEAM_SLOTS` entry (self-attention caches that beams read
+    through a reordered ancestry table: a step's largest copy avoided)."""
     rows = flat_rows(beam_index, num_beams)
 
     def reorder(x):
         return ops.take(x, rows, axis=0)
 
-    if isinstance(state, dict) and SOURCE_STATE in state:
-        return {key: value if key == SOURCE_STATE else _map(reorder, value)
+    if isinstance(state, dict):
+        return {key: value if key in UNREORDERED_STATE else _map(reorder, value)
                 for key, value in state.items()}
     return _map(reorder, state)
 

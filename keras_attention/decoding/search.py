@@ -12,7 +12,11 @@ step_fn(token_ids, index, state) -> (logits, state, attention)
                once from its source (cross-attention keys and values, the
                source mask): the step returns it unchanged, and it is the
                same for every beam of a source, so beam search carries it
-               without reordering it
+               without reordering it. The entry "beam_slots" (BEAM_SLOTS)
+               holds caches of `B` sources in one slot per beam, which each
+               row writes in place and reads through an ancestry table kept
+               elsewhere in the state (`keras_attention.layers.beam_slots`):
+               beam search reorders the table, never the slots
     logits:    float32 (N, V)
     attention: float32 (N, S), the cross-attention of this step
 ```
@@ -29,6 +33,10 @@ from keras import ops
 #: The entry of a dict decoder state that beam search never reorders (see
 #: the module docstring).
 SOURCE_STATE = "source"
+
+#: The entry of a dict decoder state that holds caches in beam slots (see the
+#: module docstring): updated by every step, never reordered.
+BEAM_SLOTS = "beam_slots"
 
 SearchOutput = collections.namedtuple(
     "SearchOutput", ["token_ids", "scores", "logits", "attention"]

@@ -8,7 +8,7 @@ import keras
 from keras import ops
 
 from keras_attention import masks
-from keras_attention.layers import attention_core
+from keras_attention.layers import attention_core, beam_slots
 from keras_attention.layers.base_attention import BaseAttention
 from keras_attention.layers.cache_contract import describe_cache, warn_deprecated
 from keras_attention.layers.initializer_copies import clone_initializer
@@ -632,29 +632,51 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
         key = ops.cast(key, self.compute_dtype)
         return heads_first(self._key_heads(key)), heads_first(self._value_heads(value))
 
-    def init_cache(self, batch_size, max_length):
+    def init_cache(self, batch_size, max_length, rows_per_source=None):
         """The step cache of self-attention: zero keys and values for
         `max_length` positions, heads first: `(keys (B, K, L, key_dim),
-        values (B, K, L, value_dim))`."""
-        dtype = self.compute_dtype
-        return (
-            ops.zeros((batch_size, self._kv_heads, max_length, self.key_dim), dtype),
-            ops.zeros(
-                (batch_size, self._kv_heads, max_length, self._value_head_dim),
-                dtype,
-            ),
-        )
+        values (B, K, L, value_dim))`.
 
-    def _check_cache(self, cache, batch_size, name="cache"):
-        expected = (
-            (batch_size, self._kv_heads, None, self.key_dim),
-            (batch_size, self._kv_heads, None, self._value_head_dim),
-        )
+        With `rows_per_source=R`, the cache of `batch_size` sources in beam
+        slots (see `keras_attention.layers.beam_slots`): `(keys (B, K,
+        key_dim, L * R), values (B, K, L * R, value_dim))` (keys transposed;
+        slot `j`'s position `l` at `l * R + j`), for a query of `B * R`
+        rows that reads it through `call_cached(..., cache_ancestry=...)`;
+        a beam search never reorders it."""
+        dtype = self.compute_dtype
+        if rows_per_source is not None:
+            check_positive_int("rows_per_source", rows_per_source)
+            if not self.supports_beam_slots:
+                raise ValueError(
+                    f"{type(self).__name__} scores heads its own way "
+                    "(`_head_logits`), which beam slots do not read. Received: "
+                    f"rows_per_source={rows_per_source}")
+        return tuple(ops.zeros(shape, dtype) for shape in self._cache_shapes(
+            batch_size, max_length, rows_per_source))
+
+    def _cache_shapes(self, batch_size, max_length, rows_per_source=None):
+        """The shapes of `init_cache`'s keys and values."""
+        if rows_per_source is not None:
+            return beam_slots.slot_cache_shapes(batch_size, self._kv_heads, self.key_dim,
+                                                self._value_head_dim, max_length, rows_per_source)
+        heads = (batch_size, self._kv_heads)
+        return (heads + (max_length, self.key_dim), heads + (max_length, self._value_head_dim))
+
+    @property
+    def supports_beam_slots(self):
+        """Whether `init_cache(..., rows_per_source=R)` and `call_cached(...,
+        cache_ancestry=...)` are available: the layer's scores are
+        `MultiHeadAttention`'s scaled dot products."""
+        return self._scores_are_scaled_dot_products()
+
+    def _check_cache(self, cache, batch_size, name="cache", in_slots=False):
+        expected = self._cache_shapes(batch_size, None, 1 if in_slots else None)
         ok = isinstance(cache, (tuple, list)) and len(cache) == 2
         if ok:
             shapes = [tuple(c.shape) for c in cache]
-            ok = shapes[0][2] == shapes[1][2] and all(
-                len(got) == 4
+            lengths = (shapes[0][-1 if in_slots else -2:][:1], shapes[1][-2:-1])
+            ok = lengths[0] == lengths[1] and all(
+                len(got) == len(want)
                 and all(e is None or g is None or g == e for g, e in zip(got, want))
                 for got, want in zip(shapes, expected)
             )
@@ -664,10 +686,14 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
                 if isinstance(cache, (tuple, list))
                 else type(cache).__name__
             )
+            layout = ("(batch, num_key_value_heads, cache_len, key_dim) and "
+                      "(batch, num_key_value_heads, cache_len, value_dim)")
+            if in_slots:
+                layout = ("(sources, num_key_value_heads, key_dim, cache_len * rows_per_source) "
+                          "and (sources, num_key_value_heads, cache_len * rows_per_source, "
+                          "value_dim), from `init_cache(sources, max_length, rows_per_source)`")
             raise ValueError(
-                f"`{name}` must be a pair (key_heads, value_heads) of shapes "
-                "(batch, num_key_value_heads, cache_len, key_dim) and "
-                "(batch, num_key_value_heads, cache_len, value_dim) = "
+                f"`{name}` must be a pair (key_heads, value_heads) of shapes {layout} = "
                 f"{expected} (None: any). Received: {name} shapes {received}"
             )
 
@@ -686,6 +712,7 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
         memory_cache=None,
         attention_mask=None,
         attention_bias=None,
+        cache_ancestry=None,
         training=False,
     ):
         """`t` new positions over cached keys and values; returns `(output,
@@ -721,6 +748,13 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
                 of the new positions `cache_update_index + i` (e.g.
                 `RelativePositionBias(query_length=t, key_length=L,
                 query_offset=cache_update_index)`).
+            cache_ancestry: with a cache in beam slots (`init_cache(B, L,
+                rows_per_source=R)`, a query of `B * R` rows, `R`
+                consecutive rows per source): int32 `(B * R, L)`, for each
+                row and cache position the slot its ancestor wrote that
+                position into (`keras_attention.layers.beam_slots`). The
+                new positions are written into the row's own slot (`row
+                mod R`) and read from it whatever the table holds there.
             training: whether dropout is active.
 
         Returns:
@@ -740,6 +774,16 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
             raise ValueError(
                 "A self-attention `cache` needs the position of the first new "
                 "token. Received: cache_update_index=None"
+            )
+        if cache_ancestry is not None:
+            if cache is None:
+                raise ValueError(
+                    "`cache_ancestry` reads a self-attention cache in beam slots; "
+                    "cross-attention has none. Received: cache=None, cache_ancestry of shape "
+                    f"{tuple(ops.shape(cache_ancestry))}")
+            return self._self_attend_slots(
+                inputs, cache, cache_update_index, cache_ancestry, attention_mask, training,
+                attention_bias,
             )
         if memory_cache is not None:
             output, scores = self._cross_attend_cached(
@@ -783,6 +827,48 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
             query, cache_update_index, key_cache, value_cache, mask, training, bias
         )
         return output, (key_cache, value_cache), scores
+
+    def _self_attend_slots(self, query, cache, cache_update_index, ancestry, attention_mask,
+                           training, attention_bias=None):
+        """`call_cached` of self-attention over a cache in beam slots:
+        `(output, cache, scores)`, the rows' outputs and scores as their
+        reordered caches would give them."""
+        sources = cache[0].shape[0] if isinstance(cache, (tuple, list)) and cache else None
+        self._check_cache(cache, sources, in_slots=True)
+        ancestry = ops.convert_to_tensor(ancestry)
+        rows_total, positions = query.shape[0], cache[1].shape[2]
+        cache_length = ancestry.shape[-1] if ops.ndim(ancestry) == 2 else None
+        rows = rows_total // sources if rows_total and sources else None
+        if (tuple(ancestry.shape[:1]) != (rows_total,) or not rows or rows * sources != rows_total
+                or cache_length is None or cache_length * rows != positions):
+            raise ValueError(
+                f"A cache of {sources} sources in beam slots of {positions} positions serves "
+                "rows_per_source rows of each: `cache_ancestry` is int32 (rows, cache_len) "
+                "with cache_len * rows_per_source positions. Received: "
+                f"{rows_total} query rows, cache_ancestry of shape {tuple(ancestry.shape)}")
+        query = ops.cast(query, self.compute_dtype)
+        query_length = query.shape[1]
+        self._check_cache_index(cache_update_index, query_length, cache_length)
+        index = ops.cast(cache_update_index, "int32")
+        key_slots = beam_slots.write_key_slots(
+            cache[0], self._key_heads(query, cache_update_index), index)
+        value_slots = beam_slots.write_value_slots(cache[1], self._value_heads(query), index)
+        allowed = masks.merge_masks(
+            self._call_mask(attention_mask, query, cache_length),
+            masks.causal_mask(query_length, cache_length, offset=index),
+            self._local_window_mask(query_length, cache_length, offset=index),
+        )
+        mask = beam_slots.slot_mask(ancestry, rows, index, allowed)
+        query_heads = ops.cast(self._query_heads(query, cache_update_index), "float32")
+        logits = beam_slots.slot_logits(query_heads * self._query_scale, key_slots)
+        bias = self._check_attention_bias(attention_bias, query, ancestry)
+        if bias is not None:
+            logits = beam_slots.add_slot_bias(logits, self._logits_bias(bias), rows)
+        weights = attention_core.masked_softmax(logits, mask[:, None, None])  # 5 axes
+        context = beam_slots.slot_context(self._drop(weights, training), value_slots, rows)
+        gate = _as_one_batch(self.gate_dense, query) if self.use_gate else None
+        output = self._finish_output(context, gate)
+        return output, (key_slots, value_slots), beam_slots.slot_scores(weights, rows)
 
     def _cross_attend_cached(self, query, memory_cache, query_start, attention_mask,
                              training, attention_bias=None):

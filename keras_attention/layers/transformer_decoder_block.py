@@ -196,10 +196,13 @@ class TransformerDecoderBlock(TransformerBlock):
         return tuple(x_shape)
 
     # ------------------------------------------------------------ caching
-    def init_cache(self, batch_size, max_length):
+    def init_cache(self, batch_size, max_length, rows_per_source=None):
         """The step cache: zero self-attention keys and values, each
-        `(B, max_length, num_key_value_heads, head_size)`."""
-        return self.self_attention.init_cache(batch_size, max_length)
+        `(B, num_key_value_heads, max_length, head_size)`; with
+        `rows_per_source=R`, in beam slots `(B, num_key_value_heads, R,
+        max_length, head_size)` for `B` sources (see
+        `MultiHeadAttention.init_cache`)."""
+        return self.self_attention.init_cache(batch_size, max_length, rows_per_source)
 
     def compute_cache(self, memory, memory_mask=None):
         """The memory cache: the memory projected once for cross-attention,
@@ -232,6 +235,7 @@ class TransformerDecoderBlock(TransformerBlock):
         memory_cache=None,
         self_attention_bias=None,
         cross_attention_bias=None,
+        cache_ancestry=None,
         training=False,
     ):
         """Runs `t` new positions starting at `cache_update_index`; returns
@@ -251,6 +255,9 @@ class TransformerDecoderBlock(TransformerBlock):
                 key_length=L, query_offset=cache_update_index)`).
             cross_attention_bias: optional float tensor broadcastable to
                 `(B, H, t, S)`.
+            cache_ancestry: with a cache in beam slots, int32 `(B * R, L)`:
+                the slot of each row's ancestor at each position (see
+                `MultiHeadAttention.call_cached`).
             training: bool.
 
         Returns:
@@ -267,7 +274,7 @@ class TransformerDecoderBlock(TransformerBlock):
         def self_attend(h):
             out, new_cache, _ = self.self_attention.call_cached(
                 h, cache, cache_update_index, attention_bias=self_attention_bias,
-                training=training,
+                cache_ancestry=cache_ancestry, training=training,
             )
             return out, new_cache
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from keras_attention.data import make_task, sequence_accuracy
-from keras_attention.decoding import SOURCE_STATE
+from keras_attention.decoding import BEAM_SLOTS, SOURCE_STATE
 from keras_attention.models import GenerationResult, Seq2SeqModel, transformer_seq2seq
 from tests.models.generation_checks import (
     SOURCE,
@@ -108,8 +108,10 @@ def test_beam_of_one_top_k_of_one_and_zero_temperature_equal_greedy(model):
 
 def test_beam_search_shares_the_encoder_and_returns_sorted_n_best(model, monkeypatch):
     """The beams of a source read its cross-attention caches once (`B` rows,
-    not `B * K`); tokens, scores and attention are those of the encoder
-    output tiled over the beams."""
+    not `B * K`) and keep their self-attention caches in beam slots (`B`
+    sources, `K` slots, never reordered); tokens, scores and attention are
+    those of the encoder output tiled over the beams, with a cache per
+    row reordered at every step."""
     def search():
         return model.generate(SOURCE, 6, "beam", num_beams=3, num_return_sequences=3,
                               length_penalty=0.6, coverage_penalty=0.2, return_scores=True,
@@ -123,10 +125,13 @@ def test_beam_search_shares_the_encoder_and_returns_sorted_n_best(model, monkeyp
     assert result.token_ids.shape == (2, 3, 6)
     assert (np.diff(result.scores, axis=1) <= 1e-6).all()
     cross = states[-1][SOURCE_STATE]["cross_caches"][0]["cross_attention"][0]
-    assert (cross.shape[0], states[-1]["self_caches"][0][0].shape[0]) == (2, 6)
+    slots = states[-1][BEAM_SLOTS]["self_caches"][0][1]  # values (B, K, L * R, d)
+    assert (cross.shape[0], slots.shape[0], slots.shape[2]) == (2, 2, 6 * 3)
+    assert "self_caches" not in states[-1] and states[-1]["ancestry"].shape == (6, 6)
     monkeypatch.setattr(type(model), "shares_source_across_beams", False)
     tiled = search()
     assert states[-1][SOURCE_STATE]["cross_caches"][0]["cross_attention"][0].shape[0] == 6
+    assert states[-1]["self_caches"][0][0].shape[0] == 6 and BEAM_SLOTS not in states[-1]
     np.testing.assert_array_equal(result.token_ids, tiled.token_ids)
     np.testing.assert_allclose(result.scores, tiled.scores, atol=1e-5)
     np.testing.assert_allclose(result.attention, tiled.attention, atol=1e-6)
