@@ -6,15 +6,19 @@ import keras
 from keras import ops
 
 from keras_attention import masks
-from keras_attention.decoding.search import BEAM_SLOTS, SOURCE_STATE, write_column
+from keras_attention.decoding.search import SOURCE_STATE
 from keras_attention.layers import (
     PointerGenerator,
     TokenAndPositionEmbedding,
     TransformerDecoderBlock,
     TransformerEncoderBlock,
 )
-from keras_attention.layers.beam_slots import own_slots
 from keras_attention.layers.transformer_block import make_norm
+from keras_attention.models.decoder_caches import (
+    init_self_caches,
+    read_self_caches,
+    with_self_caches,
+)
 from keras_attention.models.seq2seq_model import Seq2SeqModel, token_inputs
 from keras_attention.models.transformer_config import TransformerConfig
 
@@ -268,39 +272,19 @@ class TransformerSeq2Seq(Seq2SeqModel):
         # beams; `B` sources serve `B * rows_per_source` rows.
         source = {"cross_caches": [b.compute_cache(memory, memory_mask)
                                    for b in self.decoder_blocks]}
-        state = {SOURCE_STATE: source}
-        if rows_per_source > 1 and self._beam_slots_supported():
-            # Beam slots: the self-attention caches of each source hold a
-            # slot per beam, never reordered; beams reorder "ancestry".
-            sources = ops.shape(memory)[0]
-            state[BEAM_SLOTS] = {"self_caches": [
-                b.init_cache(sources, max_length, rows_per_source) for b in self.decoder_blocks]}
-            state["ancestry"] = ops.zeros((batch_size, max_length), "int32")
-        else:
-            state["self_caches"] = [b.init_cache(batch_size, max_length)
-                                    for b in self.decoder_blocks]
+        state = {SOURCE_STATE: source, **init_self_caches(
+            self.decoder_blocks, ops.shape(memory)[0], max_length, rows_per_source)}
         if self.copy_head is not None:
             source_cache = self.copy_head.compute_cache(memory, source_token_ids, memory_mask)
             source["copy_cache"] = source_cache
             state["coverage"] = self.copy_head.init_cache(batch_size, max_length, source_cache)
         return state
 
-    def _beam_slots_supported(self):
-        return all(b.self_attention.supports_beam_slots for b in self.decoder_blocks)
-
     def decode_step(self, token_ids, index, state):
         hidden = self.target_embedding(token_ids[:, None], start_index=index)
         if self.target_embedding_norm is not None:
             hidden = self.target_embedding_norm(hidden)
-        in_slots = BEAM_SLOTS in state
-        ancestry = None
-        if in_slots:
-            caches = state[BEAM_SLOTS]["self_caches"]
-            rows = token_ids.shape[0]
-            ancestry = write_column(state["ancestry"], index,
-                                    own_slots(rows, rows // caches[0][0].shape[0]))
-        else:
-            caches = state["self_caches"]
+        caches, ancestry = read_self_caches(state, index, token_ids.shape[0])
         self_caches = []
         for block, self_cache, cross_cache in zip(
             self.decoder_blocks, caches, state[SOURCE_STATE]["cross_caches"]
@@ -313,10 +297,7 @@ class TransformerSeq2Seq(Seq2SeqModel):
             hidden = self.decoder_norm(hidden)
         if self.output_rescaling is not None:
             hidden = self.output_rescaling(hidden)
-        if in_slots:
-            state = dict(state, ancestry=ancestry, **{BEAM_SLOTS: {"self_caches": self_caches}})
-        else:
-            state = dict(state, self_caches=self_caches)
+        state = with_self_caches(state, self_caches, ancestry)
         if self.copy_head is not None:
             log_probs, coverage, attention = self.copy_head.call_cached(
                 hidden, state["coverage"], index,

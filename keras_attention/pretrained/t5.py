@@ -34,6 +34,12 @@ from keras_attention.layers import (
     TransformerDecoderBlock,
     TransformerEncoderBlock,
 )
+from keras_attention.models.decoder_caches import (
+    cache_length,
+    init_self_caches,
+    read_self_caches,
+    with_self_caches,
+)
 from keras_attention.models.seq2seq_model import Seq2SeqModel, token_inputs
 from keras_attention.pretrained.checkpoint import (
     CheckpointWeights,
@@ -170,29 +176,31 @@ class T5Seq2Seq(Seq2SeqModel):
     shares_source_across_beams = True
 
     def init_decoder_state(self, memory, memory_mask, max_length, rows_per_source=1):
-        batch_size = ops.shape(memory)[0] * rows_per_source
         return {
-            "self_caches": [b.init_cache(batch_size, max_length) for b in self.decoder_blocks],
+            **init_self_caches(self.decoder_blocks, ops.shape(memory)[0], max_length,
+                               rows_per_source),
             SOURCE_STATE: {"cross_caches": [b.compute_cache(memory, memory_mask)
                                             for b in self.decoder_blocks]},
         }
 
     def decode_step(self, token_ids, index, state):
         hidden = self.embedding(token_ids[:, None])
-        cache_length = keras.tree.flatten(state["self_caches"][0])[0].shape[2]  # (B, K, L, d)
-        bias = self.decoder_bias(query_length=1, key_length=cache_length, query_offset=index)
+        bias = self.decoder_bias(query_length=1, key_length=cache_length(state),
+                                 query_offset=index)
+        caches, ancestry = read_self_caches(state, index, token_ids.shape[0])
         self_caches = []
         for block, self_cache, cross_cache in zip(
-            self.decoder_blocks, state["self_caches"], state[SOURCE_STATE]["cross_caches"]
+            self.decoder_blocks, caches, state[SOURCE_STATE]["cross_caches"]
         ):
             hidden, self_cache, cross_scores = block.call_cached(
-                hidden, self_cache, index, memory_cache=cross_cache, self_attention_bias=bias
+                hidden, self_cache, index, memory_cache=cross_cache, self_attention_bias=bias,
+                cache_ancestry=ancestry,
             )
             self_caches.append(self_cache)
         hidden = self.decoder_norm(hidden)
         logits = ops.cast(self.get_layer("logits")(hidden)[:, 0], "float32")
         attention = ops.mean(cross_scores[:, :, 0, :], axis=1)
-        return logits, dict(state, self_caches=self_caches), attention
+        return logits, with_self_caches(state, self_caches, ancestry), attention
 
     def get_config(self):
         return {**super().get_config(), **self._arguments}

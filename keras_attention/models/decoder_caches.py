@@ -1,0 +1,54 @@
+"""The self-attention caches of a decoder's blocks in its decoding state.
+
+One cache per row (`state["self_caches"]`, reordered with the beams), or,
+when a beam search gives `rows_per_source=K` beams per source and every
+block's self-attention reads beam slots, one cache per source in beam
+slots (`state[BEAM_SLOTS]["self_caches"]`, never reordered) with the rows'
+`state["ancestry"]` (see `keras_attention.layers.beam_slots`). The models
+that decode with `TransformerDecoderBlock`s (`TransformerSeq2Seq`, T5)
+keep their caches through these functions, so both layouts read the same.
+"""
+
+from keras import ops
+
+from keras_attention.decoding.search import BEAM_SLOTS, write_column
+from keras_attention.layers.beam_slots import own_slots
+
+
+def init_self_caches(blocks, sources, max_length, rows_per_source=1):
+    """The state entries of the blocks' self-attention caches for `sources
+    * rows_per_source` rows: in beam slots where `rows_per_source > 1` and
+    every block's self-attention reads them, else one cache per row."""
+    if rows_per_source > 1 and all(b.self_attention.supports_beam_slots for b in blocks):
+        return {
+            BEAM_SLOTS: {"self_caches": [b.init_cache(sources, max_length, rows_per_source)
+                                         for b in blocks]},
+            "ancestry": ops.zeros((sources * rows_per_source, max_length), "int32"),
+        }
+    return {"self_caches": [b.init_cache(sources * rows_per_source, max_length)
+                            for b in blocks]}
+
+
+def read_self_caches(state, index, rows):
+    """`(caches, ancestry)` for the step writing position `index` of `rows`
+    rows: the ancestry (None for caches per row) with each row's own slot
+    written at `index`."""
+    if BEAM_SLOTS not in state:
+        return state["self_caches"], None
+    caches = state[BEAM_SLOTS]["self_caches"]
+    rows_per_source = rows // caches[0][0].shape[0]
+    return caches, write_column(state["ancestry"], index, own_slots(rows, rows_per_source))
+
+
+def with_self_caches(state, caches, ancestry):
+    """`state` with the step's caches (and ancestry, in beam slots)."""
+    if ancestry is None:
+        return dict(state, self_caches=caches)
+    return dict(state, ancestry=ancestry, **{BEAM_SLOTS: {"self_caches": caches}})
+
+
+def cache_length(state):
+    """`L`, the positions each row's self-attention cache holds."""
+    if BEAM_SLOTS in state:
+        return state["ancestry"].shape[1]
+    return state["self_caches"][0][0].shape[2]  # keys (B, K, L, d)
