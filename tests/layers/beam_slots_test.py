@@ -105,13 +105,19 @@ def test_slots_take_a_bias_and_a_mask_per_row(rng):
     assert assert_same(search_both_ways(layer, rng, [2, 1], bias_fn=row_bias_fn)) == 2
 
 
+def built_layer_and_slots(rng):
+    """A built layer (2 heads of 4), one new position `x` per row and
+    empty beam slots."""
+    layer = MultiHeadAttention(num_heads=2, key_dim=4)
+    x = rng.normal(size=(SOURCES * BEAMS, 1, DIM)).astype("float32")
+    layer(x, x)
+    return layer, x, layer.init_cache(SOURCES, LENGTH, rows_per_source=BEAMS)
+
+
 def test_slots_are_written_in_place(rng):
     """Row `r` writes only its own slot; the other slots keep their keys."""
-    layer = MultiHeadAttention(num_heads=2, key_dim=4)
+    layer, x, slots = built_layer_and_slots(rng)
     rows = SOURCES * BEAMS
-    x = rng.normal(size=(rows, 1, DIM)).astype("float32")
-    layer(x, x)
-    slots = layer.init_cache(SOURCES, LENGTH, rows_per_source=BEAMS)
     assert tuple(slots[0].shape) == (SOURCES, 2, 4, LENGTH * BEAMS)  # keys transposed
     assert tuple(slots[1].shape) == (SOURCES, 2, LENGTH * BEAMS, 4)
     _, slots, _ = layer.call_cached(x, slots, 3, cache_ancestry=np.zeros((rows, LENGTH), "int32"))
@@ -128,11 +134,8 @@ def test_slots_are_written_in_place(rng):
 
 
 def test_slots_refuse_what_they_cannot_read(rng):
-    layer = MultiHeadAttention(num_heads=2, key_dim=4)
+    layer, x, slots = built_layer_and_slots(rng)
     rows = SOURCES * BEAMS
-    x = rng.normal(size=(rows, 1, DIM)).astype("float32")
-    layer(x, x)
-    slots = layer.init_cache(SOURCES, LENGTH, rows_per_source=BEAMS)
     ancestry = np.zeros((rows, LENGTH), "int32")
     with pytest.raises(ValueError, match=r"rows_per_source.*Received: rows_per_source=0"):
         layer.init_cache(SOURCES, LENGTH, rows_per_source=0)
