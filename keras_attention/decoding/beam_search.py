@@ -106,11 +106,58 @@ def _best_continuations(totals, count):
         B = ops.shape(totals)[0]
     per_beam = min(count, V)
     beam_scores, beam_tokens = ops.top_k(totals, per_beam)  # (B, K, per_beam)
-    flat_scores = ops.reshape(beam_scores, (B, K * per_beam))
-    top_scores, position = ops.top_k(flat_scores, count)
+    return _best_of_flat(ops.reshape(beam_scores, (B, K * per_beam)),
+                         ops.reshape(ops.cast(beam_tokens, "int32"), (B, K * per_beam)),
+                         per_beam, count)
+
+
+def _top_log_probs(logits, allowed, count):
+    """The `count` best log-probabilities of each row, best first, and their
+    tokens: `(N, count)` float32 and int32. `logits (N, V)` give the
+    probabilities; `allowed (N, V)` is `logits` with the tokens a rule bans
+    at `-inf`, and ranks them.
+
+    The log-softmax shifts a row by one constant, so a row's best tokens are
+    its best allowed logits: only those are shifted, and no `(N, V)`
+    log-probabilities are written (on XLA's CPU the maximum that
+    `log_softmax` takes was fused into the logits' matmul, which then ran a
+    third slower). The row's maximum is found after the top-k, as the best
+    allowed logit plus the excess of any banned one over it (0 when the
+    maximum is allowed): `log_softmax`'s values, bit for bit then. A row
+    whose every token is banned gets `-inf`, as after `log_softmax`."""
+    top_logits, tokens = ops.top_k(allowed, count)
+    # The maximum of the best, not their first column: XLA would merge that
+    # slice into its top-k and then, its pattern broken, sort the whole row.
+    best_allowed = ops.max(top_logits, axis=-1, keepdims=True)
+    best_allowed = ops.where(best_allowed > NEG_INF, best_allowed, 0.0)  # every token banned
+    # 0 unless a banned token scores higher. Taken from the shifted logits,
+    # after the top-k, so that XLA cannot fuse it into the logits' matmul.
+    excess = ops.max(logits - best_allowed, axis=-1, keepdims=True)
+    shifted = logits - best_allowed - excess
+    log_sum = ops.log(ops.sum(ops.exp(shifted), axis=-1, keepdims=True))
+    log_probs = (top_logits - best_allowed - excess) - log_sum
+    return log_probs, ops.cast(tokens, "int32")
+
+
+def _best_of_each_beam(live_scores, top_log_probs, top_tokens, count):
+    """`_best_continuations` from each beam's best log-probabilities and
+    their tokens `(B * K, per_beam)`, best first, and `live_scores (B, K)`:
+    the best continuation of all is among them."""
+    B, K = live_scores.shape[0], live_scores.shape[1]
+    if B is None:
+        B = ops.shape(live_scores)[0]
+    per_beam = top_log_probs.shape[-1]
+    totals = live_scores[:, :, None] + ops.reshape(top_log_probs, (B, K, per_beam))
+    return _best_of_flat(ops.reshape(totals, (B, K * per_beam)),
+                         ops.reshape(top_tokens, (B, K * per_beam)), per_beam, count)
+
+
+def _best_of_flat(scores, tokens, per_beam, count):
+    """The `count` best of `scores (B, K * per_beam)`: `(scores, beam,
+    token)`, each `(B, count)`."""
+    top_scores, position = ops.top_k(scores, count)
     position = ops.cast(position, "int32")
-    token = ops.take_along_axis(
-        ops.reshape(ops.cast(beam_tokens, "int32"), (B, K * per_beam)), position, axis=1)
+    token = ops.take_along_axis(tokens, position, axis=1)
     return top_scores, position // per_beam, token
 
 
@@ -130,7 +177,11 @@ def extend_beams(step_fn, live_tokens, live_scores, index, state, *, start_id, v
             forced token adds 0 to the score and every other one
             `ruled_out`.
         process_scores: optional `process(log_probs (B * K, V), index,
-            tokens (B * K, L)) -> log_probs` after the log-softmax.
+            tokens (B * K, L)) -> log_probs` after the log-softmax. One
+            whose `rules_out_only` attribute is True (it only sets scores
+            to `-inf`, see `generation_rules.ScoresProcess`) is applied to
+            the logits instead, and the step writes no `(B * K, V)`
+            log-probabilities: the same tokens, a faster step.
         ruled_out: the score of a token the prompt rules out.
 
     Returns:
@@ -147,18 +198,25 @@ def extend_beams(step_fn, live_tokens, live_scores, index, state, *, start_id, v
     logits, new_state, attention = step_fn(
         previous_tokens(flat_tokens, index, start_id), index, state
     )
-    log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
-    if process_scores is not None:
-        log_probs = process_scores(log_probs, index, flat_tokens)
-    log_probs = ops.reshape(log_probs, (B, K, V))
-    if prompt is not None:
-        forced = forced_tokens(ops.zeros((B,), "int32"), prompt, index)
-        is_forced = ops.arange(V)[None, None, :] == forced[:, None, None]
-        # Prompt tokens are given, not scored: they add 0 to log P.
-        in_prompt = index < prompt.shape[1]
-        log_probs = ops.where(in_prompt, ops.where(is_forced, 0.0, ruled_out), log_probs)
-    top_scores, beam, token = _best_continuations(
-        live_scores[:, :, None] + log_probs, min(2 * K, K * V))
+    count = min(2 * K, K * V)
+    logits = ops.cast(logits, "float32")
+    if prompt is None and getattr(process_scores, "rules_out_only", process_scores is None):
+        allowed = logits if process_scores is None else process_scores(logits, index, flat_tokens)
+        top_log_probs, top_tokens = _top_log_probs(logits, allowed, min(count, V))
+        top_scores, beam, token = _best_of_each_beam(
+            live_scores, top_log_probs, top_tokens, count)
+    else:
+        log_probs = ops.log_softmax(logits, axis=-1)
+        if process_scores is not None:
+            log_probs = process_scores(log_probs, index, flat_tokens)
+        log_probs = ops.reshape(log_probs, (B, K, V))
+        if prompt is not None:
+            forced = forced_tokens(ops.zeros((B,), "int32"), prompt, index)
+            is_forced = ops.arange(V)[None, None, :] == forced[:, None, None]
+            # Prompt tokens are given, not scored: they add 0 to log P.
+            in_prompt = index < prompt.shape[1]
+            log_probs = ops.where(in_prompt, ops.where(is_forced, 0.0, ruled_out), log_probs)
+        top_scores, beam, token = _best_continuations(live_scores[:, :, None] + log_probs, count)
     tokens = gather_beams(live_tokens, beam, K)
     C = token.shape[1]
     tokens = ops.reshape(

@@ -249,16 +249,35 @@ class GenerationRules:
         if self.renormalize_logits:
             steps.append(lambda s, i, full: ops.log_softmax(s, axis=-1))
 
-        def process(scores, index, tokens):
-            scores = ops.cast(scores, "float32")
-            index = ops.cast(index, "int32")
-            start = ops.full((ops.shape(tokens)[0], 1), start_id, "int32")
-            full = ops.concatenate([start, ops.cast(tokens, "int32")], axis=1)
-            for step in steps:
-                scores = step(scores, index, full)
-            return scores
+        rules_out_only = (self.forced_bos_token_id is None and self.forced_eos_token_id is None
+                          and not self.renormalize_logits)
+        return ScoresProcess(steps, start_id=start_id, rules_out_only=rules_out_only)
 
-        return process
+
+class ScoresProcess:
+    """`process(scores (N, V), index, tokens (N, L)) -> scores (N, V)`: the
+    steps of `GenerationRules.processor`, in order.
+
+    `rules_out_only` is True when every step only sets some scores to `-inf`,
+    whatever the scores are (bans; no forced token, no renormalization).
+    Such a process rules out the same tokens whether it sees logits or
+    log-probabilities, so a beam search may apply it to the logits
+    (`beam_search.extend_beams`).
+    """
+
+    def __init__(self, steps, *, start_id, rules_out_only):
+        self.steps = tuple(steps)
+        self.start_id = start_id
+        self.rules_out_only = rules_out_only
+
+    def __call__(self, scores, index, tokens):
+        scores = ops.cast(scores, "float32")
+        index = ops.cast(index, "int32")
+        start = ops.full((ops.shape(tokens)[0], 1), self.start_id, "int32")
+        full = ops.concatenate([start, ops.cast(tokens, "int32")], axis=1)
+        for step in self.steps:
+            scores = step(scores, index, full)
+        return scores
 
 
 def _id_mask(token_ids, vocab_size):

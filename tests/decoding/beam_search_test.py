@@ -176,3 +176,57 @@ def test_best_continuations_equal_one_top_k_over_every_beam_ties_included(B, K, 
     np.testing.assert_array_equal(scores, expected_scores)
     np.testing.assert_array_equal(beam, flat // V)
     np.testing.assert_array_equal(token, flat % V)
+
+
+def _log_softmax_then_ban(logits, banned):
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    return np.where(banned, -np.inf, log_probs)
+
+
+def test_top_log_probs_are_those_of_the_log_softmax_then_the_bans():
+    from keras import ops
+
+    from keras_attention.decoding.beam_search import _top_log_probs
+
+    rng = np.random.default_rng(0)
+    logits = rng.normal(0, 3, (5, 40)).astype("float32")
+    banned = rng.random((5, 40)) < 0.2
+    banned[:, logits.argmax(-1)[0]] = False
+    # Row 1: a banned token far above the rest (its exp would overflow once
+    # shifted by the best allowed logit); row 2: every token banned.
+    logits[1, 7] = 300.0
+    banned[1, 7] = True
+    banned[2] = True
+    banned[3, logits[3].argmax()] = True  # the maximum banned
+    allowed = np.where(banned, -np.inf, logits).astype("float32")
+    log_probs, tokens = (ops.convert_to_numpy(x)
+                         for x in _top_log_probs(ops.convert_to_tensor(logits),
+                                                 ops.convert_to_tensor(allowed), 4))
+    expected = _log_softmax_then_ban(logits.astype("float64"), banned)
+    order = np.argsort(-expected, axis=-1, kind="stable")[:, :4]
+    for row in (0, 1, 3, 4):
+        np.testing.assert_array_equal(tokens[row], order[row])
+        np.testing.assert_allclose(log_probs[row], np.take(expected[row], order[row]),
+                                   rtol=1e-5, atol=1e-4)
+    assert np.all(np.isfinite(log_probs[[0, 1, 3, 4]]))
+    assert np.all(log_probs[1] < -280)  # the banned token keeps its probability mass
+    assert np.all(log_probs[2] == -np.inf)  # as after the log-softmax, never NaN
+
+
+def test_rules_applied_to_logits_give_the_search_of_rules_on_log_probs():
+    # GenerationRules that only ban tokens are applied to the logits (no
+    # (B * K, V) log-softmax); the same rules hidden in a plain function go
+    # the general way, after the log-softmax. Both must agree.
+    from keras_attention.decoding import GenerationRules
+
+    rules = GenerationRules(no_repeat_ngram_size=1, suppress_token_ids=[2])
+    process = rules.processor(start_id=START, end_id=END, max_length=6, vocab_size=V)
+    assert process.rules_out_only
+    rng = np.random.default_rng(3)
+    table = rng.normal(0, 2, (V, V)).astype("float32")
+    by_logits = run_beam(table, num_beams=3, max_length=6, process_scores=process)
+    by_log_probs = run_beam(table, num_beams=3, max_length=6,
+                            process_scores=lambda s, i, t: process(s, i, t))
+    np.testing.assert_array_equal(by_logits[0], by_log_probs[0])
+    np.testing.assert_allclose(by_logits[1], by_log_probs[1], rtol=1e-6)

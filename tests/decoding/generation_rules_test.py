@@ -134,3 +134,23 @@ def test_bad_settings_are_named(kwargs, name):
 def test_settings_that_do_not_fit_the_model_are_named(kwargs, name):
     with pytest.raises(ValueError, match=rf"`{name}`.*Received: {name}="):
         GenerationRules(**kwargs).check(V, end_id=END, max_length=L)
+
+
+@pytest.mark.parametrize("kwargs, rules_out_only", [
+    ({"suppress_token_ids": [3], "no_repeat_ngram_size": 2, "bad_words_ids": [[4, 5]],
+      "min_length": 2, "begin_suppress_token_ids": [6]}, True),
+    ({"forced_bos_token_id": 3}, False),   # a forced token scores 0, whatever its logit
+    ({"forced_eos_token_id": 3}, False),
+    ({"suppress_token_ids": [3], "renormalize_logits": True}, False),
+])
+def test_a_processor_says_whether_it_only_rules_tokens_out(kwargs, rules_out_only):
+    process = GenerationRules(**kwargs).processor(start_id=0, end_id=1, max_length=8,
+                                                  vocab_size=10)
+    assert process.rules_out_only is rules_out_only
+    scores = ops.convert_to_numpy(process(np.linspace(-2, 2, 20, dtype="float32").reshape(2, 10),
+                                          ops.convert_to_tensor(0),
+                                          np.zeros((2, 3), "int32")))
+    if rules_out_only:
+        # Every score is either the one given or -inf.
+        given = np.linspace(-2, 2, 20, dtype="float32").reshape(2, 10)
+        assert np.all((scores == given) | (scores == -np.inf))
