@@ -230,3 +230,27 @@ def test_rules_applied_to_logits_give_the_search_of_rules_on_log_probs():
                             process_scores=lambda s, i, t: process(s, i, t))
     np.testing.assert_array_equal(by_logits[0], by_log_probs[0])
     np.testing.assert_allclose(by_logits[1], by_log_probs[1], rtol=1e-6)
+
+
+@settings(max_examples=10 if keras.config.backend() == "jax" else 40, deadline=None)
+@given(st.integers(1, 3), st.integers(1, 4), st.integers(2, 5), st.integers(0, 40),
+       st.integers(0, 10_000))
+def test_top_k_by_chunks_equals_one_top_k_ties_included(N, k, chunk, extra, seed):
+    from keras import ops
+
+    from keras_attention.decoding.beam_search import _top_k_by_chunks
+
+    rng = np.random.default_rng(seed)
+    V = 2 * k * chunk + extra  # whole chunks enough to cut, and a tail
+    if keras.config.backend() == "torch":
+        # torch.topk orders ties as it likes: distinct values.
+        logits = rng.permutation(N * V).reshape(N, V).astype("float32")
+    else:
+        logits = rng.integers(-3, 3, (N, V)).astype("float32")  # ties are common
+    allowed = np.where(rng.random((N, V)) < 0.3, -np.inf, logits).astype("float32")
+    top, tokens, row_max = (ops.convert_to_numpy(x) for x in _top_k_by_chunks(
+        ops.convert_to_tensor(logits), ops.convert_to_tensor(allowed), k, chunk=chunk))
+    expected, expected_tokens = (ops.convert_to_numpy(x) for x in ops.top_k(allowed, k))
+    np.testing.assert_array_equal(top, expected)
+    np.testing.assert_array_equal(tokens, expected_tokens)
+    np.testing.assert_array_equal(row_max, logits.max(axis=-1, keepdims=True))
