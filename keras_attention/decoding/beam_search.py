@@ -134,7 +134,8 @@ def _top_k_by_chunks(logits, allowed, k, chunk=128):
 
     Each row is cut into chunks of `chunk` tokens: the `k` chunks with the
     best maxima (ties to the lower chunk) hold the row's `k` best tokens
-    (each chunk left out has `k` better maxima above all of it), so a top-k
+    (a chunk left out is outranked by `k` chunk maxima, each better than
+    every token of it), so a top-k
     runs over `k * chunk` tokens instead of `V` (XLA's CPU top-k reads a
     row at about 2 ns a token, a fused maximum at a fraction of that). The
     tokens past the last whole chunk are always candidates."""
@@ -223,7 +224,8 @@ def extend_beams(step_fn, live_tokens, live_scores, index, state, *, start_id, v
     )
     count = min(2 * K, K * V)
     logits = ops.cast(logits, "float32")
-    if prompt is None and getattr(process_scores, "rules_out_only", process_scores is None):
+    rules_on_logits = process_scores is None or getattr(process_scores, "rules_out_only", False)
+    if prompt is None and rules_on_logits:
         allowed = logits if process_scores is None else process_scores(logits, index, flat_tokens)
         top_log_probs, top_tokens = _top_log_probs(logits, allowed, min(count, V))
         top_scores, beam, token = _best_of_each_beam(
