@@ -642,10 +642,17 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
         key_dim, L * R), values (B, K, L * R, value_dim))` (keys transposed;
         slot `j`'s position `l` at `l * R + j`), for a query of `B * R`
         rows that reads it through `call_cached(..., cache_ancestry=...)`;
-        a beam search never reorders it."""
+        a beam search never reorders it. Slots hold two or more rows per
+        source: with one, the two layouts could have the same shapes
+        (`max_length == key_dim`) and one be read as the other."""
         dtype = self.compute_dtype
         if rows_per_source is not None:
             check_positive_int("rows_per_source", rows_per_source)
+            if rows_per_source < 2:
+                raise ValueError(
+                    "Beam slots hold two or more rows per source; for one row per source "
+                    "call `init_cache(batch_size, max_length)` (a cache per row, read "
+                    f"without `cache_ancestry`). Received: rows_per_source={rows_per_source}")
             if not self.supports_beam_slots:
                 raise ValueError(
                     f"{type(self).__name__} scores heads its own way "
@@ -846,6 +853,12 @@ class MultiHeadAttention(QuantizableSublayers, BaseAttention):
                 "rows_per_source rows of each: `cache_ancestry` is int32 (rows, cache_len) "
                 "with cache_len * rows_per_source positions. Received: "
                 f"{rows_total} query rows, cache_ancestry of shape {tuple(ancestry.shape)}")
+        if rows == 1:  # a cache per row whose shapes pass for slots (L == key_dim)
+            raise ValueError(
+                "`cache_ancestry` reads beam slots of two or more rows per source "
+                "(`init_cache(sources, max_length, rows_per_source)`); a cache of one row per "
+                f"source is read without it. Received: {rows_total} query rows and a cache "
+                f"of {sources} sources, cache shapes {[tuple(c.shape) for c in cache]}")
         query = ops.cast(query, self.compute_dtype)
         query_length = query.shape[1]
         self._check_cache_index(cache_update_index, query_length, cache_length)

@@ -145,6 +145,9 @@ def test_slots_refuse_what_they_cannot_read(rng):
     with pytest.raises(ValueError, match=r"rows_per_source\)`.*Received: cache shapes "
                                          r"\[\(6, 2, 7, 4\)"):
         layer.call_cached(x, layer.init_cache(rows, LENGTH), 0, cache_ancestry=ancestry)
+    with pytest.raises(ValueError, match=r"two or more rows per source.*"
+                                         r"Received: rows_per_source=1"):
+        layer.init_cache(SOURCES, LENGTH, rows_per_source=1)
     with pytest.raises(ValueError, match=r"Received: 5 query rows, cache_ancestry of shape "
                                          r"\(6, 7\)"):
         layer.call_cached(x[:5], slots, 0, cache_ancestry=ancestry)
@@ -155,3 +158,19 @@ def test_slots_refuse_what_they_cannot_read(rng):
         layer.call_cached(x, memory_cache=layer.compute_cache(x), cache_ancestry=ancestry)
     with pytest.raises(ValueError, match=r"out of range.*Received: cache_update_index=7"):
         layer.call_cached(x, slots, 7, cache_ancestry=ancestry)
+
+
+def test_a_cache_per_row_is_never_read_as_slots(rng):
+    """With `max_length == key_dim` a cache per row, `(rows, K, L, d)` keys,
+    has the shapes of one-row slots, `(sources, K, d, L)`: `cache_ancestry`
+    refuses it instead of reading its keys transposed, and slots of one row
+    are refused where they would be made."""
+    layer, x, _ = built_layer_and_slots(rng)  # key_dim 4
+    rows = SOURCES * BEAMS
+    per_row = layer.init_cache(rows, 4)
+    assert tuple(per_row[0].shape) == (rows, 2, 4, 4)
+    with pytest.raises(ValueError, match=r"`cache_ancestry` reads beam slots of two or more "
+                                         r"rows.*Received: 6 query rows and a cache of 6 sources"):
+        layer.call_cached(x, per_row, 0, cache_ancestry=np.zeros((rows, 4), "int32"))
+    output, _, _ = layer.call_cached(x, per_row, 0)  # without ancestry: read per row
+    assert np.isfinite(np.asarray(output)).all()
