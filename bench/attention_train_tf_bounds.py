@@ -33,8 +33,7 @@ import sys
 os.environ["KERAS_BACKEND"] = "tensorflow"
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.argv, _own_argv = sys.argv[:1], sys.argv[1:]  # attention_train parses sys.argv on import
-import attention_train  # noqa: E402 (bench/attention_train.py: the same layers and step)
+import attention_train  # noqa: E402 (bench/attention_train.py: the same layers and step; imported, it reads no argv)
 import common  # noqa: E402 (bench/common.py)
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -175,4 +174,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    main(_own_argv)
+    main(sys.argv[1:])
