@@ -11,7 +11,7 @@ export TF_CPP_MIN_LOG_LEVEL := 3
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,jax]'
+	$(BIN)/pip install --quiet -e '.[dev,jax,serve]'
 	touch $@
 
 install: $(BIN)/.installed

@@ -20,6 +20,8 @@ Public modules:
 - `keras_attention.export`: a run folder as a strings-to-strings SavedModel.
 - `keras_attention.pretrained`: Hugging Face checkpoints (Marian, BART, T5)
   as models of our blocks.
+- `keras_attention.server`: `keras-attention serve`, a run folder behind
+  TensorFlow Serving's REST protocol (the `serve` extra).
 
 `keras_attention.compat` (keras-hub's and Keras' signatures on our layers) is
 imported by its path only: `from keras_attention.compat import keras_hub`.
@@ -32,7 +34,7 @@ first use (`keras_attention.metrics`, or `from keras_attention import
 metrics`), so TensorFlow, tensorflow-text, keras-hub, matplotlib, sacrebleu
 and rouge-score load only when they are used.
 
-`keras-attention generate` and `evaluate` run on JAX where it is installed
+`keras-attention generate`, `evaluate` and `serve` run on JAX where it is installed
 and no backend is chosen (`keras_attention.serving_backend`).
 
 TensorFlow's C++ start-up lines are kept off stderr
@@ -50,7 +52,8 @@ from keras_attention import callbacks, decoding, layers, losses, masks, models, 
 from keras_attention.version import __version__  # noqa: E402
 
 _TOOLKIT_MODULES = (
-    "data", "distribute", "export", "metrics", "pretrained", "runs", "runtime", "visualize",
+    "data", "distribute", "export", "metrics", "pretrained", "runs", "runtime", "server",
+    "visualize",
 )
 
 __all__ = [
@@ -69,6 +72,7 @@ __all__ = [
     "runs",
     "runtime",
     "schedules",
+    "server",
     "visualize",
 ]
 

@@ -2,14 +2,17 @@
 
 ```
 keras-attention train translation | summarization | question_answering [--key=value ...]
-keras-attention generate RUN_DIR [--input FILE] [--output FILE] [--strategy beam]
+keras-attention generate RUN_DIR [--input FILE] [--output FILE] [--strategy beam] [--truncate]
 keras-attention evaluate RUN_DIR --data FILE   # BLEU/chrF, ROUGE or EM/F1, by recipe
 keras-attention export RUN_DIR EXPORT_DIR [--strategy beam] [--num_beams N]  # a SavedModel
 keras-attention convert HF_DIR RUN_DIR [--recipe translation] [--overwrite=true]  # a checkpoint
+keras-attention serve RUN_DIR [--port 8501] [--max_batch_size 32]  # TensorFlow Serving's REST API
 ```
 
 A run directory is what a recipe saves (see `keras_attention.runs`); the
-commands read it through `keras_attention.runs.SavedRun`. Every failure a
+commands read it through `keras_attention.runs.SavedRun`. `generate` refuses
+an input line longer than the run's source length (before writing anything)
+unless `--truncate` asks for it to be cut to that length. Every failure a
 user can cause (a missing or corrupt run folder, a file that is not UTF-8, a
 malformed data file, a bad argument) ends with one line on stderr,
 `keras-attention: error: ...`, and a non-zero exit status.
@@ -98,9 +101,11 @@ def _read_lines(path):
 
 def generate(args):
     """Writes one output line per line of `--input` (or stdin) to `--output`
-    (or stdout). No input line, no output line (and no model call). Typed at
-    a terminal (stdin is one, no `--input`), each line is answered as soon as
-    it is entered, its search compiled once for lines of its length bucket."""
+    (or stdout). No input line, no output line (and no model call). A line
+    longer than the run's source length is refused, naming it, before any
+    output (`--truncate`: cut to it). Typed at a terminal (stdin is one, no
+    `--input`), each line is answered as soon as it is entered, its search
+    compiled once for lines of its length bucket."""
     if args.output and os.path.isdir(args.output):
         raise ValueError(
             f"Argument `--output` must be a file, not a folder. Received: --output={args.output!r}"
@@ -123,7 +128,7 @@ def generate(args):
         # One line: TensorFlow's graph answers it sooner than XLA compiles it.
         run.jit_compile = False
     outputs = run.generate(lines, args.strategy, args.num_beams,
-                           verbose=1 if args.output else 0)
+                           verbose=1 if args.output else 0, truncate=args.truncate)
     text = "".join(line.replace("\n", " ") + "\n" for line in outputs)
     if args.output:
         files.write_atomically(args.output, lambda file: file.write(text.encode("utf-8")))
@@ -136,12 +141,20 @@ def _typed_at_a_terminal(stream):
     return bool(isatty and isatty())
 
 
-def _answer_as_typed(run, args, stdin, stdout):
+def _answer_as_typed(run, args, stdin, stdout, stderr=None):
     """Answers each line of a terminal when it is entered, until end of input
-    (Ctrl-D); an empty line gives an empty line."""
+    (Ctrl-D); an empty line gives an empty line. A line longer than the run's
+    source length (without `--truncate`) gets one error line on `stderr`
+    (default: `sys.stderr`) and no answer; the next line is read."""
+    stderr = sys.stderr if stderr is None else stderr
     for line in stdin:
         line = line.rstrip("\r\n")
-        answer = run.generate([line], args.strategy, args.num_beams)[0] if line else ""
+        try:
+            answer = run.generate([line], args.strategy, args.num_beams,
+                                  truncate=args.truncate)[0] if line else ""
+        except runs.SourceTooLongError as error:
+            print(_error_line(error), file=stderr, flush=True)
+            continue
         stdout.write(answer.replace("\n", " ") + "\n")
         stdout.flush()
 
@@ -204,6 +217,89 @@ def convert(args):
     return path
 
 
+def serve(args):
+    """Serves a run folder over TensorFlow Serving's REST protocol until
+    SIGTERM or SIGINT (`keras_attention.server.serve`)."""
+    _require_serve_extra()
+    from keras_attention import server
+
+    settings = server.ServerSettings(
+        host=args.host, port=args.port, model_name=args.model_name,
+        max_batch_size=args.max_batch_size, batch_timeout_ms=args.batch_timeout_ms,
+        max_queue=args.max_queue, strategy=args.strategy, num_beams=args.num_beams,
+        max_body_bytes=args.max_body_bytes, drain_timeout_s=args.drain_timeout_s,
+        verbose=args.serve_verbose or args.verbose)
+    server.serve(args.run_dir, settings)
+
+
+def _require_serve_extra():
+    """Raises a ValueError (one line) where the `serve` extra is missing."""
+    import importlib.util
+
+    missing = [name for name in ("aiohttp", "prometheus_client")
+               if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ValueError(
+            f"`keras-attention serve` needs the `serve` extra ({', '.join(missing)} missing): "
+            f"pip install 'keras-attention-kit[serve]'")
+
+
+def _non_negative_float(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text!r}")
+    return value
+
+
+def _port(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be an integer in [0, 65535], got {text!r}")
+    return value
+
+
+def _add_serve_parser(commands):
+    sub = commands.add_parser(
+        "serve", help="answer requests over HTTP (TensorFlow Serving's REST protocol)",
+        description="Serves RUN_DIR at http://HOST:PORT/v1/models/NAME:predict, TensorFlow "
+                    "Serving's REST protocol: {\"instances\": [\"line\", ...]} in, "
+                    "{\"predictions\": [...]} out. Requests that arrive together are "
+                    "decoded together. Prints `serving NAME at URL` on stderr once every "
+                    "batch shape is compiled; SIGTERM or Ctrl-C answers the requests "
+                    "received, then exits 0.")
+    sub.add_argument("run_dir")
+    sub.add_argument("--host", default="127.0.0.1",
+                     help="address to listen on (default 127.0.0.1; 0.0.0.0: every interface)")
+    sub.add_argument("--port", type=_port, default=8501,
+                     help="TCP port (default 8501, TensorFlow Serving's REST port; 0: any free)")
+    sub.add_argument("--model_name", default=None,
+                     help="the NAME in /v1/models/NAME (default: the run folder's name)")
+    sub.add_argument("--max_batch_size", type=_positive_int, default=32,
+                     help="the most lines decoded together (default 32; 1: no batching)")
+    sub.add_argument("--batch_timeout_ms", type=_non_negative_float, default=5.0,
+                     help="the longest a line waits for others to join its batch (default 5)")
+    sub.add_argument("--max_queue", type=_positive_int, default=1024,
+                     help="the most lines waiting; beyond it 503 with Retry-After (default 1024)")
+    sub.add_argument("--strategy", choices=["greedy", "beam"], default=None,
+                     help="the search (default: the run's)")
+    sub.add_argument("--num_beams", type=_positive_int, default=None,
+                     help="beams of a beam search (default: the run's)")
+    sub.add_argument("--max_body_bytes", type=_positive_int, default=2**20,
+                     help="the largest request body, in bytes (default 1 MiB; 413 above)")
+    sub.add_argument("--drain_timeout_s", type=_non_negative_float, default=30.0,
+                     help="on SIGTERM, how long to keep answering the requests received "
+                          "(default 30)")
+    sub.add_argument("--verbose", dest="serve_verbose", action="store_true",
+                     help="the warm-up's progress and one line per request on stderr")
+    sub.set_defaults(function=serve)
+
+
 def _bool(text):
     if text.lower() in ("true", "1", "yes"):
         return True
@@ -238,6 +334,9 @@ def _parser():
         if name == "generate":
             sub.add_argument("--input", help="a UTF-8 file of source lines (default: stdin)")
             sub.add_argument("--output", help="where to write the outputs (default: stdout)")
+            sub.add_argument("--truncate", type=_bool, default=False, nargs="?", const=True,
+                             help="cut a line longer than the run's source length to it "
+                                  "(default: such a line is refused, with an error naming it)")
         else:
             sub.add_argument("--data", required=True, help=(
                 "translation: a TSV file of source<TAB>target; summarization: a JSONL "
@@ -261,6 +360,7 @@ def _parser():
     convert_parser.add_argument("--overwrite", type=_bool, default=False, nargs="?", const=True,
                                 help="replace a run folder already there")
     convert_parser.set_defaults(function=convert)
+    _add_serve_parser(commands)
     return parser, train_parser
 
 
@@ -335,12 +435,13 @@ def main(argv=None):
 
 def script():
     """The `keras-attention` console script: `main()` with the command line;
-    once `generate` has written its answer (outputs flushed, files closed) the
-    process ends at once, without the interpreter's teardown (TensorFlow's and
-    JAX's, most of a second) that would only delay the prompt. A failure
+    once `generate` has written its answer (outputs flushed, files closed), or
+    `serve` has answered every request it received, the process ends at once,
+    without the interpreter's teardown (TensorFlow's and JAX's, most of a
+    second) that would only delay the prompt. A failure
     exits as `main` raises it (one line, status 1 or 2)."""
     main()
-    if _command(sys.argv[1:]) == "generate":
+    if _command(sys.argv[1:]) in ("generate", "serve"):
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)

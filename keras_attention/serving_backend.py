@@ -28,7 +28,7 @@ import sys
 __all__ = ["SERVING_COMMANDS", "choose_serving_backend"]
 
 #: The `keras-attention` commands that run a saved model and nothing else.
-SERVING_COMMANDS = ("generate", "evaluate")
+SERVING_COMMANDS = ("generate", "evaluate", "serve")
 
 
 def choose_serving_backend(argv=None, environ=None):

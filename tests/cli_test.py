@@ -46,9 +46,15 @@ def _one_error_line(code, capsys):
     return lines[0]
 
 
+#: A line of more tokens than `run_dir`'s source length (24); one of exactly 24.
+TOO_LONG = "March 3, 2021, March 3, 2021"
+AT_THE_LIMIT = "March 3, 2021 March 3, 2021"
+
+
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
-    """A tiny untrained translation run (greedy, 8 target tokens)."""
+    """A tiny untrained translation run (greedy, 8 target tokens, sources of
+    at most 24 tokens: `TOO_LONG` has 25)."""
     pairs = data.make_date_pairs(200)
     tokenizer = data.train_tokenizer([s for p in pairs for s in p], 80)
     keras.utils.set_random_seed(0)
@@ -57,7 +63,7 @@ def run_dir(tmp_path_factory):
                                 **data.special_token_ids(tokenizer))
     path = tmp_path_factory.mktemp("cli") / "run"
     runs.save_run(path, model, tokenizer, tokenizer, recipe="translation", config={},
-                  scores={}, decoding={"source_length": 12, "target_length": 8,
+                  scores={}, decoding={"source_length": 24, "target_length": 8,
                                        "strategy": "greedy", "num_beams": 1})
     return path
 
@@ -109,18 +115,24 @@ def test_generate_writes_one_line_per_input_line(run_dir, tmp_path, capsys):
 
 class _Terminal(io.StringIO):
     """Lines typed at a terminal: before handing out a line, it checks that
-    every earlier line was answered on `stdout` (and flushed)."""
+    every earlier line was answered on `stdout`, or refused with an error
+    line on `stderr` (and flushed)."""
 
-    def __init__(self, lines, stdout):
+    def __init__(self, lines, stdout, stderr=None):
         super().__init__()
-        self.lines, self.stdout, self.read = lines, stdout, 0
+        self.lines, self.stdout, self.stderr, self.read = lines, stdout, stderr, 0
 
     def isatty(self):
         return True
 
+    def _answered(self):
+        refused = self.stderr.getvalue().splitlines() if self.stderr else []
+        return self.stdout.getvalue().count("\n") + sum(
+            line.startswith("keras-attention: error: ") for line in refused)
+
     def __iter__(self):
         for line in self.lines:
-            assert self.stdout.getvalue().count("\n") == self.read, "an earlier line unanswered"
+            assert self._answered() == self.read, "an earlier line unanswered"
             self.read += 1
             yield line + "\n"
 
@@ -133,6 +145,29 @@ def test_lines_typed_at_a_terminal_are_answered_one_by_one(run_dir, monkeypatch)
     cli.main(["generate", str(run_dir)])
     expected = runs.SavedRun(run_dir).generate([typed[0], typed[2]])
     assert stdout.getvalue().splitlines() == [expected[0], "", expected[1]]
+
+
+def test_a_line_too_long_typed_at_a_terminal_is_one_error_line_and_the_next_is_read(
+        run_dir, monkeypatch):
+    stdout, stderr = io.StringIO(), io.StringIO()
+    typed = ["March 3, 2021", TOO_LONG, "May 1, 1999"]
+    monkeypatch.setattr(sys, "stdin", _Terminal(typed, stdout, stderr))
+    monkeypatch.setattr(sys, "stdout", stdout)
+    monkeypatch.setattr(sys, "stderr", stderr)
+    cli.main(["generate", str(run_dir)])
+    assert stdout.getvalue().splitlines() == runs.SavedRun(run_dir).generate(typed[::2])
+    [line] = stderr.getvalue().splitlines()
+    assert line.startswith("keras-attention: error: Argument `texts` holds a line longer ")
+    assert "line 1 has 25 tokens, more than the run's source length of 24" in line
+    assert "--truncate" in line and line.endswith("Received: texts[0] of 25 tokens")
+    stdout, stderr = io.StringIO(), io.StringIO()
+    monkeypatch.setattr(sys, "stdin", _Terminal(typed, stdout, stderr))
+    monkeypatch.setattr(sys, "stdout", stdout)
+    monkeypatch.setattr(sys, "stderr", stderr)
+    cli.main(["generate", str(run_dir), "--truncate"])
+    assert stdout.getvalue().splitlines() == runs.SavedRun(run_dir).generate(typed,
+                                                                            truncate=True)
+    assert "keras-attention: error" not in stderr.getvalue()
 
 
 def test_the_console_script_ends_once_generate_has_answered(run_dir, monkeypatch, capsys):
@@ -198,7 +233,9 @@ def test_evaluate_exits_0_and_prints_only_the_scores_on_stdout(run_dir, monkeypa
 
 
 def test_evaluate_sends_the_progress_bar_to_stderr(run_dir, monkeypatch, capsys, pairs_file):
-    def generate_with_a_bar(self, texts, strategy=None, num_beams=None, verbose=0):
+    def generate_with_a_bar(self, texts, strategy=None, num_beams=None, verbose=0, *,
+                            truncate=False):
+        assert truncate  # evaluate cuts long sources, as training does
         sys.stdout.write("1/1 ━━━━━━━━━━━━━━━━━━━━ 0s 4ms/batch\n")
         return list(texts)
 
@@ -286,6 +323,7 @@ def test_a_bad_recipe_setting_is_one_line(monkeypatch, capsys):
     (["export", "run", "out", "--num_beams=0"], "--num_beams: must be a positive integer"),
     (["export", "run", "out", "--strategy=top_k"], "invalid choice: 'top_k'"),
     (["generate", "run", "--beams=2"], "unrecognized arguments: --beams=2"),
+    (["generate", "run", "--truncate=maybe"], "--truncate: must be true or false, got 'maybe'"),
     (["evaluate", "run"], "required: --data"),
 ])
 def test_bad_arguments_are_one_line(monkeypatch, capsys, argv, message):
@@ -339,6 +377,37 @@ def test_input_that_is_not_utf8_names_the_file_and_line(run_dir, tmp_path, monke
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"ok\n\xff\n")))
     line = _one_error_line(_run_console_script(monkeypatch, "generate", str(run_dir)), capsys)
     assert "<stdin>, line 2, byte 1" in line
+
+
+@pytest.mark.parametrize("output", [True, False])
+def test_a_line_too_long_is_one_line_naming_the_limit_and_nothing_is_written(
+        run_dir, tmp_path, monkeypatch, capsys, output):
+    monkeypatch.setattr(Seq2SeqModel, "generate", lambda *a, **k: pytest.fail("called"))
+    (tmp_path / "in.txt").write_text(f"March 3, 2021\n{AT_THE_LIMIT}\n{TOO_LONG}\nMay 1\n",
+                                     encoding="utf-8")
+    argv = ["generate", str(run_dir), "--input", str(tmp_path / "in.txt")]
+    for flags in ([], ["--truncate=false"]):
+        more = ["--output", str(tmp_path / "out.txt")] if output else []
+        code = _run_console_script(monkeypatch, *argv, *more, *flags)
+        assert capsys.readouterr() == ("", "")  # nothing on stdout
+        line = _one_error_line(code, capsys)  # status 1 (a message)
+        assert "line 3 has 25 tokens, more than the run's source length of 24" in line
+        assert "`--truncate` on the command line" in line
+        assert line.endswith("Received: texts[2] of 25 tokens")
+        assert not (tmp_path / "out.txt").exists()
+
+
+@pytest.mark.parametrize("flag", ["--truncate", "--truncate=true"])
+def test_truncate_answers_a_line_too_long_with_its_first_tokens(run_dir, tmp_path, flag):
+    lines = ["March 3, 2021", TOO_LONG, "May 1"]
+    (tmp_path / "in.txt").write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    cli.main(["generate", str(run_dir), "--input", str(tmp_path / "in.txt"),
+              "--output", str(tmp_path / "out.txt"), flag])
+    answers = (tmp_path / "out.txt").read_text(encoding="utf-8").splitlines()
+    run = runs.SavedRun(run_dir)
+    assert answers == run.generate(lines, truncate=True)
+    first_tokens = run.source_tokenizer.detokenize([run.source_tokenizer(TOO_LONG)[:24]])[0]
+    assert answers[1] == run.generate([first_tokens])[0]
 
 
 def test_missing_input_and_data_files_are_one_line(run_dir, tmp_path, monkeypatch, capsys):

@@ -198,6 +198,7 @@ LONG_MODULES = (  # over 25 s in one run of CI (junit: setup + call), longest fi
     "tests/docs_test.py",
     "tests/examples_question_answering_test.py",
     "tests/runs/convert_test.py",
+    "tests/server/running_test.py",
     "tests/recipes/backends_test.py",
     "tests/export_test.py",
     "tests/export_converted_test.py",

@@ -145,7 +145,7 @@ def test_workflow_commands_are_valid_and_use_runs_the_page_trains(page, monkeypa
     from keras_attention import cli
 
     calls = []
-    for name in ("generate", "evaluate", "export"):
+    for name in ("generate", "evaluate", "export", "serve"):
         monkeypatch.setattr(cli, name, lambda args, name=name: calls.append((name, args)))
     trained = set()
     commands = _shell_commands(page)
@@ -185,7 +185,7 @@ def test_workflow_evaluates_generates_and_exports_a_run_that_needs_no_data_file(
         and not any(arg.startswith(("--data", "--preset=eng_deu")) for arg in argv)
     }
     assert no_data
-    for step in ("evaluate", "generate", "export"):
+    for step in ("evaluate", "generate", "export", "serve"):
         assert any(argv[0] == step and argv[1] in no_data for argv in commands), (
             f"docs/index.md: no `keras-attention {step}` on a run of built-in data {no_data}")
 

@@ -50,7 +50,7 @@ def test_public_api_has_one_path_per_name():
     assert keras_attention.__all__ == [
         "__version__", "callbacks", "data", "decoding", "distribute", "export", "layers",
         "losses", "masks", "metrics", "models", "pretrained", "runs", "runtime", "schedules",
-        "visualize",
+        "server", "visualize",
     ]
     assert re.fullmatch(r"\d+\.\d+\.\d+", keras_attention.__version__)
     for name in keras_attention.layers.__all__:

@@ -1,7 +1,7 @@
 """The first-level parts of keras_attention import one way.
 
 core (layers, masks, models, decoding, ...) <- pretrained <- runs <- {recipes,
-export} <- cli: every import statement of the package counts, also those
+export, server} <- cli: every import statement of the package counts, also those
 inside functions (imports on use), and no module names another's functions as
 `"keras_attention.module:function"` strings for a registry to import later.
 """
@@ -16,8 +16,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "keras_attention"
 # The toolkit's parts, lowest first; a part may import those before it and
 # any core part (everything not named here), never one after it.
-TOOLKIT = ("pretrained", "runs", "recipes", "export", "cli")
-RANK = {"pretrained": 1, "runs": 2, "recipes": 3, "export": 3, "cli": 4}
+TOOLKIT = ("pretrained", "runs", "recipes", "export", "server", "cli")
+RANK = {"pretrained": 1, "runs": 2, "recipes": 3, "export": 3, "server": 3, "cli": 4}
 
 pytestmark = pytest.mark.backend_independent("reads the sources")
 

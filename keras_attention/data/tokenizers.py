@@ -203,8 +203,9 @@ class SentencePieceModel:
 
 
 def encode_sources(texts, tokenizer, max_length):
-    """Source texts -> a padded int32 NumPy array `(N, L)` for `generate`
-    (each cut to `max_length` ids; `tokenizer`: either reader of a model)."""
+    """Source texts -> an int32 NumPy array `(N, L)` for `generate`, padded
+    with 0 (`<pad>`) to the longest row (each cut to `max_length` ids;
+    `max_length=None`: not cut; `tokenizer`: either reader of a model)."""
     rows = [list(map(int, tokenizer(t)[:max_length])) for t in texts]
     width = max(1, max(len(r) for r in rows))
     out = np.zeros((len(rows), width), "int32")

@@ -30,11 +30,12 @@ trained parts. Folders saved before the marker and the self-describing
 The package has one module per job: `layout` (file names, `RunFolderError`),
 `folders` (output folders, writing, rescue), `metadata` (`config.json`),
 `legacy` (older folders), `source_formats`, `generation`
-(`GenerationConfig`), `text_to_text` (`TextToText`), `inference` (how each
-model kind answers), `registry` (recipes and model kinds), `convert` (a
-Hugging Face checkpoint into a run folder), `evaluation` (each recipe's file
-format and scores) and `saved_run` (`SavedRun`). Recipes and model
-kinds are looked up in `registry`, which holds them as objects.
+(`GenerationConfig`), `text_to_text` (`TextToText`), `source_length` (the
+most tokens a model accepts in a line, `SourceTooLongError`), `inference`
+(how each model kind answers), `registry` (recipes and model kinds),
+`convert` (a Hugging Face checkpoint into a run folder), `evaluation` (each
+recipe's file format and scores) and `saved_run` (`SavedRun`). Recipes and
+model kinds are looked up in `registry`, which holds them as objects.
 """
 
 from keras_attention.runs.folders import (
@@ -64,6 +65,7 @@ from keras_attention.runs.source_formats import (
     check_source_format,
     format_source,
 )
+from keras_attention.runs.source_length import SourceTooLongError
 from keras_attention.runs.text_to_text import TextToText
 
 __all__ = [
@@ -81,6 +83,7 @@ __all__ = [
     "RunFolderError",
     "RunNotSavedError",
     "SavedRun",
+    "SourceTooLongError",
     "check_output_dir",
     "check_source_format",
     "format_source",

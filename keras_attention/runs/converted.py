@@ -65,14 +65,16 @@ def vocabularies(run):
 
 
 def checkpoint_ids(texts, tokenizer, source_length):
-    """`(N, S)` int32 ids of `texts`, padded with the tokenizer's pad id to the
-    longest row; a row longer than `source_length` keeps its first
-    `source_length - 1` ids and its end token."""
+    """`(N, S)` int32 ids of `texts`, padded with the tokenizer's pad id (the
+    model's `pad_token_id`) to the longest row; a row longer than
+    `source_length` keeps its first `source_length - 1` ids and its end
+    token (`source_length=None`: no row is cut)."""
     import numpy as np
 
     rows = tokenizer.encode(list(texts))
-    rows = [row if len(row) <= source_length else row[:source_length - 1] + [row[-1]]
-            for row in rows]
+    if source_length is not None:
+        rows = [row if len(row) <= source_length else row[:source_length - 1] + [row[-1]]
+                for row in rows]
     ids = np.full((len(rows), max(map(len, rows))), tokenizer.pad_token_id, "int32")
     for i, row in enumerate(rows):
         ids[i, :len(row)] = row

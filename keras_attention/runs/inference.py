@@ -10,7 +10,8 @@ names for the built-in model kinds). Each answer hook is called by
 
 def sentencepiece_ids(texts, tokenizer, source_length):
     """`(N, S)` int32 ids of `texts` by a recipe's SentencePiece tokenizer,
-    cut to `source_length`."""
+    padded with 0 (its `<pad>`, the model's `pad_token_id`) to the longest
+    row, each cut to `source_length` ids (`None`: not cut)."""
     from keras_attention import data
 
     return data.encode_sources(texts, tokenizer, source_length)
@@ -23,11 +24,12 @@ def sentencepiece_texts(tokenizer, token_ids):
     return data.detokenize(tokenizer, token_ids)
 
 
-def generate_texts(text_to_text, texts, generation, verbose):
-    """A decoding kind's outputs: encoded, searched with `generation`'s search
-    and detokenized (`TextToText.search`, `TextToText.detokenize`)."""
+def generate_texts(text_to_text, texts, generation, verbose, *, truncate=False):
+    """A decoding kind's outputs: encoded (a line longer than the model
+    accepts refused, or cut with `truncate`), searched with `generation`'s
+    search and detokenized (`TextToText.search`, `TextToText.detokenize`)."""
     generated = text_to_text.search(texts, generation.strategy, generation.num_beams,
-                                    verbose=verbose)
+                                    truncate=truncate, verbose=verbose)
     return text_to_text.detokenize(generated)
 
 

@@ -73,7 +73,13 @@ class ModelKind:
         answer: `answer(text_to_text, texts, generation, verbose)` -> one
             output string per text (`generation`: the `GenerationConfig`
             with the caller's search, `None` for a kind that does not
-            decode).
+            decode). A kind that decodes is also given `truncate=` (a bool,
+            keyword only): it must refuse a line longer than
+            `text_to_text.source_limit` tokens (`SourceTooLongError`) unless
+            `truncate`, and cut it to that length then, as
+            `text_to_text.search(texts, ..., truncate=truncate)` does; a
+            kind that does not decode is called without it, and reads its
+            lines its own way.
         vocabularies: `vocabularies(run)` -> a list of `(file name, tokenizer
             size, model size, what)`: the parts of the folder that must
             agree (equal sizes), or of `(file name, tokenizer size, model
@@ -95,7 +101,11 @@ class ModelKind:
             scored: the form of its `GenerationConfig` (and so the keys
             `config.json`'s `decoding` may hold).
         encode: `encode(texts, tokenizer, source_length)` -> int32 ids
-            `(N, S)` for `generate` (a decoding kind).
+            `(N, S)` for `generate` (a decoding kind), each row padded at
+            the end with the model's `pad_token_id` to the longest row and
+            cut to `source_length` ids; `source_length=None`: not cut
+            (`TextToText.encode` then refuses a row longer than the model
+            accepts, or cuts it when asked to).
         detokenize: `detokenize(tokenizer, token_ids)` -> the output strings
             of generated ids (a decoding kind).
     """

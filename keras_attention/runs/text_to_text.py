@@ -7,13 +7,16 @@ every recipe's evaluation, fine-tuned checkpoints and `keras_attention.export`
 (which compiles the same settings into a graph) go through it. How a line
 is encoded, searched and detokenized is the model kind's
 (`keras_attention.runs.registry.ModelKind`); how it is searched is the one
-`GenerationConfig`.
+`GenerationConfig`. A line of more tokens than the model accepts
+(`source_limit`) is refused (`SourceTooLongError`, before any search) unless
+the caller asks for it to be cut (`truncate=True`).
 """
 
 import os
 
 from keras_attention.runs import registry
 from keras_attention.runs.generation import GenerationConfig
+from keras_attention.runs.source_length import check_source_length
 
 
 class TextToText:
@@ -121,42 +124,122 @@ class TextToText:
 
         return load_checkpoint(checkpoint_dir, recipe)[0]
 
-    def search(self, texts, strategy=None, num_beams=None, *, batch_size=64, verbose=0,
-               **generate_options):
-        """What `Seq2SeqModel.generate` returns for `texts`, encoded as the
-        kind encodes and searched with `generation` (`strategy` and
-        `num_beams` override it: `GenerationConfig.with_search`).
+    @property
+    def source_limit(self):
+        """The most tokens one input line may have: the `source_length` of
+        `generation` for a kind that decodes; `None` for one that does not
+        (an answer classifier, a sentence selector), which reads its lines
+        its own way."""
+        return self.generation.source_length if self.kind.decodes else None
+
+    def encode(self, texts, truncate=False):
+        """Token ids of input lines, encoded as the kind encodes them.
 
         Args:
-            texts: list of str.
+            texts: a non-empty list of str.
+            truncate: bool. `False` (the default): a line longer than
+                `source_limit` tokens is refused (a line of exactly
+                `source_limit` tokens is not); `True`: it is cut to
+                `source_limit` tokens, as the kind's encode hook cuts it.
+
+        Returns:
+            int32 NumPy array `(N, S)` with `S <= source_limit`, each row
+            padded at the end with the model's pad id.
+
+        Raises:
+            SourceTooLongError: (a `ValueError`) naming the first line that
+                is too long, its number of tokens and `source_limit`
+                (its `index`, `length` and `limit`).
+            ValueError: naming `texts` or `truncate`, or for a kind that
+                does not decode (it does not encode its lines to ids).
+        """
+        import numpy as np
+
+        self._check_decodes("encode")
+        texts = _checked_texts(texts)
+        if not texts:
+            raise ValueError("Argument `texts` must hold at least one line. Received: texts=[]")
+        _check_bool("truncate", truncate)
+        if truncate:
+            return np.asarray(self.kind.encode(texts, self.source_tokenizer,
+                                               self.source_limit), "int32")
+        token_ids = np.asarray(self.kind.encode(texts, self.source_tokenizer, None), "int32")
+        return check_source_length(token_ids, self.source_limit, self.model.pad_token_id)
+
+    def generate_ids(self, token_ids, strategy=None, num_beams=None, *, batch_size=64,
+                     verbose=0, **generate_options):
+        """What `Seq2SeqModel.generate` returns for encoded lines, searched
+        with `generation` (`strategy` and `num_beams` override it:
+        `GenerationConfig.with_search`): what `search` does after `encode`.
+
+        Args:
+            token_ids: int array `(N, S)`, as `encode` gives them.
+            **generate_options: more keyword arguments of `generate`
+                (`return_scores=True`, `return_attention=True`,
+                `jit_compile`; default: the attribute `jit_compile`).
+
+        Returns:
+            Token ids `(N, L)`, or `generate`'s result object with
+            `return_scores` and the like.
+
+        Raises:
+            ValueError: naming `strategy` or `num_beams`, or for a kind
+                that does not decode.
+        """
+        generation = self._search_generation(strategy, num_beams, "generate_ids")
+        generate_options.setdefault("jit_compile", self.jit_compile)
+        return self.model.generate(token_ids, batch_size=batch_size, verbose=verbose,
+                                   **generation.generate_kwargs(), **generate_options)
+
+    def search(self, texts, strategy=None, num_beams=None, *, truncate=False, batch_size=64,
+               verbose=0, **generate_options):
+        """What `Seq2SeqModel.generate` returns for `texts`:
+        `generate_ids(encode(texts, truncate), ...)`.
+
+        Args:
+            texts: a non-empty list of str.
+            truncate: bool, as `encode`'s: by default a line longer than
+                `source_limit` tokens is refused, before any search.
             **generate_options: more keyword arguments of `generate`
                 (`return_scores=True`, `return_attention=True`, ...).
 
         Returns:
             Token ids `(N, L)`, or `generate`'s result object with
             `return_scores` and the like.
+
+        Raises:
+            SourceTooLongError: as `encode`.
+            ValueError: naming the argument, before any search.
         """
+        self._search_generation(strategy, num_beams, "search")  # checked before encoding
+        return self.generate_ids(self.encode(texts, truncate), strategy, num_beams,
+                                 batch_size=batch_size, verbose=verbose, **generate_options)
+
+    def _check_decodes(self, method):
         if not self.kind.decodes:
-            raise ValueError(f"This model is {self.kind.description}, which does not decode: "
-                             f"use `generate`. Received: kind={self.kind.name!r}")
-        generation = self.generation.with_search(strategy, num_beams)
-        token_ids = self.kind.encode(texts, self.source_tokenizer, generation.source_length)
-        generate_options.setdefault("jit_compile", self.jit_compile)
-        return self.model.generate(token_ids, batch_size=batch_size, verbose=verbose,
-                                   **generation.generate_kwargs(), **generate_options)
+            raise ValueError(f"This model is {self.kind.description}, which neither encodes "
+                             f"its lines to ids nor decodes: `{method}` is for a model that "
+                             f"decodes; use `generate`. Received: kind={self.kind.name!r}")
+
+    def _search_generation(self, strategy, num_beams, method):
+        """`generation` with the overrides, for a kind that decodes."""
+        self._check_decodes(method)
+        return self.generation.with_search(strategy, num_beams)
 
     def detokenize(self, token_ids):
         """Output strings of generated ids `(N, L)`, as the kind detokenizes."""
         return self.kind.detokenize(self.target_tokenizer, token_ids)
 
-    def generate(self, texts, strategy=None, num_beams=None, verbose=0):
+    def generate(self, texts, strategy=None, num_beams=None, verbose=0, *, truncate=False):
         """Outputs (translations, summaries or answers) for a list of input lines.
 
         Each line is made as `source_format` says (for question answering,
         e.g. `"context | question"`) and decoded with `generation` (its
         `suppress_token_ids` are never generated); a memory network picks an
         answer class, an extractive summarizer a sentence. An empty list
-        gives `[]` without calling the model.
+        gives `[]` without calling the model. A line longer than
+        `source_limit` tokens is refused (`SourceTooLongError`) before any
+        model call, unless `truncate=True`.
 
         Args:
             texts: list of str.
@@ -167,20 +250,27 @@ class TextToText:
             num_beams: positive int; default: the run's (1 only for a model
                 that does not decode).
             verbose: Keras' progress bar (0: none).
+            truncate: bool; `True`: a line longer than `source_limit` is cut
+                to it (as training and `evaluate` cut theirs). A model that
+                does not decode reads its lines its own way, whatever
+                `truncate` says.
 
         Returns:
             A list of `len(texts)` strings.
 
         Raises:
-            ValueError: naming `texts`, `strategy` or `num_beams`, before
-                any work.
+            SourceTooLongError: (a `ValueError`) naming the first line
+                longer than `source_limit` tokens, without `truncate`.
+            ValueError: naming `texts`, `strategy`, `num_beams` or
+                `truncate`, before any work.
         """
-        texts = list(texts)
-        if not all(isinstance(text, str) for text in texts):
-            raise ValueError(f"Argument `texts` must be a list of str. Received: texts={texts!r}")
+        texts = _checked_texts(texts)
+        _check_bool("truncate", truncate)
         generation = self._generation(strategy, num_beams)
         if not texts:
             return []
+        if self.kind.decodes:
+            return self.kind.answer(self, texts, generation, verbose, truncate=truncate)
         return self.kind.answer(self, texts, generation, verbose)
 
     def _generation(self, strategy, num_beams):
@@ -216,6 +306,9 @@ class TextToText:
     def evaluate(self, data, max_examples=None, strategy=None, num_beams=None, verbose=0):
         """The recipe's scores of the outputs against references.
 
+        Sources longer than `source_limit` tokens are cut to it, as in
+        training (`generate(..., truncate=True)`), never refused.
+
         Args:
             data: a list of `(source, reference)` pairs (a reference is a
                 string, or a list of strings where several are right), or
@@ -240,10 +333,23 @@ class TextToText:
         else:
             limit = check_positive_int("max_examples", max_examples, allow_none=True)
             sources, references = _pairs(data, limit)
-        hypotheses = self.generate(sources, strategy, num_beams, verbose=verbose)
+        hypotheses = self.generate(sources, strategy, num_beams, verbose=verbose, truncate=True)
         scores = registry.recipe(self.recipe).scores(hypotheses, references)
         scores["examples"] = len(sources)
         return scores
+
+
+def _checked_texts(texts):
+    """`texts` as a list, or a refusal of anything but a list of str."""
+    texts = list(texts)
+    if not all(isinstance(text, str) for text in texts):
+        raise ValueError(f"Argument `texts` must be a list of str. Received: texts={texts!r}")
+    return texts
+
+
+def _check_bool(name, value):
+    if not isinstance(value, bool):
+        raise ValueError(f"Argument `{name}` must be a bool. Received: {name}={value!r}")
 
 
 def _pairs(data, limit):

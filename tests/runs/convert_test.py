@@ -19,6 +19,7 @@ import transformers
 from keras_attention import cli, runs
 from keras_attention.pretrained.families import FAMILIES
 from keras_attention.runs.convert import convert_checkpoint
+from keras_attention.runs.converted import checkpoint_ids
 from tests.made_once import made_once
 from tests.pretrained import hf_checkpoints
 from tests.pretrained.tokenizers_test import (
@@ -324,6 +325,43 @@ def test_evaluate_gives_scores(converted, tmp_path):
     scores = cli.main(["evaluate", str(run_dir), "--data", str(data)])
     assert scores["examples"] == 4
     assert all(np.isfinite(v) for v in scores.values())
+
+
+def test_a_line_longer_than_the_run_accepts_is_refused_unless_cut(converted, monkeypatch):
+    """The converted kind: a line of more tokens than the run's source length
+    is refused, naming it, before any search; cut (`truncate=True`), it keeps
+    its first ids and its end token, as the kind always cut it. Its tokenizer
+    pads with the model's pad id, which is how `encode` finds the long row."""
+    family, _, _, run_dir = converted
+    run = runs.SavedRun(run_dir)
+    tokenizer, limit = run.source_tokenizer, run.source_limit
+    assert limit == run.generation.source_length and tokenizer.pad_token_id == (
+        run.model.pad_token_id)
+    long = " ".join(TEXTS[:2] * limit)
+    length = len(tokenizer.encode([long])[0])
+    assert length > limit
+    texts = [TEXTS[0], long]
+    monkeypatch.setattr(run.model, "generate", None)  # never reached
+    for call in (run.encode, run.search, run.generate):
+        with pytest.raises(runs.SourceTooLongError) as error:
+            call(texts)
+        assert (error.value.index, error.value.length, error.value.limit) == (1, length, limit)
+        assert f"line 2 has {length} tokens, more than the run's source length of {limit}" in (
+            str(error.value)), family
+    cut = run.encode(texts, truncate=True)
+    np.testing.assert_array_equal(cut, checkpoint_ids(texts, tokenizer, limit))
+    assert cut.shape == (2, limit) and cut[1, -1] == tokenizer.encode([long])[0][-1]
+    # A line of exactly the source length fits; one token fewer allowed does not.
+    fits = len(tokenizer.encode([TEXTS[4]])[0])
+    for source_length, refused in ((fits, False), (fits - 1, True)):
+        exact = runs.TextToText(run.model, tokenizer, generation=run.generation.replace(
+            source_length=source_length), kind=run.kind, recipe=run.recipe)
+        if refused:
+            with pytest.raises(runs.SourceTooLongError, match=rf"has {fits} tokens"):
+                exact.encode(TEXTS[3:])
+        else:
+            np.testing.assert_array_equal(exact.encode(TEXTS[3:]),
+                                          checkpoint_ids(TEXTS[3:], tokenizer, fits))
 
 
 def test_folder_refusals(converted, tmp_path, capsys):

@@ -24,6 +24,11 @@ def test_sources_are_padded_and_cut_keeping_the_end_token():
     np.testing.assert_array_equal(ids, [[1, 1, 0, 9, 9], [0, 9, 9, 9, 9], [1, 1, 1, 1, 0]])
 
 
+def test_sources_are_not_cut_without_a_source_length():
+    ids = converted.checkpoint_ids(["abcdefgh", "a"], _Tokenizer(), None)
+    np.testing.assert_array_equal(ids, [[1] * 8 + [0], [1, 0] + [9] * 7])
+
+
 def test_a_bad_decoding_in_config_json_is_one_run_folder_error(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({
         "format_version": 1, "recipe": "translation", "config": {}, "scores": {},

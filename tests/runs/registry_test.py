@@ -10,10 +10,11 @@ from keras_attention.models import transformer_seq2seq
 from keras_attention.runs import converted, evaluation, inference, registry
 
 
-def shout(text_to_text, texts, generation, verbose):
-    """A model kind's answer: the input, upper-cased (for the test), with the
-    run's generation settings."""
+def shout(text_to_text, texts, generation, verbose, *, truncate):
+    """A decoding model kind's answer: the input, upper-cased (for the test),
+    with the run's generation settings; neither caller asks to cut a line."""
     assert generation == text_to_text.generation.with_search()
+    assert truncate is False
     return [text.upper() for text in texts]
 
 

@@ -165,3 +165,19 @@ def test_a_memory_network_refuses_a_beam_search(folders, argument, value, tmp_pa
         cli.main()
     assert exit_info.value.code.startswith(f"keras-attention: error: Argument `{argument}`")
     assert capsys.readouterr().out == ""
+
+
+def test_a_memory_network_reads_long_lines_as_before_and_encodes_none(folders):
+    """A kind that does not decode has no source limit: a story of any length
+    is answered, `truncate` or not; `encode` and `search` are refused, naming
+    the kind."""
+    run = runs.SavedRun(folders["memory"])
+    assert run.source_limit is None
+    story = " ".join(["Mary went to the kitchen. John went to the office."] * 20)
+    line = f"{story} | Where is Mary?"
+    answers = run.generate([line])
+    assert answers[0] in CLASSES and run.generate([line], truncate=True) == answers
+    for call in (lambda: run.encode([line]), lambda: run.search([line], truncate=True)):
+        with pytest.raises(ValueError, match=r"neither encodes its lines to ids nor decodes: "
+                                             r".*Received: kind='answer_classifier'"):
+            call()

@@ -1,18 +1,26 @@
 """`TextToText`: made in Python from a model, tokenizers and a
 `GenerationConfig`, it answers as the run folder saved from the same parts
-(`SavedRun`, the CLI's path) does, evaluates pairs or a file, and refuses bad
-arguments before any work. (Made from a converted checkpoint:
+(`SavedRun`, the CLI's path) does, evaluates pairs or a file, refuses bad
+arguments before any work, and a line longer than its source length unless
+asked to cut it. (Made from a converted checkpoint:
 tests/runs/convert_test.py.)"""
 
+import pickle
+
 import keras
+import numpy as np
 import pytest
 
 from keras_attention import data, runs
 from keras_attention.models import transformer_seq2seq
 
-GENERATION = runs.GenerationConfig(source_length=12, target_length=8, strategy="beam",
+GENERATION = runs.GenerationConfig(source_length=24, target_length=8, strategy="beam",
                                    num_beams=2, suppress_token_ids=[0, 1, 2])
 SOURCES = ["March 3, 2021", "May 1, 1999", "the 1st of june, 2001"]
+#: A line of exactly `GENERATION.source_length` tokens, and one of a token more
+#: (checked by `test_the_lines_are_as_long_as_the_tests_need`).
+AT_THE_LIMIT = "March 3, 2021 March 3, 2021"
+ONE_TOO_MANY = "March 3, 2021, March 3, 2021"
 
 
 @pytest.fixture(scope="module")
@@ -83,3 +91,112 @@ def test_bad_parts_are_refused_at_construction(translator):
                         recipe="question_answering")
     as_dict = runs.TextToText(model, tokenizer, generation=GENERATION.to_dict())
     assert as_dict.generation == GENERATION and as_dict.target_tokenizer is tokenizer
+
+
+## A line longer than the source length
+
+
+def test_the_lines_are_as_long_as_the_tests_need(translator, tokenizer):
+    assert translator.source_limit == GENERATION.source_length == 24
+    assert [len(tokenizer(text)) for text in (AT_THE_LIMIT, ONE_TOO_MANY)] == [24, 25]
+    assert max(len(tokenizer(text)) for text in SOURCES) < 24
+
+
+@pytest.mark.parametrize("call", [
+    lambda t, texts: t.encode(texts),
+    lambda t, texts: t.search(texts),
+    lambda t, texts: t.generate(texts),
+    lambda t, texts: t.generate(texts, "greedy", truncate=False),
+])
+def test_a_line_longer_than_the_source_length_is_refused_before_any_search(
+        translator, tokenizer, monkeypatch, call):
+    monkeypatch.setattr(translator.model, "generate", None)  # never reached
+    long = " ".join(SOURCES * 3)
+    with pytest.raises(runs.SourceTooLongError) as error:
+        call(translator, [SOURCES[0], ONE_TOO_MANY, long])
+    assert isinstance(error.value, ValueError)
+    assert (error.value.index, error.value.length, error.value.limit) == (1, 25, 24)
+    assert str(error.value) == (
+        "Argument `texts` holds a line longer than this model accepts: line 2 has 25 tokens, "
+        "more than the run's source length of 24. Shorten it, or ask for truncation "
+        "(`truncate=True`; `--truncate` on the command line) to cut it to 24 tokens. "
+        "Received: texts[1] of 25 tokens")
+    with pytest.raises(runs.SourceTooLongError) as error:
+        call(translator, [long])
+    assert (error.value.index, error.value.length) == (0, len(tokenizer(long)))
+    copy = pickle.loads(pickle.dumps(error.value))  # e.g. from a worker process
+    assert (copy.index, copy.length, copy.limit, str(copy)) == (
+        0, len(tokenizer(long)), 24, str(error.value))
+
+
+def test_a_line_of_exactly_the_source_length_is_accepted(translator, tokenizer):
+    ids = translator.encode([AT_THE_LIMIT, SOURCES[1]])
+    assert ids.dtype == np.int32 and ids.shape == (2, 24)
+    np.testing.assert_array_equal(ids[0], tokenizer(AT_THE_LIMIT))
+    np.testing.assert_array_equal(ids[1, :9], tokenizer(SOURCES[1]))
+    assert (ids[1, 9:] == translator.model.pad_token_id).all()
+    np.testing.assert_array_equal(ids, translator.encode([AT_THE_LIMIT, SOURCES[1]],
+                                                         truncate=True))
+    assert len(translator.generate([AT_THE_LIMIT])) == 1
+
+
+def test_truncate_cuts_as_the_kind_always_has(translator, tokenizer):
+    """`truncate=True`: the ids the kind's hook cuts to the source length,
+    so the outputs of the cut lines themselves."""
+    texts = [ONE_TOO_MANY, SOURCES[0], " ".join(SOURCES * 3)]
+    ids = translator.encode(texts, truncate=True)
+    np.testing.assert_array_equal(ids, data.encode_sources(texts, tokenizer, 24))
+    assert ids.shape == (3, 24)
+    cut = [tokenizer.detokenize([row[row != 0]])[0] for row in ids]
+    np.testing.assert_array_equal(translator.encode(cut), ids)  # each cut line fits
+    expected = translator.generate(cut)
+    assert translator.generate(texts, truncate=True) == expected
+    searched = translator.search(texts, truncate=True)
+    assert translator.detokenize(searched) == expected
+    np.testing.assert_array_equal(searched, translator.generate_ids(ids))
+
+
+def test_generate_ids_searches_with_the_run_settings_and_overrides(translator, monkeypatch):
+    calls = []
+    monkeypatch.setattr(translator.model, "generate",
+                        lambda token_ids, **kwargs: calls.append((token_ids, kwargs)))
+    ids = translator.encode(SOURCES)
+    translator.generate_ids(ids, "greedy", batch_size=8, return_scores=True)
+    translator.generate_ids(ids, jit_compile=False)
+    (first_ids, first), (_, second) = calls
+    assert first_ids is ids
+    expected = GENERATION.with_search("greedy").generate_kwargs()
+    assert first == {"batch_size": 8, "verbose": 0, "jit_compile": True, "return_scores": True,
+                     **expected}
+    assert second == {"batch_size": 64, "verbose": 0, "jit_compile": False,
+                      **GENERATION.generate_kwargs()}
+    assert second != first  # the run's beam search, not the greedy override
+    with pytest.raises(ValueError, match=r"Received: num_beams=0"):
+        translator.generate_ids(ids, num_beams=0)
+
+
+def test_evaluate_cuts_long_sources_as_training_does(translator, monkeypatch):
+    long = " ".join(SOURCES * 3)
+    seen = []
+    generate = runs.TextToText.generate
+
+    def recording(self, texts, *args, **kwargs):
+        seen.append(kwargs.get("truncate"))
+        return generate(self, texts, *args, **kwargs)
+
+    monkeypatch.setattr(runs.TextToText, "generate", recording)
+    scores = translator.evaluate([(long, "2021-03-03"), (SOURCES[0], "2021-03-03")])
+    assert scores["examples"] == 2 and seen == [True]
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda t: t.generate(["a"], truncate="yes"), r"`truncate` must be a bool. "
+                                                  r"Received: truncate='yes'"),
+    (lambda t: t.encode(["a"], truncate=1), r"Received: truncate=1"),
+    (lambda t: t.encode([]), r"`texts` must hold at least one line. Received: texts=\[\]"),
+    (lambda t: t.search(["a", None]), r"`texts` must be a list of str"),
+])
+def test_bad_encode_arguments_are_refused(translator, monkeypatch, call, message):
+    monkeypatch.setattr(translator.model, "generate", None)  # never reached
+    with pytest.raises(ValueError, match=message):
+        call(translator)

@@ -505,8 +505,8 @@ def evaluate(trained, splits, config, decoding):
         sources = [data.story_source(e) for e in test]
     else:
         sources = [as_source(e, config["max_sentences"], config["question_first"]) for e in test]
-    predictions = trained.text_to_text(decoding, "question_answering", config,
-                                       source_format(config)).generate(sources, verbose=1)
+    answerer = trained.text_to_text(decoding, "question_answering", config, source_format(config))
+    predictions = answerer.generate(sources, verbose=1, truncate=True)
     test_triples = [(data.story_source(e), e["answer"], e["task"]) for e in test]
     scores = score(predictions, test_triples)
     if config["architecture"] == "universal_transformer":

@@ -167,7 +167,7 @@ def evaluate(trained, splits, config, decoding):
     documents = [record["document"] for record in test]
     references = [record["summaries"] for record in test]
     summaries = trained.text_to_text(decoding, "summarization", config).generate(
-        documents, verbose=1)
+        documents, verbose=1, truncate=True)
     scores = {
         "model": metrics.rouge(summaries, references),
         "lead_1": metrics.rouge([lead(d) for d in documents], references),
@@ -279,7 +279,7 @@ def plot_sample_attention(trained, splits, config, decoding):
     source_ids = [int(t) for t in data.encode_sources(
         [document], tokenizer, config["max_source_length"])[0] if t != 0]
     summarizer = trained.text_to_text(decoding, "summarization", config)
-    sample = summarizer.search([document], num_beams=1, return_attention=True)
+    sample = summarizer.search([document], num_beams=1, truncate=True, return_attention=True)
     target_ids = [int(t) for t in sample.token_ids[0] if t != 0]
     visualize.plot_attention(
         sample.attention[0, : len(target_ids), : len(source_ids)],

@@ -179,7 +179,7 @@ def evaluate(trained, splits, config, decoding):
     sources = [s for s, _ in test]
     references = [t for _, t in test]
     hypotheses = trained.text_to_text(decoding, "translation", config).generate(
-        sources, verbose=1)
+        sources, verbose=1, truncate=True)
     scores = {
         "bleu": metrics.bleu(hypotheses, references),
         "chrf": metrics.chrf(hypotheses, references),
@@ -264,7 +264,7 @@ def plot_sample_attention(trained, splits, config, decoding):
     source_tokenizer, target_tokenizer = trained.source_tokenizer, trained.target_tokenizer
     sources = [s for s, _ in splits[2][:1]]
     translator = trained.text_to_text(decoding, "translation", config)
-    sample = translator.search(sources, "greedy", return_attention=True)
+    sample = translator.search(sources, "greedy", truncate=True, return_attention=True)
     target_ids = [int(t) for t in sample.token_ids[0] if t != 0]
     source_ids = [int(t) for t in data.encode_sources(sources, source_tokenizer,
                                                       config["max_length"])[0] if t != 0]

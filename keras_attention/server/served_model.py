@@ -1,0 +1,130 @@
+"""`ServedModel`: a run folder's model answering batches of lines in a few
+fixed shapes, all compiled before the server listens.
+
+A compiled search is specialized to its input's shape, so a server that
+passed every batch through as it came would compile again for every new
+number of rows and source length, at a request's expense. Here a batch of
+`n` rows, the longest `s` tokens, is padded up to a **batch bucket** (the
+powers of two up to `max_batch_size`, and `max_batch_size` itself) and a
+**source bucket** (the powers of two from 8 up to the run's source length,
+and that length itself). Padding changes no answer: padded source positions
+are masked, and padded rows repeat the batch's first row and are dropped.
+`warm_up` runs every bucket pair once, so that no request pays a
+compilation: `len(batch_buckets) * len(source_buckets)` compilations (3 x 3
+for `max_batch_size=4` and a 32-token source).
+
+Models that do not decode (an answer classifier, an extractive summarizer)
+answer a batch with `TextToText.generate`, in one call.
+"""
+
+import numpy as np
+
+from keras_attention.models.seq2seq_model import SOURCE_BUCKET
+
+__all__ = ["ServedModel", "powers_of_two_up_to"]
+
+
+def powers_of_two_up_to(limit, smallest=1):
+    """`smallest, 2 * smallest, ...` below `limit`, then `limit` itself."""
+    sizes, size = [], smallest
+    while size < limit:
+        sizes.append(size)
+        size *= 2
+    return sizes + [limit]
+
+
+class ServedModel:
+    """A `TextToText` (a run folder's `SavedRun`) answering rows in bucketed shapes.
+
+    Args:
+        text_to_text: a `keras_attention.runs.TextToText`.
+        max_batch_size: positive int, the most rows of one call.
+        strategy: `"greedy"` or `"beam"`; default: the run's.
+        num_beams: positive int; default: the run's.
+
+    Raises:
+        ValueError: naming `strategy` or `num_beams` (as `TextToText.generate`
+            checks them), before any work.
+    """
+
+    def __init__(self, text_to_text, *, max_batch_size, strategy=None, num_beams=None):
+        text_to_text.generate([], strategy, num_beams)  # checks the search, does no work
+        self.text_to_text = text_to_text
+        self.strategy = strategy
+        self.num_beams = num_beams
+        self.decodes = text_to_text.kind.decodes
+        self.batch_buckets = powers_of_two_up_to(max_batch_size)
+        limit = text_to_text.source_limit if self.decodes else None
+        self.source_limit = limit
+        self.source_buckets = (powers_of_two_up_to(limit, min(SOURCE_BUCKET, limit))
+                               if limit else [])
+
+    def rows(self, lines):
+        """One row per line: its source ids `(S_i,)` for a model that
+        decodes, else the line itself.
+
+        Raises:
+            SourceTooLongError: naming the first line longer than the model
+                accepts (`TextToText.encode`).
+        """
+        if not self.decodes:
+            return list(lines)
+        ids = self.text_to_text.encode(lines)
+        pad = self.text_to_text.model.pad_token_id
+        lengths = np.sum(np.cumsum((ids != pad)[:, ::-1], axis=1) > 0, axis=1)
+        return [row[:length] for row, length in zip(ids, lengths)]
+
+    def answer(self, rows):
+        """The output string of each row (as `keras-attention generate`
+        prints it: line breaks as spaces)."""
+        if not rows:
+            return []
+        if not self.decodes:
+            outputs = self.text_to_text.generate(rows, self.strategy, self.num_beams)
+        else:
+            outputs = self._decode(rows)
+        return [output.replace("\n", " ") for output in outputs]
+
+    def _decode(self, rows):
+        batch = self.batch_array(rows)
+        token_ids = self.text_to_text.generate_ids(
+            batch, self.strategy, self.num_beams, batch_size=None, jit_compile=True)
+        return self.text_to_text.detokenize(np.asarray(token_ids)[:len(rows)])
+
+    def batch_array(self, rows):
+        """Rows padded into one `(batch bucket, source bucket)` int32 array."""
+        rows_bucket = _bucket(len(rows), self.batch_buckets)
+        width = _bucket(max(1, max(len(row) for row in rows)), self.source_buckets)
+        pad = self.text_to_text.model.pad_token_id
+        array = np.full((rows_bucket, width), pad, "int32")
+        for i in range(rows_bucket):
+            row = rows[i] if i < len(rows) else rows[0]
+            array[i, :len(row)] = row
+        return array
+
+    def shapes(self):
+        """The `(rows, source length)` shapes `warm_up` compiles."""
+        if not self.decodes:
+            return [(1, None)]
+        return [(b, s) for b in self.batch_buckets for s in self.source_buckets]
+
+    def warm_up(self, progress=None):
+        """Runs one batch of every shape (`shapes()`), so that no request
+        compiles; `progress(done, total, shape)` after each."""
+        shapes = self.shapes()
+        line = "warm up"
+        for done, (rows, width) in enumerate(shapes, 1):
+            if not self.decodes:
+                self.answer([line])
+            else:
+                row = self.rows([line])[0][:width]
+                padded = np.full((width,), self.text_to_text.model.pad_token_id, "int32")
+                padded[:len(row)] = row
+                self._decode([padded] * rows)
+            if progress is not None:
+                progress(done, len(shapes), (rows, width))
+
+
+def _bucket(size, buckets):
+    """The smallest bucket that holds `size` (buckets ascending)."""
+    return next(bucket for bucket in buckets if bucket >= size)

@@ -1,0 +1,72 @@
+"""`ServedModel`: a run's answers in bucketed shapes, all compiled up front."""
+
+import pytest
+
+from keras_attention.runs import SavedRun, SourceTooLongError
+from keras_attention.server.served_model import ServedModel, powers_of_two_up_to
+
+LINES = ["March 3, 2021", "1981/10/29", "", "September 11, 1991", "12.01.1999"]
+
+
+@pytest.mark.parametrize("limit, smallest, sizes", [
+    (1, 1, [1]), (4, 1, [1, 2, 4]), (6, 1, [1, 2, 4, 6]), (32, 8, [8, 16, 32]),
+    (40, 8, [8, 16, 32, 40]), (5, 5, [5]),
+])
+def test_buckets_are_powers_of_two_and_the_limit(limit, smallest, sizes):
+    assert powers_of_two_up_to(limit, smallest) == sizes
+
+
+@pytest.fixture(scope="module")
+def served(quick_translation_run):
+    run = SavedRun(quick_translation_run[0])
+    served = ServedModel(run, max_batch_size=3)
+    served.warm_up()
+    return served
+
+
+def test_shapes_cover_every_batch_and_source_bucket(served):
+    limit = served.text_to_text.source_limit
+    assert served.source_limit == limit and served.source_buckets[-1] == limit
+    assert served.batch_buckets == [1, 2, 3]
+    assert served.shapes() == [(b, s) for b in (1, 2, 3) for s in served.source_buckets]
+
+
+def test_answers_equal_generate_line_by_line(served):
+    run = served.text_to_text
+    expected = [run.generate([line])[0] for line in LINES]
+    assert served.answer(served.rows(LINES[:3])) == expected[:3]
+    assert served.answer(served.rows(LINES[3:])) == expected[3:]
+    assert served.answer(served.rows(LINES[2:3])) == expected[2:3]
+
+
+def test_no_request_compiles_after_the_warm_up(served):
+    model = served.text_to_text.model
+    traced = model.generate_trace_count()
+    for count in (1, 2, 3):
+        served.answer(served.rows(LINES[:count]))
+    served.answer(served.rows(["1999-01-12 " * 2]))
+    assert model.generate_trace_count() == traced
+
+
+def test_padded_rows_and_sources_fill_the_bucket(served):
+    rows = served.rows(["a", "March 3, 2021"])
+    batch = served.batch_array(rows)
+    assert batch.shape == (2, served.source_buckets[0])
+    assert list(batch[0, :len(rows[0])]) == list(rows[0])
+    assert set(batch[0, len(rows[0]):]) <= {served.text_to_text.model.pad_token_id}
+
+
+def test_a_line_longer_than_the_model_takes_is_refused(served):
+    limit = served.source_limit
+    with pytest.raises(SourceTooLongError) as info:
+        served.rows(["fine", "1 2 3 4 5 6 7 8 9 " * limit])
+    assert (info.value.index, info.value.limit) == (1, limit)
+    assert info.value.length > limit
+
+
+def test_a_bad_search_is_refused_before_any_work(quick_translation_run):
+    run = SavedRun(quick_translation_run[0])
+    with pytest.raises(ValueError, match="strategy"):
+        ServedModel(run, max_batch_size=2, strategy="nucleus")
+    with pytest.raises(ValueError, match="num_beams"):
+        ServedModel(run, max_batch_size=2, num_beams=0)
