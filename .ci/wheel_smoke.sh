@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The wheel works without a checkout: build it, install it into a fresh
 # virtual environment in a temporary folder, then, from a folder with no
-# checkout, train the quick translation recipe with `keras-attention train`
-# and translate with the run it saved (`keras-attention generate`).
+# checkout, train the quick translation recipe with `keras-attention train`,
+# translate with the run it saved (`keras-attention generate`) and serve it
+# (`keras-attention serve`: one request, then SIGTERM).
 #
 # Where the checkout has its .venv (CI: `make install` made it), the fresh
 # environment reuses the dependencies installed there: it sees .venv's
@@ -128,6 +129,32 @@ if "$VENV/python" -c 'import jax' 2> /dev/null; then
     || fail "generate with no backend chosen did not run on JAX (nothing in compiled/jax)"
 fi
 echo "wheel_smoke: one sentence again, compiled program read: $((SECONDS - begun)) s"
+
+step "keras-attention serve run: TensorFlow Serving's protocol, then a drain on SIGTERM"
+env -u KERAS_BACKEND KERAS_HOME="$WORK/keras_home" "$VENV/keras-attention" serve run \
+  --port 0 --max_batch_size 2 > serve.out 2> serve.log &
+server=$!
+for _ in $(seq 600); do  # up to 5 minutes: loading and compiling every batch shape
+  grep -q '^serving ' serve.log 2> /dev/null && break
+  kill -0 "$server" 2> /dev/null || break
+  sleep 0.5
+done
+url="$(sed -n 's/^serving run at //p' serve.log)"
+[[ -n "$url" ]] || { kill "$server" 2> /dev/null; fail "serve never got ready: $(tail -n 5 serve.log)"; }
+answer="$("$VENV/python" - "$url" <<'PY'
+import json, sys, urllib.request
+body = json.dumps({"instances": ["March 3, 2021"]}).encode()
+with urllib.request.urlopen(f"{sys.argv[1]}/v1/models/run:predict", data=body) as response:
+    print(json.loads(response.read())["predictions"][0])
+PY
+)" || { kill "$server"; fail "the predict request failed"; }
+kill -TERM "$server"
+wait "$server" || fail "serve exited with status $? after SIGTERM, not 0"
+[[ "$answer" == "$(head -n 1 translations.txt)" ]] \
+  || fail "serve answered $answer, generate $(head -n 1 translations.txt)"
+[[ "$(wc -l < serve.log)" -eq 1 && ! -s serve.out ]] \
+  || fail "serve wrote more than its ready line: $(head -n 5 serve.log serve.out)"
+echo "wheel_smoke: served: $answer ($(cat serve.log))"
 
 step "a second run into the same folder is refused, and the run is kept"
 before="$(cksum run/model.keras)"
