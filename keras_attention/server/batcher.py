@@ -4,10 +4,13 @@ HTTP handlers run on an asyncio event loop; the model runs on one worker
 thread (a compiled search releases Python's lock, so the loop keeps taking
 requests meanwhile). A request is a list of rows (one per input line). The
 worker takes up to `max_batch_size` waiting rows, from as many requests as it
-takes, and hands them to `answer_rows` in one call. It waits for more rows at
-most `batch_timeout_ms` after the oldest waiting row arrived: while a batch
-is decoding, the next one fills up, so under load no batch waits at all, and
-a lone request waits at most the timeout. A request larger than
+takes, and hands them to `answer_rows` in one call. A batch that is not
+full waits for more rows until `batch_timeout_ms` after the later of the
+oldest waiting row's arrival and the end of the previous batch. So a lone
+request waits at most the timeout, and the clients answered by one batch
+(who send their next request at once: closed-loop clients, a pipeline) join
+the next batch instead of leaving it half empty while the rows that arrived
+during the decoding run alone. A request larger than
 `max_batch_size` is split across batches; its answers come back in its order
 once all of its rows are answered.
 
@@ -107,6 +110,7 @@ class Batcher:
         self._condition = threading.Condition()
         self._stopping = False
         self._thread = None
+        self._idle_since = 0.0  # when the previous batch ended (time.monotonic())
 
     @property
     def waiting(self):
@@ -163,7 +167,8 @@ class Batcher:
             while True:
                 self._drop_abandoned()
                 if self._waiting:
-                    deadline = self._waiting[0][0].arrived + self.batch_timeout_s
+                    deadline = max(self._waiting[0][0].arrived,
+                                   self._idle_since) + self.batch_timeout_s
                     left = deadline - time.monotonic()
                     if len(self._waiting) >= self.max_batch_size or left <= 0 or self._stopping:
                         count = min(self.max_batch_size, len(self._waiting))
@@ -184,6 +189,12 @@ class Batcher:
 
     def _run(self, batch):
         started = time.monotonic()
+        try:
+            self._answer(batch, started)
+        finally:
+            self._idle_since = time.monotonic()
+
+    def _answer(self, batch, started):
         try:
             answers = self.answer_rows([request.rows[index] for request, index in batch])
             if len(answers) != len(batch):

@@ -62,6 +62,24 @@ def test_a_lone_request_waits_at_most_the_timeout():
     assert _run(batcher, one()) < 2.0  # 50 ms plus scheduling, never an unbounded wait
 
 
+def test_clients_answered_by_a_batch_join_the_next_one():
+    """Closed-loop clients: each sends its next line as soon as it is
+    answered. The rows that arrived while a batch decoded (longer than the
+    timeout) wait for them instead of running as a half-empty batch."""
+    recorder = _Recorder(delay=0.2)
+    batcher = Batcher(recorder, max_batch_size=4, batch_timeout_ms=100)
+
+    async def client(name):
+        for step in range(2):
+            await batcher.answer([f"{name}{step}"])
+
+    async def clients():
+        await asyncio.gather(*(client(name) for name in "abcdef"))
+
+    _run(batcher, clients())
+    assert [len(batch) for batch in recorder.batches] == [4, 4, 4]
+
+
 def test_batching_off_answers_one_row_per_call():
     recorder = _Recorder()
     batcher = Batcher(recorder, max_batch_size=1, batch_timeout_ms=100)
