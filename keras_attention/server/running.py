@@ -8,10 +8,13 @@ listening (a client's connection is refused, never kept waiting on a
 compilation); then the port listens and one line says so on stderr,
 `serving NAME at http://HOST:PORT`. SIGTERM or SIGINT closes the port (new
 connections are refused), answers every request already received (at most
-`drain_timeout_s` seconds), then `serve` returns.
+`drain_timeout_s` seconds), then `serve` returns; while the model loads and
+compiles, they stop it at once (there is nothing to answer), and `serve`
+returns too (the command exits 0).
 """
 
 import asyncio
+import contextlib
 import errno
 import logging
 import numbers
@@ -156,9 +159,16 @@ def serve(run_dir, settings=None, *, stderr=None):
     sock = bind(settings.host, settings.port)
     try:
         runtime.cache_compilations()
-        served = ServedModel(runs.SavedRun(run_dir), max_batch_size=settings.max_batch_size,
-                             strategy=settings.strategy, num_beams=settings.num_beams)
-        served.warm_up(_warm_up_progress(stderr) if settings.verbose else None)
+        try:
+            with _stopped_by_signals():
+                served = ServedModel(runs.SavedRun(run_dir),
+                                     max_batch_size=settings.max_batch_size,
+                                     strategy=settings.strategy, num_beams=settings.num_beams)
+                served.warm_up(_warm_up_progress(stderr) if settings.verbose else None)
+        except _Stopped:
+            if settings.verbose:
+                print("stopped before serving", file=stderr, flush=True)
+            return
         batcher = Batcher(served.answer, max_batch_size=settings.max_batch_size,
                           batch_timeout_ms=settings.batch_timeout_ms,
                           max_queue=settings.max_queue)
@@ -172,6 +182,29 @@ def serve(run_dir, settings=None, *, stderr=None):
             batcher.stop(settings.drain_timeout_s)
     finally:
         sock.close()
+
+
+class _Stopped(Exception):
+    """SIGTERM or SIGINT while the model loads: nothing to drain, exit 0."""
+
+
+@contextlib.contextmanager
+def _stopped_by_signals():
+    """Within: SIGTERM and SIGINT raise `_Stopped` (in the main thread; elsewhere
+    the process's own handlers stay)."""
+    def stop(number, frame):
+        raise _Stopped()
+
+    try:
+        previous = {number: signal.signal(number, stop)
+                    for number in (signal.SIGTERM, signal.SIGINT)}
+    except ValueError:  # not the main thread
+        previous = {}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def _warm_up_progress(stderr):

@@ -135,6 +135,17 @@ def test_a_busy_port_fails_in_one_line_before_loading(quick_translation_run, ser
     assert f"Received: port={port}" in result.stderr
 
 
+def test_verbose_shows_the_warm_up_and_sigterm_during_it_exits_0(quick_translation_run):
+    process = subprocess.Popen(
+        [sys.executable, "-m", "keras_attention.cli", "serve", str(quick_translation_run[0]),
+         "--port", "0", "--max_batch_size", "2", "--verbose"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = process.stderr.readline()
+    status, stdout, rest = _stop(process)
+    assert first.startswith("warm-up: 1/6 shapes compiled (1 rows of 8 source tokens)")
+    assert (status, stdout) == (0, "") and rest.strip().endswith("stopped before serving")
+
+
 @pytest.mark.parametrize("options, words", [
     (["--port", "70000"], "--port: must be an integer in [0, 65535]"),
     (["--max_batch_size", "0"], "--max_batch_size: must be a positive integer"),
