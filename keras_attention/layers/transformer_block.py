@@ -57,7 +57,7 @@ def head_size(dim, num_heads):
     """`dim // num_heads`, or a ValueError naming both."""
     if dim % num_heads:
         raise ValueError(
-            "The model size must be divisible by `num_heads`. "
+            "The model size must be divisible by `num_heads` (or pass `key_dim`). "
             f"Received: dim={dim}, num_heads={num_heads}"
         )
     return dim // num_heads
@@ -124,6 +124,7 @@ class TransformerBlock(QuantizableSublayers, keras.layers.Layer):
         use_bias=True,
         attention_scale=None,
         gated_feed_forward=False,
+        key_dim=None,
         **kwargs,
     ):
         # keras-hub's spelling, an alias: not in the signature, not in the config.
@@ -156,6 +157,7 @@ class TransformerBlock(QuantizableSublayers, keras.layers.Layer):
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.rotary = check_bool("rotary", rotary)
+        self.key_dim = check_positive_int("key_dim", key_dim, allow_none=True)
         self.supports_masking = True
 
     # keras-hub's call keywords: {keras-hub name: ours}, resolved before
@@ -196,13 +198,20 @@ class TransformerBlock(QuantizableSublayers, keras.layers.Layer):
             self.normalization, self.layer_norm_epsilon, self.dtype_policy, name
         )
 
+    def _head_size(self, dim):
+        """The size of each attention head: `key_dim`, or `dim // num_heads`
+        (`dim` the query's last axis) when it is None."""
+        if self.key_dim is not None:
+            return self.key_dim
+        return head_size(dim, self.num_heads)
+
     def _attention(self, name, dim, rotary):
         # `scale` is passed only when set, so that the default builds the
         # attention exactly as before.
         scale = {} if self.attention_scale is None else {"scale": self.attention_scale}
         return MultiHeadAttention(
             num_heads=self.num_heads,
-            key_dim=head_size(dim, self.num_heads),
+            key_dim=self._head_size(dim),
             num_key_value_heads=self.num_key_value_heads,
             dropout=self.dropout,
             rotary=rotary,
@@ -306,6 +315,7 @@ class TransformerBlock(QuantizableSublayers, keras.layers.Layer):
                 "use_bias": self.use_bias,
                 "attention_scale": self.attention_scale,
                 "gated_feed_forward": self.gated_feed_forward,
+                "key_dim": self.key_dim,
             }
         )
         return config

@@ -57,9 +57,11 @@ class TransformerDecoderBlock(TransformerBlock):
         `bias_initializer`, `norm_first` (alias `normalize_first`),
         `num_key_value_heads`, `rotary`, `implementation`,
         `normalization`, `use_bias`, `attention_scale`,
-        `gated_feed_forward`; `rotary` applies to self-attention only;
-        `implementation`, `use_bias` and `attention_scale` to both
-        attentions, and `call_cached` always runs their exact path).
+        `gated_feed_forward`, `key_dim`; `rotary` applies to self-attention
+        only; `implementation`, `use_bias`, `attention_scale` and `key_dim`
+        to both attentions (their heads of `key_dim`, default `D //
+        num_heads`, project back to `D`), and `call_cached` always runs
+        their exact path).
 
     Call arguments:
         x: `(B, T, D)`.
@@ -198,10 +200,9 @@ class TransformerDecoderBlock(TransformerBlock):
     # ------------------------------------------------------------ caching
     def init_cache(self, batch_size, max_length, rows_per_source=None):
         """The step cache: zero self-attention keys and values, each
-        `(B, num_key_value_heads, max_length, head_size)`; with
-        `rows_per_source=R`, in beam slots `(B, num_key_value_heads, R,
-        max_length, head_size)` for `B` sources (see
-        `MultiHeadAttention.init_cache`)."""
+        `(B, num_key_value_heads, max_length, head_size)` (`head_size`:
+        `key_dim`, default `D // num_heads`); with `rows_per_source=R`, in
+        beam slots for `B` sources (see `MultiHeadAttention.init_cache`)."""
         return self.self_attention.init_cache(batch_size, max_length, rows_per_source)
 
     def compute_cache(self, memory, memory_mask=None):

@@ -24,9 +24,11 @@ class TransformerEncoderBlock(TransformerBlock):
     post-norm; T5: `"rms_norm"`, no biases, `attention_scale=1.0`, pre-norm,
     gated `"gelu_approximate"` for v1.1).
 
-    Self-attention is keras_attention's `MultiHeadAttention` with
-    `key_dim = D / num_heads`, grouped-query through `num_key_value_heads`
-    and optional rotary positions. A Keras mask on `x` (padding) masks the
+    Self-attention is keras_attention's `MultiHeadAttention` with heads of
+    `key_dim` (default `D / num_heads`; given, the heads' inner size
+    `num_heads * key_dim` may differ from `D`, and the output projection
+    maps it back to `D`), grouped-query through `num_key_value_heads` and
+    optional rotary positions. A Keras mask on `x` (padding) masks the
     padded keys and is propagated to the output.
 
     Shapes: `x` `(B, T, D)` -> `(B, T, D)`; weights `(B, H, T, T)`.
@@ -44,7 +46,7 @@ class TransformerEncoderBlock(TransformerBlock):
 
     Args:
         intermediate_dim: positive int, the feed-forward hidden size.
-        num_heads: positive int, dividing `D`.
+        num_heads: positive int, dividing `D` unless `key_dim` is given.
         dropout: float in [0, 1), on attention weights, residual branches and
             the feed-forward hidden layer.
         activation: feed-forward activation (default `"relu"`).
@@ -73,6 +75,10 @@ class TransformerEncoderBlock(TransformerBlock):
             to `MultiHeadAttention(scale=...)`.
         gated_feed_forward: bool (default False), a gated feed-forward
             `W_2 (act(W_1 x) * (V x))` (GEGLU, SwiGLU; see `FeedForward`).
+        key_dim: None (default: `D // num_heads`) or a positive int, the
+            size of each attention head (query, key and value), apart from
+            `D`: T5's `d_kv` (flan-T5-small: 6 heads of 64 on `D = 512`).
+            The caches hold heads of `key_dim`.
         **kwargs: `keras.layers.Layer` arguments.
 
     Call arguments:
@@ -102,6 +108,10 @@ class TransformerEncoderBlock(TransformerBlock):
     ...     normalization="rms_norm", use_bias=False, layer_norm_epsilon=1e-6)
     >>> tuple(t5_style(np.ones((2, 5, 8), "float32")).shape)
     (2, 5, 8)
+    >>> wide = TransformerEncoderBlock(16, 3, key_dim=4)  # inner size 12 on D = 8
+    >>> y = wide(np.ones((2, 5, 8), "float32"))
+    >>> tuple(y.shape), tuple(wide.self_attention.output_dense.kernel.shape)
+    ((2, 5, 8), (3, 4, 8))
     """
 
     call_aliases = {"padding_mask": "x_mask"}

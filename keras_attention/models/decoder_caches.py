@@ -9,6 +9,9 @@ that decode with `TransformerDecoderBlock`s (`TransformerSeq2Seq`, T5)
 keep their caches through these functions, so both layouts read the same.
 """
 
+import math
+
+import keras
 from keras import ops
 
 from keras_attention.decoding.search import BEAM_SLOTS, write_column
@@ -52,3 +55,16 @@ def cache_length(state):
     if BEAM_SLOTS in state:
         return state["ancestry"].shape[1]
     return state["self_caches"][0][0].shape[2]  # keys (B, K, L, d)
+
+
+def self_cache_bytes_per_position(blocks):
+    """Bytes the blocks' self-attention caches grow by per position and row:
+    keys and values of `num_key_value_heads` heads of the attention's own
+    head sizes (`key_dim`, which need not be `D / num_heads`), in their dtype."""
+    total = 0
+    for block in blocks:
+        for part in block.init_cache(1, 1):
+            dtype = keras.backend.standardize_dtype(part.dtype)
+            bits = int("".join(filter(str.isdigit, dtype)) or 32)
+            total += math.prod(part.shape) * bits // 8
+    return total

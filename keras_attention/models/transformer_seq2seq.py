@@ -1,7 +1,5 @@
 """`transformer_seq2seq`: an encoder-decoder Transformer (Vaswani et al. 2017)."""
 
-import math
-
 import keras
 from keras import ops
 
@@ -17,6 +15,7 @@ from keras_attention.layers.transformer_block import make_norm
 from keras_attention.models.decoder_caches import (
     init_self_caches,
     read_self_caches,
+    self_cache_bytes_per_position,
     with_self_caches,
 )
 from keras_attention.models.seq2seq_model import Seq2SeqModel, token_inputs
@@ -249,13 +248,7 @@ class TransformerSeq2Seq(Seq2SeqModel):
 
     def decoder_cache_bytes_per_position(self):
         """The self-attention caches' bytes per position and row, every block."""
-        total = 0
-        for block in self.decoder_blocks:
-            for part in block.init_cache(1, 1):
-                bits = int("".join(filter(str.isdigit, keras.backend.standardize_dtype(
-                    part.dtype))) or 32)
-                total += math.prod(part.shape) * bits // 8
-        return total
+        return self_cache_bytes_per_position(self.decoder_blocks)
 
     @property
     def shares_source_across_beams(self):

@@ -38,6 +38,7 @@ from keras_attention.models.decoder_caches import (
     cache_length,
     init_self_caches,
     read_self_caches,
+    self_cache_bytes_per_position,
     with_self_caches,
 )
 from keras_attention.models.seq2seq_model import Seq2SeqModel, token_inputs
@@ -74,7 +75,11 @@ class T5Seq2Seq(Seq2SeqModel):
         vocabulary_size: int `V`.
         num_layers, num_decoder_layers: blocks of the encoder and decoder.
         hidden_dim: `d_model`; key_dim: `d_kv`; num_heads; intermediate_dim:
-            `d_ff`.
+            `d_ff`. The attention's inner size `num_heads * key_dim` need
+            not be `hidden_dim` (flan-t5-small and mt5-small: 6 heads of
+            64 on 512; t5-3b: 32 heads of 128 on 1024): the q, k and v
+            kernels are `(hidden_dim, num_heads, key_dim)`, o's
+            `(num_heads, key_dim, hidden_dim)`.
         activation, gated_feed_forward: the feed-forward.
         num_buckets, max_distance: the relative position buckets.
         layer_norm_epsilon: of the RMS norms.
@@ -90,13 +95,8 @@ class T5Seq2Seq(Seq2SeqModel):
                  num_buckets=32, max_distance=128, layer_norm_epsilon=1e-6,
                  tie_embeddings=True, scale_outputs=True, pad_token_id=0, start_token_id=2,
                  end_token_id=1, **kwargs):
-        if key_dim * num_heads != hidden_dim:
-            raise ValueError(
-                "Our attention needs `d_kv * num_heads == d_model`. Received: "
-                f"key_dim={key_dim}, num_heads={num_heads}, hidden_dim={hidden_dim}"
-            )
         block_args = dict(
-            num_heads=num_heads, intermediate_dim=intermediate_dim, dropout=0.0,
+            num_heads=num_heads, key_dim=key_dim, intermediate_dim=intermediate_dim, dropout=0.0,
             norm_first=True, activation=activation, gated_feed_forward=gated_feed_forward,
             use_bias=False, normalization="rms_norm", layer_norm_epsilon=layer_norm_epsilon,
             attention_scale=1.0,
@@ -201,6 +201,11 @@ class T5Seq2Seq(Seq2SeqModel):
         logits = ops.cast(self.get_layer("logits")(hidden)[:, 0], "float32")
         attention = ops.mean(cross_scores[:, :, 0, :], axis=1)
         return logits, with_self_caches(state, self_caches, ancestry), attention
+
+    def decoder_cache_bytes_per_position(self):
+        """The self-attention caches' bytes per position and row, every
+        block (heads of `key_dim`)."""
+        return self_cache_bytes_per_position(self.decoder_blocks)
 
     def get_config(self):
         return {**super().get_config(), **self._arguments}

@@ -67,3 +67,44 @@ def test_options_reach_the_sublayers_and_the_config():
         "gelu_approximate", "rms_norm", False, True, None)
     again = TransformerEncoderBlock.from_config(config)
     assert again.get_config() == config
+
+
+def test_key_dim_sets_the_head_size_apart_from_the_model_size(rng):
+    """3 heads of 4 on D = 8 (inner size 12, and 3 does not divide 8): the
+    query, key and value kernels are `(D, H, key_dim)`, the output kernel
+    maps `H * key_dim` back to `D`; the config round trips."""
+    block = TransformerEncoderBlock(16, 3, key_dim=4, normalization="rms_norm",
+                                    use_bias=False)
+    y = block(rng.normal(size=(2, 5, 8)).astype("float32"))
+    attention = block.self_attention
+    assert tuple(y.shape) == (2, 5, 8) and attention.key_dim == 4
+    assert tuple(attention.query_dense.kernel.shape) == (8, 3, 4)
+    assert tuple(attention.value_dense.kernel.shape) == (8, 3, 4)
+    assert tuple(attention.output_dense.kernel.shape) == (3, 4, 8)
+    config = block.get_config()
+    assert config["key_dim"] == 4
+    assert TransformerEncoderBlock.from_config(config).get_config() == config
+
+
+def test_key_dim_defaults_to_the_model_size_over_the_heads():
+    """None (the default, and what configs saved before `key_dim` load as)
+    builds `D // num_heads` heads, as before."""
+    block = TransformerEncoderBlock(16, 2)
+    block.build((None, 3, 8))
+    assert block.key_dim is None and block.get_config()["key_dim"] is None
+    assert block.self_attention.key_dim == 4
+    config = block.get_config()
+    del config["key_dim"]
+    old = TransformerEncoderBlock.from_config(config)
+    old.build((None, 3, 8))
+    assert old.self_attention.key_dim == 4
+
+
+def test_bad_key_dim_is_refused_at_construction():
+    for bad in (0, -4, 2.5, True, "8"):
+        with pytest.raises(ValueError, match=rf"`key_dim` must be a positive integer\. "
+                                             rf"Received: key_dim={bad!r}$"):
+            TransformerEncoderBlock(8, 2, key_dim=bad)
+    assert TransformerEncoderBlock(8, 2, key_dim=np.int64(3)).key_dim == 3
+    with pytest.raises(ValueError, match=r"divisible by `num_heads` \(or pass `key_dim`\)"):
+        TransformerEncoderBlock(8, 3)(np.ones((1, 3, 8), "float32"))

@@ -39,6 +39,8 @@ SLOW_ON_JAX = pytest.mark.slow_on(
              "activation": "silu"},
             id="rms_swiglu", marks=SLOW_ON_JAX,
         ),
+        # 2 heads of 6: the inner size 12 is not D = 8 (T5's `d_kv`).
+        pytest.param({"key_dim": 6, "use_bias": False}, id="key_dim", marks=SLOW_ON_JAX),
     ],
 )
 def test_layer_behaviors(init_kwargs, rng, tmp_path):
@@ -96,6 +98,42 @@ def test_cache_call_is_correct(norm_first, compiled, rng):
     np.testing.assert_allclose(stepped, full, atol=1e-5)
     np.testing.assert_allclose(stepped_cross, full_cross, atol=1e-5)
     assert (stepped_cross[1, :, :, 2:] == 0).all()
+
+
+@pytest.mark.parametrize("compiled", EAGER_AND_XLA)
+def test_cache_call_is_correct_with_key_dim_apart_from_the_model_size(compiled, rng):
+    """3 heads of 4 on D = 8 (T5's `d_kv`, as in flan-t5-small): caches of
+    `key_dim`-wide heads, token by token == the full pass."""
+    block = TransformerDecoderBlock(16, 3, key_dim=4, normalization="rms_norm",
+                                    use_bias=False, attention_scale=1.0)
+    x = rng.normal(size=(2, 6, 8)).astype("float32")
+    memory = rng.normal(size=(2, 5, 4)).astype("float32")
+    memory_mask = np.array([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0]], bool)
+    full, _, full_cross = block(x, memory, memory_mask=memory_mask, return_attention_scores=True)
+    keys, values = block.init_cache(2, 6)
+    assert tuple(keys.shape) == tuple(values.shape) == (2, 3, 6, 4)
+    assert [tuple(a.shape) for a in block.compute_cache(memory)["cross_attention"]] == [
+        (2, 3, 5, 4), (2, 3, 5, 4)]
+    assert tuple(block.cross_attention.output_dense.kernel.shape) == (3, 4, 8)
+    stepped, stepped_cross = cached_decode(block, x, memory, memory_mask, compiled)
+    assert stepped.shape == (2, 6, 8)
+    np.testing.assert_allclose(stepped, full, atol=1e-5)
+    np.testing.assert_allclose(stepped_cross, full_cross, atol=1e-5)
+
+
+def test_key_dim_is_in_the_config_and_refused_when_bad(rng):
+    block = TransformerDecoderBlock(16, 3, key_dim=4)
+    x = rng.normal(size=(1, 3, 8)).astype("float32")
+    block(x, x)
+    config = block.get_config()
+    assert config["key_dim"] == 4
+    again = TransformerDecoderBlock.from_config(config)
+    again(x, x)
+    assert again.get_config() == config and again.self_attention.key_dim == 4
+    with pytest.raises(ValueError, match=r"Received: key_dim=0$"):
+        TransformerDecoderBlock(16, 3, key_dim=0)
+    with pytest.raises(ValueError, match=r"Received: key_dim=4\.0$"):
+        TransformerDecoderBlock(16, 3, key_dim=4.0)
 
 
 def test_returns_cross_attention_weights_that_respect_memory_padding(rng):

@@ -1,7 +1,8 @@
 """T5 checkpoints (v1.0: ReLU, tied and scaled output; v1.1 / flan: gated
 GELU, untied lm_head) and mT5 checkpoints (v1.1's layout) converted from
-tiny random `transformers` models: encoder outputs and logits within 1e-4
-with padding, greedy and beam tokens equal to `transformers`' `generate`.
+tiny random `transformers` models, heads of `d_kv` whose inner size
+`num_heads * d_kv` is `d_model` or not: encoder outputs and logits within
+1e-4 with padding, greedy and beam tokens equal to `transformers`' `generate`.
 
 The tests that only read a seed-0 model share it (`converted`, made once
 in this module); the others make their own checkpoint."""
@@ -10,6 +11,7 @@ import keras
 import numpy as np
 import pytest
 
+from keras_attention import decoding
 from keras_attention.pretrained import load_pretrained
 from keras_attention.pretrained.t5 import t5_options
 from tests.pretrained import hf_checkpoints, quantization_checks
@@ -20,9 +22,19 @@ CONFIGURATIONS = {
     "t5_gated_silu_tied_3_decoder_layers": dict(feed_forward_proj="gated-silu",
                                                 num_decoder_layers=3),
     "mt5": dict(feed_forward_proj="gated-gelu", tie_word_embeddings=False),
+    # `d_kv * num_heads != d_model` (16): heads wider than d_model allows
+    # (t5-3b: 32 x 128 on 1024), narrower (flan-t5-small, mt5-small: 6 x 64 on
+    # 512), heads that do not divide d_model. (Chosen so that transformers'
+    # greedy and beam tokens of seed 1 are not one id repeated in every row.)
+    "t5_wide_heads_3_2_layers": dict(num_heads=3, d_kv=8, num_layers=3, num_decoder_layers=2),
+    "t5_v1_1_narrow_heads_3_2_layers": dict(
+        feed_forward_proj="gated-gelu", tie_word_embeddings=False, num_heads=3, d_kv=4,
+        num_layers=3, num_decoder_layers=2),
+    "mt5_5_heads_of_4": dict(feed_forward_proj="gated-gelu", tie_word_embeddings=False,
+                             num_heads=5, d_kv=4),
 }
 #: The family of a configuration other than T5's.
-FAMILY = {"mt5": "mt5"}
+FAMILY = {"mt5": "mt5", "mt5_5_heads_of_4": "mt5"}
 
 
 @pytest.fixture(scope="module")
@@ -98,6 +110,13 @@ def _assert_same_tokens(ours, theirs, pad):
     ("t5_v1_1", {"num_beams": 4, "length_penalty": 0.6, "early_stopping": True}),
     ("mt5", {}),
     ("mt5", {"num_beams": 3, "length_penalty": 1.2, "early_stopping": True}),
+    ("t5_wide_heads_3_2_layers", {}),
+    ("t5_wide_heads_3_2_layers", {"num_beams": 3, "length_penalty": 1.0, "early_stopping": True}),
+    ("t5_v1_1_narrow_heads_3_2_layers", {}),
+    ("t5_v1_1_narrow_heads_3_2_layers",
+     {"num_beams": 4, "length_penalty": 0.6, "early_stopping": True}),
+    ("mt5_5_heads_of_4", {}),
+    ("mt5_5_heads_of_4", {"num_beams": 3, "length_penalty": 1.2, "early_stopping": True}),
 ])
 def test_generated_tokens_match_transformers(tmp_path, name, generation):
     reference = hf_checkpoints.save_checkpoint(tmp_path, FAMILY.get(name, "t5"), generation,
@@ -108,6 +127,53 @@ def test_generated_tokens_match_transformers(tmp_path, name, generation):
     ours = np.asarray(model.generate(source, **info["generation"]))
     _assert_same_tokens(ours, theirs, 0)
     assert info["generation"]["decoder_start_token_id"] == 0
+
+
+@pytest.mark.parametrize("name, heads", [
+    ("t5_wide_heads_3_2_layers", (3, 8)),
+    ("t5_v1_1_narrow_heads_3_2_layers", (3, 4)),
+    ("mt5_5_heads_of_4", (5, 4)),
+])
+def test_heads_apart_from_d_model_convert_with_their_own_size(converted, name, heads):
+    """`d_kv * num_heads != d_model` converts (it was refused): q, k, v
+    kernels `(d_model, heads, d_kv)` from `(heads * d_kv, d_model)`, o
+    `(heads, d_kv, d_model)`, caches of `d_kv`-wide heads."""
+    reference, model, _ = converted(name)
+    num_heads, key_dim = heads
+    config = reference.config
+    assert (config.num_heads, config.d_kv) == heads and num_heads * key_dim != config.d_model
+    for block in model.encoder_blocks + model.decoder_blocks:
+        attentions = [block.self_attention] + (
+            [block.cross_attention] if block in model.decoder_blocks else [])
+        for attention in attentions:
+            assert attention.key_dim == key_dim and attention.num_heads == num_heads
+            assert tuple(attention.query_dense.kernel.shape) == (16, num_heads, key_dim)
+            assert tuple(attention.output_dense.kernel.shape) == (num_heads, key_dim, 16)
+    torch_q = reference.decoder.block[0].layer[1].EncDecAttention.q.weight.detach().numpy()
+    np.testing.assert_array_equal(
+        keras.ops.convert_to_numpy(model.decoder_blocks[0].cross_attention.query_dense.kernel),
+        torch_q.T.reshape(16, num_heads, key_dim))
+    assert model.decoder_cache_bytes_per_position() == (
+        2 * config.num_decoder_layers * num_heads * key_dim * 4)  # keys, values in float32
+
+
+def test_heads_apart_from_d_model_save_and_reload_as_keras(converted, tmp_path):
+    """The converted model saves as `.keras` and reloads with identical
+    logits and tokens (greedy and beam)."""
+    _, model, info = converted("t5_v1_1_narrow_heads_3_2_layers")
+    source = hf_checkpoints.source_ids("t5")
+    inputs = {"encoder_token_ids": source,
+              "decoder_token_ids": np.array([[0, 4, 5, 6], [0, 9, 10, 0]], "int32")}
+    model.save(tmp_path / "t5.keras")
+    loaded = keras.saving.load_model(tmp_path / "t5.keras")
+    assert loaded.get_config() == model.get_config()
+    assert loaded.decoder_blocks[0].self_attention.key_dim == 4
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(loaded(inputs)),
+                                  keras.ops.convert_to_numpy(model(inputs)))
+    for sampler in ("greedy", decoding.BeamSampler(num_beams=3)):
+        settings = {**info["generation"], "sampler": sampler}
+        np.testing.assert_array_equal(np.asarray(loaded.generate(source, **settings)),
+                                      np.asarray(model.generate(source, **settings)))
 
 
 def test_unsupported_feed_forward_is_an_error_naming_it():
