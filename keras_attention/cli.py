@@ -228,7 +228,7 @@ def serve(args):
         max_batch_size=args.max_batch_size, batch_timeout_ms=args.batch_timeout_ms,
         max_queue=args.max_queue, strategy=args.strategy, num_beams=args.num_beams,
         max_body_bytes=args.max_body_bytes, drain_timeout_s=args.drain_timeout_s,
-        verbose=args.serve_verbose or args.verbose)
+        max_source_tokens=args.max_source_tokens, verbose=args.serve_verbose or args.verbose)
     server.serve(args.run_dir, settings)
 
 
@@ -286,6 +286,9 @@ def _add_serve_parser(commands):
                      help="the longest a line waits for others to join its batch (default 5)")
     sub.add_argument("--max_queue", type=_positive_int, default=1024,
                      help="the most lines waiting; beyond it 503 with Retry-After (default 1024)")
+    sub.add_argument("--max_source_tokens", type=_positive_int, default=None,
+                     help="the most tokens an input line may have (default: the run's source "
+                          "length; less compiles fewer shapes and starts sooner)")
     sub.add_argument("--strategy", choices=["greedy", "beam"], default=None,
                      help="the search (default: the run's)")
     sub.add_argument("--num_beams", type=_positive_int, default=None,

@@ -89,7 +89,7 @@ class _Handler:
             raise protocol.ProtocolError(
                 400, f"`{name}[{error.index}]` is longer than the model accepts: "
                      f"{error.length} tokens, more than the limit of {error.limit} (the run's "
-                     f"source length). Shorten it or split it") from None
+                     f"source length, or --max_source_tokens). Shorten it or split it") from None
         try:
             future = self.batcher.submit(rows)
         except QueueFull as error:

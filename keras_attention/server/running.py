@@ -45,6 +45,9 @@ class ServerSettings:
         max_body_bytes: positive int, the largest request body (413 above).
         drain_timeout_s: number >= 0, how long a stop waits for the requests
             already received.
+        max_source_tokens: positive int or None, the most tokens an input
+            line may have (default: the run's source length; less compiles
+            fewer shapes: `ServedModel`).
         verbose: bool, progress of the warm-up and one log line per request
             on stderr.
 
@@ -54,7 +57,8 @@ class ServerSettings:
 
     def __init__(self, *, host="127.0.0.1", port=8501, model_name=None, max_batch_size=32,
                  batch_timeout_ms=5.0, max_queue=1024, strategy=None, num_beams=None,
-                 max_body_bytes=2**20, drain_timeout_s=30.0, verbose=False):
+                 max_body_bytes=2**20, drain_timeout_s=30.0, max_source_tokens=None,
+                 verbose=False):
         if not isinstance(host, str) or not host:
             raise ValueError(f"Argument `host` must be a host name or address. "
                              f"Received: host={host!r}")
@@ -72,6 +76,11 @@ class ServerSettings:
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value <= 0:
                 raise ValueError(f"Argument `{name}` must be a positive integer. "
                                  f"Received: {name}={value!r}")
+        if max_source_tokens is not None and (
+                isinstance(max_source_tokens, bool)
+                or not isinstance(max_source_tokens, numbers.Integral) or max_source_tokens <= 0):
+            raise ValueError(f"Argument `max_source_tokens` must be a positive integer. "
+                             f"Received: max_source_tokens={max_source_tokens!r}")
         if max_queue < max_batch_size:
             raise ValueError(f"Argument `max_queue` must be at least `max_batch_size` "
                              f"({max_batch_size}). Received: max_queue={max_queue!r}")
@@ -89,6 +98,7 @@ class ServerSettings:
             drain_timeout_s)
         self.strategy, self.num_beams = strategy, num_beams
         self.max_body_bytes, self.verbose = int(max_body_bytes), verbose
+        self.max_source_tokens = None if max_source_tokens is None else int(max_source_tokens)
 
 
 def bind(host, port):
@@ -163,7 +173,8 @@ def serve(run_dir, settings=None, *, stderr=None):
             with _stopped_by_signals():
                 served = ServedModel(runs.SavedRun(run_dir),
                                      max_batch_size=settings.max_batch_size,
-                                     strategy=settings.strategy, num_beams=settings.num_beams)
+                                     strategy=settings.strategy, num_beams=settings.num_beams,
+                                     max_source_tokens=settings.max_source_tokens)
                 served.warm_up(_warm_up_progress(stderr) if settings.verbose else None)
         except _Stopped:
             if settings.verbose:

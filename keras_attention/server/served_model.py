@@ -20,6 +20,7 @@ answer a batch with `TextToText.generate`, in one call.
 import numpy as np
 
 from keras_attention.models.seq2seq_model import SOURCE_BUCKET
+from keras_attention.runs.source_length import check_source_length
 
 __all__ = ["ServedModel", "powers_of_two_up_to"]
 
@@ -41,13 +42,19 @@ class ServedModel:
         max_batch_size: positive int, the most rows of one call.
         strategy: `"greedy"` or `"beam"`; default: the run's.
         num_beams: positive int; default: the run's.
+        max_source_tokens: positive int or None, the most tokens a line may
+            have here, at most the run's source length (default: that
+            length). Fewer source buckets to compile: a converted Marian
+            (512 tokens) serving sentences of under 64 tokens compiles 4
+            source buckets instead of 7, and starts in about half the time.
 
     Raises:
-        ValueError: naming `strategy` or `num_beams` (as `TextToText.generate`
-            checks them), before any work.
+        ValueError: naming `strategy`, `num_beams` (as `TextToText.generate`
+            checks them) or `max_source_tokens`, before any work.
     """
 
-    def __init__(self, text_to_text, *, max_batch_size, strategy=None, num_beams=None):
+    def __init__(self, text_to_text, *, max_batch_size, strategy=None, num_beams=None,
+                 max_source_tokens=None):
         text_to_text.generate([], strategy, num_beams)  # checks the search, does no work
         self.text_to_text = text_to_text
         self.strategy = strategy
@@ -55,6 +62,12 @@ class ServedModel:
         self.decodes = text_to_text.kind.decodes
         self.batch_buckets = powers_of_two_up_to(max_batch_size)
         limit = text_to_text.source_limit if self.decodes else None
+        if max_source_tokens is not None and limit is not None:
+            if max_source_tokens > limit:
+                raise ValueError(
+                    f"Argument `max_source_tokens` must be at most the run's source length "
+                    f"({limit}). Received: max_source_tokens={max_source_tokens!r}")
+            limit = max_source_tokens
         self.source_limit = limit
         self.source_buckets = (powers_of_two_up_to(limit, min(SOURCE_BUCKET, limit))
                                if limit else [])
@@ -71,6 +84,8 @@ class ServedModel:
             return list(lines)
         ids = self.text_to_text.encode(lines)
         pad = self.text_to_text.model.pad_token_id
+        if self.source_limit < ids.shape[1]:
+            ids = check_source_length(ids, self.source_limit, pad)
         lengths = np.sum(np.cumsum((ids != pad)[:, ::-1], axis=1) > 0, axis=1)
         return [row[:length] for row, length in zip(ids, lengths)]
 

@@ -176,6 +176,7 @@ def test_a_missing_run_folder_fails_in_one_line(tmp_path):
     ({"max_queue": 4, "max_batch_size": 8}, "max_queue"),
     ({"batch_timeout_ms": float("nan")}, "batch_timeout_ms"),
     ({"drain_timeout_s": -1}, "drain_timeout_s"), ({"max_body_bytes": 0}, "max_body_bytes"),
+    ({"max_source_tokens": 0}, "max_source_tokens"),
     ({"verbose": 1}, "verbose"),
 ])
 def test_settings_are_checked_at_construction(settings, words):

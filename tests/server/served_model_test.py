@@ -64,6 +64,19 @@ def test_a_line_longer_than_the_model_takes_is_refused(served):
     assert info.value.length > limit
 
 
+def test_max_source_tokens_caps_the_buckets_and_the_lines(quick_translation_run):
+    run = SavedRun(quick_translation_run[0])
+    capped = ServedModel(run, max_batch_size=1, max_source_tokens=12)
+    assert (capped.source_limit, capped.source_buckets) == (12, [8, 12])
+    assert capped.shapes() == [(1, 8), (1, 12)]
+    assert len(capped.rows(["May 5"])[0]) <= 12
+    with pytest.raises(SourceTooLongError) as info:
+        capped.rows(["May 5", "1 2 3 4 5 6 7 8 9"])  # 17 tokens: under 32, over 12
+    assert (info.value.index, info.value.limit) == (1, 12)
+    with pytest.raises(ValueError, match="max_source_tokens.*Received: max_source_tokens=999"):
+        ServedModel(run, max_batch_size=1, max_source_tokens=999)
+
+
 def test_a_bad_search_is_refused_before_any_work(quick_translation_run):
     run = SavedRun(quick_translation_run[0])
     with pytest.raises(ValueError, match="strategy"):
