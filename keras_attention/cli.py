@@ -40,24 +40,32 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"keras-attention: error: {message} (see `{self.prog} --help`)\n")
 
 
-def _positive_int(text):
+def _parsed(text, convert, accepted, requirement):
+    """`convert(text)` where `accepted` holds for it, else argparse's error
+    `must be REQUIREMENT, got 'TEXT'`."""
     try:
-        value = int(text)
+        value = convert(text)
     except ValueError:
-        value = 0
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+        value = None
+    if value is None or not accepted(value):
+        raise argparse.ArgumentTypeError(f"must be {requirement}, got {text!r}")
     return value
+
+
+def _positive_int(text):
+    return _parsed(text, int, lambda value: value > 0, "a positive integer")
 
 
 def _non_negative_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}")
-    return value
+    return _parsed(text, int, lambda value: value >= 0, "an integer >= 0")
+
+
+def _non_negative_float(text):
+    return _parsed(text, float, lambda value: value >= 0, "a number >= 0")
+
+
+def _port(text):
+    return _parsed(text, int, lambda value: 0 <= value <= 65535, "an integer in [0, 65535]")
 
 
 def train(recipe, overrides):
@@ -242,26 +250,6 @@ def _require_serve_extra():
         raise ValueError(
             f"`keras-attention serve` needs the `serve` extra ({', '.join(missing)} missing): "
             f"pip install 'keras-attention-kit[serve]'")
-
-
-def _non_negative_float(text):
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text!r}")
-    return value
-
-
-def _port(text):
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"must be an integer in [0, 65535], got {text!r}")
-    return value
 
 
 def _add_serve_parser(commands):
