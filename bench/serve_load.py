@@ -20,7 +20,7 @@ positions) with random seeded weights (`bench/pretrained_decode.py`'s
 (`source.spm`, `target.spm`, `vocab.json`, `tokenizer_config.json`, written
 by `transformers.MarianTokenizer.save_pretrained`): SentencePiece unigram
 models (what OPUS-MT uses) trained on the English and the German side of
-`/work/shared/data/translation/eng-deu.tsv` (read in place). The file's
+`shared/data/translation/eng-deu.tsv` beside the checkout (read in place). The file's
 36,765 distinct English sentences (1-7 words, ~10,000 distinct words) only
 allow 5,121 unigram pieces (spm refuses more with a hard limit), the German
 side 8,652; so `--spm-vocab 8000` is asked with `hard_vocab_limit=false`:
@@ -157,7 +157,9 @@ sys.path.insert(0, ROOT)
 
 from bench.common import format_table, loadavg, machine_info  # noqa: E402
 
-DATA = "/work/shared/data/translation/eng-deu.tsv"
+# The project's copy of the Tatoeba pairs, in the shared/ folder beside the checkout.
+DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                    "shared", "data", "translation", "eng-deu.tsv")
 FULL = dict(layers=6, hidden=512, heads=8, intermediate=2048)
 QUICK = dict(layers=1, hidden=32, heads=2, intermediate=64)
 OPUS_MT_EN_DE_VOCAB = 58101

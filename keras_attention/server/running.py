@@ -18,6 +18,7 @@ import contextlib
 import errno
 import logging
 import numbers
+import os
 import signal
 import socket
 import sys
@@ -152,8 +153,6 @@ def serve(run_dir, settings=None, *, stderr=None):
         ValueError: naming the setting or the run folder's file, before the
             port listens.
     """
-    import os
-
     from keras_attention import runs, runtime
     from keras_attention.server.batcher import Batcher
     from keras_attention.server.monitoring import Metrics
