@@ -6,7 +6,7 @@ its percentiles, table and verdicts on made-up figures):
 
     .venv/bin/python bench/serve_load.py [--isa native|avx2] [--workdir DIR] \
         [--clients 1,4,16,64] [--requests-per-client 32] [--min-requests 128] \
-        [--level-seconds 60] [--servers ours,ours_nobatch,ct2] [--ct2-int8] \
+        [--level-seconds 60] [--servers ours,ours_fixed,ours_nobatch,ct2] [--ct2-int8] \
         [--compile-cache fresh|user] [--backend jax|tensorflow] [--quick]
 
 Needs the `bench` and `hf` extras (ctranslate2, transformers, torch,
@@ -61,7 +61,9 @@ as its j-th request, one line per request.
 through `GET /v1/models/NAME`, stopped with SIGTERM (exit 0 expected):
 `ours`: `keras-attention serve RUN_DIR --max_batch_size 32
 --batch_timeout_ms 5` (the run folder made by `keras-attention convert
-CHECKPOINT RUN_DIR`); `ours_nobatch`: the same with `--max_batch_size 1`;
+CHECKPOINT RUN_DIR`; greedy, so with continuous batching);
+`ours_fixed`: the same with `--continuous_batching false` (batches run to
+their longest row); `ours_nobatch`: the same with `--max_batch_size 1`;
 `ct2`: `bench/ct2_server.py` (CTranslate2 float32 from
 `ct2-transformers-converter`, `intra_threads=2, inter_threads=1`, the same
 batching numbers, the run's `decoding` block; its docstring says how);
@@ -163,10 +165,11 @@ DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.absp
 FULL = dict(layers=6, hidden=512, heads=8, intermediate=2048)
 QUICK = dict(layers=1, hidden=32, heads=2, intermediate=64)
 OPUS_MT_EN_DE_VOCAB = 58101
-SERVERS = ("ours", "ours_nobatch", "ct2", "ct2_int8")
-LABELS = {"ours": "ours", "ours_nobatch": "ours, batching off", "ct2": "CTranslate2",
+SERVERS = ("ours", "ours_fixed", "ours_nobatch", "ct2", "ct2_int8")
+LABELS = {"ours": "ours", "ours_fixed": "ours, continuous batching off",
+          "ours_nobatch": "ours, batching off", "ct2": "CTranslate2",
           "ct2_int8": "CTranslate2 int8"}
-OURS = ("ours", "ours_nobatch")
+OURS = ("ours", "ours_fixed", "ours_nobatch")
 HOST = "127.0.0.1"
 MODEL_NAME = "marian"
 #: The "Must show" targets: at this many clients, ours >= these ratios.
@@ -187,7 +190,7 @@ def parse_args(argv=None):
     parser.add_argument("--workdir", default=None,
                         help="checkpoint, run folder, logs, results (default "
                              "$TMPDIR/serve_load, reused)")
-    parser.add_argument("--servers", default="ours,ours_nobatch,ct2",
+    parser.add_argument("--servers", default="ours,ours_fixed,ours_nobatch,ct2",
                         help=f"comma-separated subset of {','.join(SERVERS)}")
     parser.add_argument("--ct2-int8", action="store_true", help="add ct2_int8 to --servers")
     parser.add_argument("--clients", default=None, help="concurrency levels (default 1,4,16,64)")
@@ -1060,7 +1063,8 @@ def server_command(args, name, port, run_dir, checkpoint, sub):
     common = ["--host", HOST, "--port", str(port), "--model_name", MODEL_NAME,
               "--max_batch_size", batch, "--batch_timeout_ms", f"{args.batch_timeout_ms:g}"]
     if name in OURS:
-        return [os.path.join(bin_dir, "keras-attention"), "serve", run_dir] + common
+        continuous = ["--continuous_batching", "false"] if name == "ours_fixed" else []
+        return [os.path.join(bin_dir, "keras-attention"), "serve", run_dir] + common + continuous
     precision = "int8" if name == "ct2_int8" else "float32"
     return [sys.executable, os.path.join(ROOT, "bench", "ct2_server.py"),
             os.path.join(sub, f"ct2-{precision}"), "--tokenizer_dir", checkpoint,

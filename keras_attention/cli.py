@@ -236,7 +236,9 @@ def serve(args):
         max_batch_size=args.max_batch_size, batch_timeout_ms=args.batch_timeout_ms,
         max_queue=args.max_queue, strategy=args.strategy, num_beams=args.num_beams,
         max_body_bytes=args.max_body_bytes, drain_timeout_s=args.drain_timeout_s,
-        max_source_tokens=args.max_source_tokens, verbose=args.serve_verbose or args.verbose)
+        max_source_tokens=args.max_source_tokens,
+        continuous_batching=args.continuous_batching,
+        verbose=args.serve_verbose or args.verbose)
     server.serve(args.run_dir, settings)
 
 
@@ -281,6 +283,10 @@ def _add_serve_parser(commands):
                      help="the search (default: the run's)")
     sub.add_argument("--num_beams", type=_positive_int, default=None,
                      help="beams of a beam search (default: the run's)")
+    sub.add_argument("--continuous_batching", type=_bool, default=True, nargs="?", const=True,
+                     help="true (default): with greedy decoding, a line that ends leaves "
+                          "its batch at once and a waiting line joins at the next step; "
+                          "false: batches run until their longest line ends")
     sub.add_argument("--max_body_bytes", type=_positive_int, default=2**20,
                      help="the largest request body, in bytes (default 1 MiB; 413 above)")
     sub.add_argument("--drain_timeout_s", type=_non_negative_float, default=30.0,

@@ -179,6 +179,14 @@ class GenerationRules:
         """Whether the rules change nothing."""
         return self == GenerationRules()
 
+    def reads_step_only(self):
+        """Whether every rule depends on a row's step alone, not on the
+        tokens it generated (no `no_repeat_ngram_size`, no bad word of two
+        tokens or more): then `processor`'s `index` may be a step per row,
+        `(N, 1)`, for rows at different steps (continuous batching)."""
+        return self.no_repeat_ngram_size == 0 and all(
+            len(word) == 1 for word in self.bad_words_ids)
+
     def with_suppressed(self, token_ids):
         """These rules with `token_ids` added to `suppress_token_ids`."""
         config = self.get_config()
@@ -218,7 +226,8 @@ class GenerationRules:
         """`process(scores (N, V), index, tokens (N, L)) -> scores (N, V)`.
 
         `tokens` holds each row's tokens so far (`tokens[:, :index]`, the rest
-        is ignored); `index` is the step, a scalar int tensor. Returns None
+        is ignored); `index` is the step, a scalar int tensor, or int `(N,
+        1)`, each row's own step, where `reads_step_only()`. Returns None
         when the rules change nothing.
         """
         if self.is_empty():
@@ -287,8 +296,8 @@ def _id_mask(token_ids, vocab_size):
 
 
 def _ban_where(scores, condition, token_ids, vocab_size):
-    banned = ops.logical_and(_id_mask(token_ids, vocab_size), condition)
-    return ops.where(banned[None, :], NEG_INF, scores)
+    banned = ops.logical_and(_id_mask(token_ids, vocab_size)[None, :], condition)
+    return ops.where(banned, NEG_INF, scores)
 
 
 def _force_where(scores, condition, token_id, vocab_size):

@@ -237,6 +237,7 @@ class TransformerDecoderBlock(TransformerBlock):
         self_attention_bias=None,
         cross_attention_bias=None,
         cache_ancestry=None,
+        self_attention_mask=None,
         training=False,
     ):
         """Runs `t` new positions starting at `cache_update_index`; returns
@@ -259,6 +260,10 @@ class TransformerDecoderBlock(TransformerBlock):
             cache_ancestry: with a cache in beam slots, int32 `(B * R, L)`:
                 the slot of each row's ancestor at each position (see
                 `MultiHeadAttention.call_cached`).
+            self_attention_mask: optional boolean `(B, t, L)`, True = the
+                new position may attend to that cached one (on top of the
+                causal rule): rows whose sequence starts later in the cache
+                than position 0 (`ContinuousDecoder`).
             training: bool.
 
         Returns:
@@ -275,7 +280,8 @@ class TransformerDecoderBlock(TransformerBlock):
         def self_attend(h):
             out, new_cache, _ = self.self_attention.call_cached(
                 h, cache, cache_update_index, attention_bias=self_attention_bias,
-                cache_ancestry=cache_ancestry, training=training,
+                attention_mask=self_attention_mask, cache_ancestry=cache_ancestry,
+                training=training,
             )
             return out, new_cache
 

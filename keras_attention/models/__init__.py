@@ -1,5 +1,6 @@
 """Sequence-to-sequence model builders (functional API) with generation."""
 
+from keras_attention.models.continuous_decoder import ContinuousDecoder
 from keras_attention.models.extractive_summarizer import (
     chosen_sentences,
     extractive_summarizer,
@@ -23,6 +24,7 @@ from keras_attention.models.universal_transformer_qa import (
 )
 
 __all__ = [
+    "ContinuousDecoder",
     "FactEncoding",
     "GenerationResult",
     "LinearStart",

@@ -14,7 +14,7 @@ import math
 import keras
 from keras import ops
 
-from keras_attention.decoding.search import BEAM_SLOTS, write_column
+from keras_attention.decoding.search import BEAM_SLOTS, SOURCE_STATE, write_column
 from keras_attention.layers.beam_slots import own_slots
 
 
@@ -68,3 +68,36 @@ def self_cache_bytes_per_position(blocks):
             bits = int("".join(filter(str.isdigit, dtype)) or 32)
             total += math.prod(part.shape) * bits // 8
     return total
+
+
+def shift_self_caches(state, offset):
+    """`state` with every self-attention cache (one per row) moved `offset`
+    positions towards 0: position `p + offset` is read at `p` (the last
+    `offset` positions hold what was first, to be written over)."""
+    length = cache_length(state)
+    order = (ops.arange(length, dtype="int32") + offset) % length
+    caches = [tuple(ops.take(part, order, axis=2) for part in cache)
+              for cache in state["self_caches"]]
+    return dict(state, self_caches=caches)
+
+
+def resize_cross_caches(state, source_length):
+    """`state` with every block's cross-attention cache (`{"cross_attention":
+    (keys (B, K, S, d), values), "memory_mask": (B, S)}`, see
+    `TransformerDecoderBlock.compute_cache`) cut or padded (masked) to
+    `source_length` positions."""
+    def resize(part, axis):
+        width = part.shape[axis]
+        if source_length <= width:
+            index = [slice(None)] * len(part.shape)
+            index[axis] = slice(0, source_length)
+            return part[tuple(index)]
+        padding = [(0, 0)] * len(part.shape)
+        padding[axis] = (0, source_length - width)
+        return ops.pad(part, padding)
+
+    source = state[SOURCE_STATE]
+    caches = [{"cross_attention": tuple(resize(part, 2) for part in cache["cross_attention"]),
+               "memory_mask": resize(cache["memory_mask"], 1)}
+              for cache in source["cross_caches"]]
+    return dict(state, **{SOURCE_STATE: dict(source, cross_caches=caches)})

@@ -131,7 +131,9 @@ class Seq2SeqModel(keras.Model):
     memory once for the beams of a source sets `shares_source_across_beams`
     and takes `init_decoder_state(memory, memory_mask, max_length,
     rows_per_source=K)` of the untiled memory (its state then serves `B * K`
-    rows).
+    rows). A subclass whose `decode_step` also takes `row_starts` (rows
+    that begin at different cache positions: continuous batching,
+    `models.ContinuousDecoder`) sets `decodes_rows_from_any_step`.
 
     `generate` encodes once, then runs one `keras.ops.while_loop` over
     fixed-size caches, compiled once per shape bucket (batch size, source
@@ -184,6 +186,8 @@ class Seq2SeqModel(keras.Model):
     # Hooks implemented by subclasses -----------------------------------
     #: Whether `init_decoder_state` takes `rows_per_source` (see the class).
     shares_source_across_beams = False
+    #: Whether `decode_step` takes `row_starts` (see the class).
+    decodes_rows_from_any_step = False
 
     def encode(self, encoder_token_ids):
         raise NotImplementedError
@@ -659,7 +663,19 @@ class Seq2SeqModel(keras.Model):
             self._generate_functions[key] = self._compile(run, jit_compile)
         return self._generate_functions[key]
 
-    def _compile(self, run, jit_compile):
+    def compile_function(self, run, jit_compile=True, donate_first=False):
+        """`run(*arrays)`, a function of tensors that reads this model's
+        variables, compiled as `generate`'s loop is (`jax.jit` over the
+        variables' values on JAX, XLA on TensorFlow, `torch.no_grad` on
+        torch); each trace adds one to `generate_trace_count()`.
+        `donate_first=True`: on JAX, the first argument's buffers are given
+        to the outputs (a state replaced by the result is then updated in
+        place, not copied); the caller must not read them again."""
+        jit_compile = check_call_bool("jit_compile", jit_compile)
+        donate_first = check_call_bool("donate_first", donate_first)
+        return self._compile(run, jit_compile, donate_first)
+
+    def _compile(self, run, jit_compile, donate_first=False):
         """`run` compiled for the backend: XLA (or a graph) on TensorFlow,
         `jax.jit` over the variables' values on JAX, `torch.no_grad` on
         torch. Every trace adds one to `generate_trace_count()`."""
@@ -675,7 +691,7 @@ class Seq2SeqModel(keras.Model):
 
             return tf.function(traced, jit_compile=jit_compile, autograph=False)
         if backend == "jax":
-            return self._jax_jit(traced) if jit_compile else run
+            return self._jax_jit(traced, donate_first) if jit_compile else run
         if backend == "torch":
             import torch
 
@@ -686,7 +702,7 @@ class Seq2SeqModel(keras.Model):
             return without_gradients
         return run
 
-    def _jax_jit(self, traced):
+    def _jax_jit(self, traced, donate_first=False):
         """`jax.jit` of a stateless `traced`: the variables' values are
         arguments (as keras-hub's `CausalLM.generate` does on JAX), so one
         compiled program serves any weights of the same shapes."""
@@ -699,7 +715,7 @@ class Seq2SeqModel(keras.Model):
             with keras.StatelessScope(state_mapping=mapping):
                 return traced(*args)
 
-        compiled = jax.jit(stateless)
+        compiled = jax.jit(stateless, donate_argnums=(2,) if donate_first else ())
 
         def call(*args):
             return compiled(

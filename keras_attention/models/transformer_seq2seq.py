@@ -13,6 +13,7 @@ from keras_attention.layers import (
 )
 from keras_attention.layers.transformer_block import make_norm
 from keras_attention.models.decoder_caches import (
+    cache_length,
     init_self_caches,
     read_self_caches,
     self_cache_bytes_per_position,
@@ -273,8 +274,30 @@ class TransformerSeq2Seq(Seq2SeqModel):
             state["coverage"] = self.copy_head.init_cache(batch_size, max_length, source_cache)
         return state
 
-    def decode_step(self, token_ids, index, state):
-        hidden = self.target_embedding(token_ids[:, None], start_index=index)
+    @property
+    def decodes_rows_from_any_step(self):
+        """True: `decode_step` takes `row_starts` (not with a copy head,
+        whose coverage assumes rows that start together)."""
+        return self.copy_head is None
+
+    def decode_step(self, token_ids, index, state, row_starts=None):
+        """One step of every row: `(logits (N, V), state, attention (N, S))`.
+
+        `row_starts`: optional int32 `(N,)`, the cache position where each
+        row's sequence begins (rows that joined a running batch later,
+        `ContinuousDecoder`): row `r` is then at its own position `index -
+        row_starts[r]` and attends to cache positions `row_starts[r] ..
+        index` only.
+        """
+        self_mask = None
+        if row_starts is None:
+            hidden = self.target_embedding(token_ids[:, None], start_index=index)
+        else:
+            row_starts = ops.cast(row_starts, "int32")
+            hidden = self.target_embedding(token_ids[:, None],
+                                           positions=(index - row_starts)[:, None])
+            cache_positions = ops.arange(cache_length(state), dtype="int32")
+            self_mask = (cache_positions[None, :] >= row_starts[:, None])[:, None, :]
         if self.target_embedding_norm is not None:
             hidden = self.target_embedding_norm(hidden)
         caches, ancestry = read_self_caches(state, index, token_ids.shape[0])
@@ -283,7 +306,8 @@ class TransformerSeq2Seq(Seq2SeqModel):
             self.decoder_blocks, caches, state[SOURCE_STATE]["cross_caches"]
         ):
             hidden, self_cache, cross_scores = block.call_cached(
-                hidden, self_cache, index, memory_cache=cross_cache, cache_ancestry=ancestry
+                hidden, self_cache, index, memory_cache=cross_cache, cache_ancestry=ancestry,
+                self_attention_mask=self_mask,
             )
             self_caches.append(self_cache)
         if self.decoder_norm is not None:

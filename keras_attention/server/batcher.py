@@ -14,6 +14,11 @@ during the decoding run alone. A request larger than
 `max_batch_size` is split across batches; its answers come back in its order
 once all of its rows are answered.
 
+`ContinuousBatcher` drives a model that decodes step by step instead
+(`ServedModel` with continuous batching): before every step, waiting rows
+take the slots that rows which ended have left, so a row never waits for a
+batch to finish, and each row is answered at the step it ends.
+
 The queue holds at most `max_queue` waiting rows: a request that would go past
 it is refused at once (`QueueFull`, HTTP 503), never left to wait without
 bound. A request whose caller went away (its future cancelled) keeps its
@@ -26,7 +31,7 @@ import collections
 import threading
 import time
 
-__all__ = ["Batcher", "QueueFull"]
+__all__ = ["Batcher", "ContinuousBatcher", "QueueFull"]
 
 
 class QueueFull(Exception):
@@ -208,3 +213,108 @@ class Batcher:
             request.answered(index, answer)
         if self.on_batch is not None:
             self.on_batch(len(batch), time.monotonic() - started)
+
+
+class ContinuousBatcher(Batcher):
+    """Admits waiting rows into a step-by-step decoder between its steps.
+
+    Args:
+        engine: an object with `free` (rows it takes now), `running`,
+            `admit(rows, keys)`, `step() -> [(key, answer)]` (the rows that
+            ended) and `reset()` (drop every running row): a `ServedModel`
+            with continuous batching. Called on the worker thread only.
+        batch_timeout_ms: float >= 0, how long the oldest waiting row may
+            wait for more rows while nothing runs (while rows run, waiting
+            rows join at the next step).
+        max_queue: positive int, the most rows waiting (not yet admitted).
+        on_batch: optional `on_batch(rows, seconds)`, called after each step
+            (metrics: the rows the step decoded).
+
+    Example:
+
+    >>> import asyncio
+    >>> class Upper:  # each row ends after one step
+    ...     free, running, rows = 2, 0, []
+    ...     def admit(self, rows, keys): self.rows += list(zip(keys, rows))
+    ...     def step(self):
+    ...         ended, self.rows = [(k, r.upper()) for k, r in self.rows], []
+    ...         return ended
+    ...     def reset(self): self.rows = []
+    >>> batcher = ContinuousBatcher(Upper())
+    >>> batcher.start()
+    >>> asyncio.run(batcher.answer(["a", "b", "c"]))
+    ['A', 'B', 'C']
+    >>> batcher.stop()
+    """
+
+    def __init__(self, engine, *, batch_timeout_ms=5.0, max_queue=1024, on_batch=None):
+        super().__init__(None, max_batch_size=1, batch_timeout_ms=batch_timeout_ms,
+                         max_queue=max_queue, on_batch=on_batch)
+        self.engine = engine
+        self._in_flight = {}  # key -> request, for rows admitted and not ended
+
+    def _work(self):
+        while True:
+            admitted = self._next_admission()
+            if admitted is None:
+                return
+            if admitted:
+                self._admit(admitted)
+            if self._in_flight:
+                self._step()
+
+    def _next_admission(self):
+        """The rows to admit before the next step (up to `engine.free`):
+        at once while rows run; when nothing runs, once the free slots are
+        full or the oldest row has waited `batch_timeout_ms`. `None` when
+        stopping with nothing waiting or running."""
+        with self._condition:
+            while True:
+                self._drop_abandoned()
+                free = self.engine.free
+                if self._waiting and free:
+                    deadline = max(self._waiting[0][0].arrived,
+                                   self._idle_since) + self.batch_timeout_s
+                    left = deadline - time.monotonic()
+                    if (self._in_flight or len(self._waiting) >= free or left <= 0
+                            or self._stopping):
+                        return [self._waiting.popleft()
+                                for _ in range(min(free, len(self._waiting)))]
+                    self._condition.wait(left)
+                elif self._in_flight:
+                    return []
+                elif self._stopping:
+                    return None
+                else:
+                    self._condition.wait()
+
+    def _admit(self, admitted):
+        try:
+            self.engine.admit([request.rows[index] for request, index in admitted],
+                              list(admitted))
+        except Exception as error:  # fails these requests, not the server
+            for request in {id(request): request for request, _ in admitted}.values():
+                request.failed(error)
+            return
+        self._in_flight.update((item, item[0]) for item in admitted)
+
+    def _step(self):
+        started = time.monotonic()
+        rows = len(self._in_flight)
+        try:
+            ended = self.engine.step()
+        except Exception as error:  # fails the running requests, not the server
+            self.engine.reset()
+            for request in {id(r): r for r in self._in_flight.values()}.values():
+                request.failed(error)
+            self._in_flight.clear()
+            self._idle_since = time.monotonic()
+            return
+        for key, answer in ended:
+            request, index = key
+            del self._in_flight[key]
+            request.answered(index, answer)
+        if not self._in_flight:
+            self._idle_since = time.monotonic()
+        if self.on_batch is not None:
+            self.on_batch(rows, time.monotonic() - started)

@@ -49,6 +49,10 @@ class ServerSettings:
         max_source_tokens: positive int or None, the most tokens an input
             line may have (default: the run's source length; less compiles
             fewer shapes: `ServedModel`).
+        continuous_batching: bool (default True): where the search allows
+            it (greedy decoding of a Transformer), a row that ends leaves
+            its batch at once and a waiting line joins at the next step;
+            otherwise (or False) batches run to their longest row.
         verbose: bool, progress of the warm-up and one log line per request
             on stderr.
 
@@ -59,7 +63,7 @@ class ServerSettings:
     def __init__(self, *, host="127.0.0.1", port=8501, model_name=None, max_batch_size=32,
                  batch_timeout_ms=5.0, max_queue=1024, strategy=None, num_beams=None,
                  max_body_bytes=2**20, drain_timeout_s=30.0, max_source_tokens=None,
-                 verbose=False):
+                 continuous_batching=True, verbose=False):
         if not isinstance(host, str) or not host:
             raise ValueError(f"Argument `host` must be a host name or address. "
                              f"Received: host={host!r}")
@@ -91,8 +95,10 @@ class ServerSettings:
                     value >= 0):
                 raise ValueError(f"Argument `{name}` must be a number >= 0. "
                                  f"Received: {name}={value!r}")
-        if not isinstance(verbose, bool):
-            raise ValueError(f"Argument `verbose` must be a bool. Received: verbose={verbose!r}")
+        for name, value in (("continuous_batching", continuous_batching), ("verbose", verbose)):
+            if not isinstance(value, bool):
+                raise ValueError(f"Argument `{name}` must be a bool. Received: {name}={value!r}")
+        self.continuous_batching = continuous_batching
         self.host, self.port, self.model_name = host, int(port), model_name
         self.max_batch_size, self.max_queue = int(max_batch_size), int(max_queue)
         self.batch_timeout_ms, self.drain_timeout_s = float(batch_timeout_ms), float(
@@ -154,7 +160,7 @@ def serve(run_dir, settings=None, *, stderr=None):
             port listens.
     """
     from keras_attention import runs, runtime
-    from keras_attention.server.batcher import Batcher
+    from keras_attention.server.batcher import Batcher, ContinuousBatcher
     from keras_attention.server.monitoring import Metrics
     from keras_attention.server.served_model import ServedModel
 
@@ -173,15 +179,24 @@ def serve(run_dir, settings=None, *, stderr=None):
                 served = ServedModel(runs.SavedRun(run_dir),
                                      max_batch_size=settings.max_batch_size,
                                      strategy=settings.strategy, num_beams=settings.num_beams,
-                                     max_source_tokens=settings.max_source_tokens)
+                                     max_source_tokens=settings.max_source_tokens,
+                                     continuous=settings.continuous_batching)
+                if settings.verbose:
+                    print("continuous batching: " + (
+                        "on" if served.continuous is not None else
+                        f"off ({served.continuous_off})"), file=stderr, flush=True)
                 served.warm_up(_warm_up_progress(stderr) if settings.verbose else None)
         except _Stopped:
             if settings.verbose:
                 print("stopped before serving", file=stderr, flush=True)
             return
-        batcher = Batcher(served.answer, max_batch_size=settings.max_batch_size,
-                          batch_timeout_ms=settings.batch_timeout_ms,
-                          max_queue=settings.max_queue)
+        if served.continuous is not None:
+            batcher = ContinuousBatcher(served, batch_timeout_ms=settings.batch_timeout_ms,
+                                        max_queue=settings.max_queue)
+        else:
+            batcher = Batcher(served.answer, max_batch_size=settings.max_batch_size,
+                              batch_timeout_ms=settings.batch_timeout_ms,
+                              max_queue=settings.max_queue)
         metrics = Metrics(settings.max_batch_size, lambda: batcher.waiting)
         batcher.on_batch = metrics.batch
         batcher.start()

@@ -15,10 +15,19 @@ for `max_batch_size=4` and a 32-token source).
 
 Models that do not decode (an answer classifier, an extractive summarizer)
 answer a batch with `TextToText.generate`, in one call.
+
+**Continuous batching** (`continuous=True`, where the search allows it:
+greedy, a `TransformerSeq2Seq`, rules that read a row's step only): rows are
+decoded by a `models.ContinuousDecoder` instead, one step at a time, so a
+row that ends leaves its slot at once and a waiting line takes it at the
+next step (`admit`, `step`; the server's `ContinuousBatcher` drives them).
+Its shapes are (slot bucket x source bucket), one step and one admission
+each, compiled by `warm_up`.
 """
 
 import numpy as np
 
+from keras_attention.models.continuous_decoder import ContinuousDecoder
 from keras_attention.models.seq2seq_model import SOURCE_BUCKET
 from keras_attention.runs.source_length import check_source_length
 
@@ -47,6 +56,9 @@ class ServedModel:
             length). Fewer source buckets to compile: a converted Marian
             (512 tokens) serving sentences of under 64 tokens compiles 4
             source buckets instead of 7, and starts in about half the time.
+        continuous: bool (default False), decode by continuous batching
+            where the search allows it (`continuous_off` then says why
+            not).
 
     Raises:
         ValueError: naming `strategy`, `num_beams` (as `TextToText.generate`
@@ -54,7 +66,7 @@ class ServedModel:
     """
 
     def __init__(self, text_to_text, *, max_batch_size, strategy=None, num_beams=None,
-                 max_source_tokens=None):
+                 max_source_tokens=None, continuous=False):
         text_to_text.generate([], strategy, num_beams)  # checks the search, does no work
         self.text_to_text = text_to_text
         self.strategy = strategy
@@ -71,6 +83,22 @@ class ServedModel:
         self.source_limit = limit
         self.source_buckets = (powers_of_two_up_to(limit, min(SOURCE_BUCKET, limit))
                                if limit else [])
+        self.continuous, self.continuous_off = None, "not asked for"
+        if continuous:
+            self.continuous, self.continuous_off = self._continuous_decoder()
+
+    def _continuous_decoder(self):
+        """`(ContinuousDecoder, None)`, or `(None, why not)`."""
+        if not self.decodes:
+            return None, "the model does not decode"
+        generation = self.text_to_text.generation.with_search(self.strategy, self.num_beams)
+        try:
+            decoder = ContinuousDecoder(
+                self.text_to_text.model, batch_buckets=self.batch_buckets,
+                source_buckets=self.source_buckets, **generation.generate_kwargs())
+        except ValueError as error:
+            return None, str(error)
+        return decoder, None
 
     def rows(self, lines):
         """One row per line: its source ids `(S_i,)` for a model that
@@ -106,6 +134,36 @@ class ServedModel:
             batch, self.strategy, self.num_beams, batch_size=None, jit_compile=True)
         return self.text_to_text.detokenize(np.asarray(token_ids)[:len(rows)])
 
+    # Continuous batching (`continuous`) ---------------------------------
+    @property
+    def free(self):
+        """How many more rows `admit` takes now."""
+        return self.continuous.free
+
+    @property
+    def running(self):
+        """How many admitted rows have not ended."""
+        return self.continuous.running
+
+    def admit(self, rows, keys):
+        """Starts decoding `rows` (from `rows()`), at most `free` of them;
+        `step` hands each one's answer back with its key."""
+        self.continuous.admit(rows, keys)
+
+    def step(self):
+        """One decoding step of the running rows: `[(key, answer)]` of the
+        rows that ended."""
+        ended = self.continuous.step()
+        if not ended:
+            return []
+        keys, token_ids = zip(*ended)
+        outputs = self.text_to_text.detokenize(np.stack(token_ids))
+        return [(key, output.replace("\n", " ")) for key, output in zip(keys, outputs)]
+
+    def reset(self):
+        """Drops every running row (after an error)."""
+        self.continuous.reset()
+
     def batch_array(self, rows):
         """Rows padded into one `(batch bucket, source bucket)` int32 array."""
         rows_bucket = _bucket(len(rows), self.batch_buckets)
@@ -121,11 +179,16 @@ class ServedModel:
         """The `(rows, source length)` shapes `warm_up` compiles."""
         if not self.decodes:
             return [(1, None)]
+        if self.continuous is not None:
+            return self.continuous.shapes()
         return [(b, s) for b in self.batch_buckets for s in self.source_buckets]
 
     def warm_up(self, progress=None):
         """Runs one batch of every shape (`shapes()`), so that no request
         compiles; `progress(done, total, shape)` after each."""
+        if self.continuous is not None:
+            self.continuous.warm_up(progress)
+            return
         shapes = self.shapes()
         line = "warm up"
         for done, (rows, width) in enumerate(shapes, 1):

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from keras_attention.server.batcher import Batcher, QueueFull
+from keras_attention.server.batcher import Batcher, ContinuousBatcher, QueueFull
 
 
 class _Recorder:
@@ -178,3 +178,111 @@ def test_on_batch_sees_every_batch():
                       on_batch=lambda rows, seconds: seen.append((rows, seconds >= 0)))
     _run(batcher, batcher.answer(["a", "b", "c"]))
     assert seen == [(2, True), (1, True)]
+
+
+class _Steps:
+    """A step-by-step engine: row `"name:n"` ends after `n` steps, answered
+    `"NAME"`; a row `"fail"` makes its step raise. Records what each step ran."""
+
+    def __init__(self, capacity=2, delay=0.01):
+        self.capacity, self.delay = capacity, delay
+        self.rows, self.steps, self.resets = {}, [], 0
+
+    @property
+    def free(self):
+        return self.capacity - len(self.rows)
+
+    @property
+    def running(self):
+        return len(self.rows)
+
+    def admit(self, rows, keys):
+        assert len(rows) <= self.free
+        for key, row in zip(keys, rows):
+            self.rows[key] = [row, 0]
+
+    def step(self):
+        time.sleep(self.delay)
+        self.steps.append(sorted(row for row, _ in self.rows.values()))
+        if any(row == "fail" for row, _ in self.rows.values()):
+            raise RuntimeError("cannot step")
+        ended = []
+        for key, entry in list(self.rows.items()):
+            entry[1] += 1
+            name, _, length = entry[0].partition(":")
+            if entry[1] >= int(length or 1):
+                ended.append((key, name.upper()))
+                del self.rows[key]
+        return ended
+
+    def reset(self):
+        self.resets += 1
+        self.rows.clear()
+
+
+def test_continuous_a_line_joins_a_running_batch_and_leaves_it_when_it_ends():
+    engine = _Steps(capacity=2)
+    batcher = ContinuousBatcher(engine, batch_timeout_ms=0)
+    order = []
+
+    async def clients():
+        async def one(row, delay):
+            await asyncio.sleep(delay)
+            answer = await batcher.answer([row])
+            order.append(answer[0])
+            return answer
+
+        return await asyncio.gather(one("long:30", 0), one("short:2", 0.05),
+                                    one("next:2", 0.1))
+
+    assert _run(batcher, clients()) == [["LONG"], ["SHORT"], ["NEXT"]]
+    assert order == ["SHORT", "NEXT", "LONG"]  # neither waited for the long row
+    assert sum("short:2" in step for step in engine.steps) == 2
+    assert any(step == ["long:30", "next:2"] for step in engine.steps)
+    assert max(len(step) for step in engine.steps) <= 2
+
+
+def test_continuous_a_request_larger_than_the_slots_is_answered_whole_in_order():
+    engine = _Steps(capacity=2, delay=0)
+    batcher = ContinuousBatcher(engine, batch_timeout_ms=0)
+    answers = _run(batcher, batcher.answer(["a:3", "b:1", "c:2", "d:1", "e:1"]))
+    assert answers == ["A", "B", "C", "D", "E"]
+
+
+def test_continuous_a_failing_step_fails_the_running_requests_only():
+    engine = _Steps(capacity=4)
+    batcher = ContinuousBatcher(engine, batch_timeout_ms=100)
+
+    async def clients():
+        together = asyncio.gather(batcher.answer(["fail"]), batcher.answer(["ok:1"]),
+                                  return_exceptions=True)
+        first = await together
+        return first, await batcher.answer(["after:2"])
+
+    (failed, also_failed), after = _run(batcher, clients())
+    assert isinstance(failed, RuntimeError) and isinstance(also_failed, RuntimeError)
+    assert after == ["AFTER"] and engine.resets == 1
+
+
+def test_continuous_stop_answers_the_running_and_the_waiting_rows():
+    engine = _Steps(capacity=1, delay=0.02)
+    batcher = ContinuousBatcher(engine, batch_timeout_ms=0)
+    batcher.start()
+
+    async def clients():
+        pending = [asyncio.ensure_future(batcher.answer([f"r{i}:3"])) for i in range(3)]
+        await asyncio.sleep(0.03)
+        threading.Thread(target=batcher.stop, args=(10,)).start()
+        return await asyncio.gather(*pending)
+
+    assert asyncio.run(clients()) == [["R0"], ["R1"], ["R2"]]
+    assert not batcher._thread.is_alive()
+
+
+def test_continuous_on_batch_sees_the_rows_of_every_step():
+    engine = _Steps(capacity=4, delay=0)
+    seen = []
+    batcher = ContinuousBatcher(engine, batch_timeout_ms=50,
+                                on_batch=lambda rows, seconds: seen.append(rows))
+    _run(batcher, batcher.answer(["a:1", "b:3"]))
+    assert seen == [2, 1, 1]

@@ -135,14 +135,21 @@ def test_a_busy_port_fails_in_one_line_before_loading(quick_translation_run, ser
     assert f"Received: port={port}" in result.stderr
 
 
-def test_verbose_shows_the_warm_up_and_sigterm_during_it_exits_0(quick_translation_run):
+@pytest.mark.parametrize("options, batching", [
+    ([], "continuous batching: on"),
+    (["--strategy", "beam", "--num_beams", "2"],
+     "continuous batching: off (Argument `sampler` must be greedy"),
+])
+def test_verbose_shows_the_batching_the_warm_up_and_sigterm_during_it_exits_0(
+        quick_translation_run, options, batching):
     process = subprocess.Popen(
         [sys.executable, "-m", "keras_attention.cli", "serve", str(quick_translation_run[0]),
-         "--port", "0", "--max_batch_size", "2", "--verbose"],
+         "--port", "0", "--max_batch_size", "2", "--verbose", *options],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    first = process.stderr.readline()
+    first, second = process.stderr.readline(), process.stderr.readline()
     status, stdout, rest = _stop(process)
-    assert first.startswith("warm-up: 1/6 shapes compiled (1 rows of 8 source tokens)")
+    assert first.startswith(batching)
+    assert second.startswith("warm-up: 1/6 shapes compiled (1 rows of 8 source tokens)")
     assert (status, stdout) == (0, "") and rest.strip().endswith("stopped before serving")
 
 

@@ -83,3 +83,40 @@ def test_a_bad_search_is_refused_before_any_work(quick_translation_run):
         ServedModel(run, max_batch_size=2, strategy="nucleus")
     with pytest.raises(ValueError, match="num_beams"):
         ServedModel(run, max_batch_size=2, num_beams=0)
+
+
+@pytest.fixture(scope="module")
+def continuous(quick_translation_run):
+    served = ServedModel(SavedRun(quick_translation_run[0]), max_batch_size=3, continuous=True)
+    served.warm_up()
+    return served
+
+
+def _decode_continuously(served, lines, per_step=2):
+    """Admits up to `per_step` lines before each step; the answers in order."""
+    rows, answers, waiting = served.rows(lines), {}, list(range(len(lines)))
+    while waiting or served.running:
+        take = [waiting.pop(0) for _ in range(min(per_step, served.free, len(waiting)))]
+        if take:
+            served.admit([rows[i] for i in take], take)
+        answers.update(served.step())
+    return [answers[i] for i in range(len(lines))]
+
+
+def test_continuous_answers_equal_generate_line_by_line(continuous):
+    assert continuous.continuous is not None and continuous.continuous_off is None
+    assert continuous.shapes() == [(b, s) for b in (1, 2, 3) for s in continuous.source_buckets]
+    lines = LINES * 3
+    expected = [continuous.text_to_text.generate([line])[0] for line in LINES] * 3
+    model = continuous.text_to_text.model
+    traced = model.generate_trace_count()
+    assert _decode_continuously(continuous, lines) == expected
+    assert _decode_continuously(continuous, lines, per_step=3) == expected
+    assert model.generate_trace_count() == traced  # the warm-up compiled every shape
+
+
+def test_continuous_is_off_where_the_search_needs_whole_batches(quick_translation_run):
+    run = SavedRun(quick_translation_run[0])
+    beam = ServedModel(run, max_batch_size=2, strategy="beam", num_beams=2, continuous=True)
+    assert beam.continuous is None and "must be greedy" in beam.continuous_off
+    assert ServedModel(run, max_batch_size=2).continuous_off == "not asked for"
