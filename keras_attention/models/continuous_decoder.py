@@ -27,6 +27,7 @@ admissions of 1, 2 and 4 rows per (batch bucket, source bucket), so no
 later call compiles.
 """
 
+import keras
 import numpy as np
 from keras import ops, tree
 
@@ -52,7 +53,9 @@ class ContinuousDecoder:
             (`TransformerSeq2Seq` without a copy head).
         max_length: int `L`, as `generate`'s: the most tokens of a row.
         batch_buckets: ascending positive ints, the slot counts; the last is
-            the most rows running at once.
+            the most rows running at once (`capacity`). The state has at
+            least two slots (`slot_buckets`) except on torch: XLA runs one
+            row's step several times slower than two rows'.
         source_buckets: ascending positive ints, the source lengths; the
             last is the longest source admitted.
         sampler: `"greedy"` (or a `GreedySampler`, or its config), the only
@@ -101,6 +104,10 @@ class ContinuousDecoder:
         self.model = model
         self.max_length = check_positive_int("max_length", max_length)
         self.batch_buckets = _check_buckets("batch_buckets", batch_buckets)
+        # One row runs as two slots (see `seq2seq_model.at_least_two_rows`:
+        # XLA's one-row steps are several times slower), except on torch.
+        smallest = 1 if keras.config.backend() == "torch" else 2
+        self.slot_buckets = sorted({max(smallest, b) for b in self.batch_buckets})
         self.source_buckets = _check_buckets("source_buckets", source_buckets)
         self.rules = GenerationRules(**rules)
         if not self.rules.reads_step_only():
@@ -209,8 +216,9 @@ class ContinuousDecoder:
         self._needs = [0] * len(self._keys)
 
     def shapes(self):
-        """The `(slots, source length)` shapes `warm_up` compiles."""
-        return [(b, s) for b in self.batch_buckets for s in self.source_buckets]
+        """The `(slots, source length)` shapes `warm_up` compiles: every
+        slot bucket with every source bucket."""
+        return [(b, s) for b in self.slot_buckets for s in self.source_buckets]
 
     def warm_up(self, progress=None):
         """Compiles the admissions (of 1, 2 and 4 rows) and the step of
@@ -306,7 +314,7 @@ class ContinuousDecoder:
     def _make_room(self, rows, width):
         """Slots for `rows` running rows and a memory of `width` positions,
         and a cache with `max_length` positions left."""
-        slots = _bucket(rows, self.batch_buckets)
+        slots = _bucket(rows, self.slot_buckets)
         if self._state is None:
             self._state = self._empty_state(1, self.source_buckets[0])
             self._keys, self._needs = [None], [0]
@@ -326,7 +334,7 @@ class ContinuousDecoder:
             return
         # A quarter, not a half: rows that come and go around a bucket's
         # edge do not resize the state at every step.
-        slots = _bucket(running, self.batch_buckets)
+        slots = _bucket(running, self.slot_buckets)
         if slots <= len(self._keys) // 4:
             self._resize_slots(slots)
         width = max(self._needs)

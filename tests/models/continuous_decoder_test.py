@@ -109,8 +109,9 @@ def test_warm_up_compiles_every_shape_and_serving_compiles_nothing(model):
                                 source_buckets=[8, 16])
     seen = []
     decoder.warm_up(lambda done, total, shape: seen.append((done, total, shape)))
+    slots = (1, 2, 4) if keras.config.backend() == "torch" else (2, 4)  # one row runs as two
     assert [shape for _, _, shape in seen] == decoder.shapes() == [
-        (b, s) for b in (1, 2, 4) for s in (8, 16)]
+        (b, s) for b in slots for s in (8, 16)]
     assert decoder.running == 0 and decoder.free == 4
     traces = model.generate_trace_count()
     _run(decoder, _lines(12, seed=7), seed=3)

@@ -1,5 +1,6 @@
 """`ServedModel`: a run's answers in bucketed shapes, all compiled up front."""
 
+import keras
 import pytest
 
 from keras_attention.runs import SavedRun, SourceTooLongError
@@ -105,7 +106,8 @@ def _decode_continuously(served, lines, per_step=2):
 
 def test_continuous_answers_equal_generate_line_by_line(continuous):
     assert continuous.continuous is not None and continuous.continuous_off is None
-    assert continuous.shapes() == [(b, s) for b in (1, 2, 3) for s in continuous.source_buckets]
+    slots = (1, 2, 3) if keras.config.backend() == "torch" else (2, 3)  # one row runs as two
+    assert continuous.shapes() == [(b, s) for b in slots for s in continuous.source_buckets]
     lines = LINES * 3
     expected = [continuous.text_to_text.generate([line])[0] for line in LINES] * 3
     model = continuous.text_to_text.model
