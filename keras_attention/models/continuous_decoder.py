@@ -23,8 +23,9 @@ in source buckets (`source_buckets`). The slots grow to the smallest bucket
 that holds the running rows, and the memory to the longest running source's
 bucket; they shrink back once a bucket a quarter of the size holds them
 (not at every row that leaves). `warm_up` compiles one step and the
-admissions of 1, 2 and 4 rows per (batch bucket, source bucket), so no
-later call compiles.
+admissions of 1, 2 and 4 rows per (slot bucket, source bucket), so no
+later call compiles. New rows are encoded in their own source bucket
+(once per (rows, source bucket)), then padded to the running memory.
 """
 
 import keras
@@ -126,8 +127,9 @@ class ContinuousDecoder:
             start_id=self.start_id, end_id=model.end_token_id, max_length=self.max_length,
             vocab_size=vocabulary)
         self._step_function = model.compile_function(self._step, jit_compile, donate_first=True)
-        self._admit_function = model.compile_function(self._admit, jit_compile,
-                                                      donate_first=True)
+        self._encode_function = model.compile_function(self._encode, jit_compile)
+        self._insert_function = model.compile_function(self._insert, jit_compile,
+                                                       donate_first=True)
         self._state = None
         self._keys = []  # per slot: the key of its running row, or None
         self._needs = []  # per slot: the source bucket its row needs (0 when free)
@@ -208,6 +210,19 @@ class ContinuousDecoder:
         self._shrink()
         return finished
 
+    def drop(self, keys):
+        """Stops the running rows of `keys` (their callers went away): their
+        slots are free for the next `admit`. Keys not running are ignored."""
+        keys = set(keys)
+        slots = [slot for slot, key in enumerate(self._keys) if key is not None and key in keys]
+        if not slots:
+            return
+        for slot in slots:
+            self._keys[slot], self._needs[slot] = None, 0
+        kept = np.array([key is not None for key in self._keys])
+        self._state = dict(self._state, active=ops.logical_and(self._state["active"], kept))
+        self._shrink()
+
     def reset(self):
         """Forgets every running row (after an error)."""
         if self._state is not None:
@@ -221,15 +236,19 @@ class ContinuousDecoder:
         return [(b, s) for b in self.slot_buckets for s in self.source_buckets]
 
     def warm_up(self, progress=None):
-        """Compiles the admissions (of 1, 2 and 4 rows) and the step of
-        every shape (`shapes()`); `progress(done, total, shape)` after
-        each."""
+        """Compiles the admissions (encoding 1, 2 and 4 rows, putting them
+        into the slots) and the step of every shape (`shapes()`);
+        `progress(done, total, shape)` after each."""
         shapes = self.shapes()
         source = np.full((1,), self.model.end_token_id, "int32")
         for done, (slots, width) in enumerate(shapes, 1):
             self._make_room(slots, width)
             for rows in self._admission_sizes(slots):
-                self._admit_rows(list(range(rows)), [source] * rows)
+                self._admit_rows(list(range(rows)), [np.resize(source, width)] * rows)
+                for narrower in self.source_buckets:  # the pads of narrower rows
+                    if narrower < width:
+                        self._widened(self._encode_function(
+                            np.resize(source, (rows, narrower))), width)
             self._state, _ = self._step_function(self._state, np.int32(self._index))
             if progress is not None:
                 progress(done, len(shapes), (slots, width))
@@ -266,11 +285,16 @@ class ContinuousDecoder:
                      active=ops.logical_and(active, ops.logical_not(ended)))
         return state, ended
 
-    def _admit(self, state, slots, source, index):
-        """`state` with the rows of `source (n, S)` in `slots (n,)`, starting
-        at cache position `index`."""
+    def _encode(self, source):
+        """The decoding state's source part of `source (n, S)` (the memory
+        projected for cross-attention, with its padding)."""
         memory, memory_mask = self.model.encode(source)
-        new = self.model.init_decoder_state(memory, memory_mask, 1)[SOURCE_STATE]
+        return self.model.init_decoder_state(memory, memory_mask, 1)[SOURCE_STATE]
+
+    def _insert(self, state, slots, new, index):
+        """`state` with the encoded rows `new` (`_encode`'s, as wide as the
+        state's memory) in `slots (n,)`, starting at cache position
+        `index`."""
         model_state = dict(state["model"])
         model_state[SOURCE_STATE] = tree.map_structure(
             lambda old, part: ops.scatter_update(old, slots[:, None], ops.cast(part, old.dtype)),
@@ -295,17 +319,26 @@ class ContinuousDecoder:
         return _powers_of_two(min(ADMISSION_ROWS, slots))
 
     def _admit_rows(self, slots, sources):
-        """One admission call: up to ADMISSION_ROWS rows, padded to a power
-        of two with the first (written twice to the same slot)."""
+        """One admission: up to ADMISSION_ROWS rows, padded to a power of
+        two with the first (written twice to the same slot), encoded in
+        their own source bucket (not the running memory's: a long row
+        running makes no new row encode its padding), then padded to the
+        memory's width and put into their slots."""
         rows = _bucket(len(slots), self._admission_sizes(len(self._keys)))
-        width = self._width()
+        width = _bucket(max([1] + [len(source) for source in sources]), self.source_buckets)
         array = np.full((rows, width), self.model.pad_token_id, "int32")
         slot_ids = np.full((rows,), slots[0], "int32")
         for i in range(rows):
             source = sources[i] if i < len(sources) else sources[0]
             array[i, :len(source)] = source
             slot_ids[i] = slots[i] if i < len(slots) else slots[0]
-        self._state = self._admit_function(self._state, slot_ids, array, np.int32(self._index))
+        new = self._widened(self._encode_function(array), self._width())
+        self._state = self._insert_function(self._state, slot_ids, new, np.int32(self._index))
+
+    @staticmethod
+    def _widened(new, width):
+        """Encoded rows padded (masked) to a memory of `width` positions."""
+        return resize_cross_caches({SOURCE_STATE: new}, width)[SOURCE_STATE]
 
     def _width(self):
         """The source length of the running memory."""

@@ -17,7 +17,8 @@ once all of its rows are answered.
 `ContinuousBatcher` drives a model that decodes step by step instead
 (`ServedModel` with continuous batching): before every step, waiting rows
 take the slots that rows which ended have left, so a row never waits for a
-batch to finish, and each row is answered at the step it ends.
+batch to finish, and each row is answered at the step it ends. The running
+rows of a request whose caller went away stop before the next step.
 
 The queue holds at most `max_queue` waiting rows: a request that would go past
 it is refused at once (`QueueFull`, HTTP 503), never left to wait without
@@ -221,8 +222,9 @@ class ContinuousBatcher(Batcher):
     Args:
         engine: an object with `free` (rows it takes now), `running`,
             `admit(rows, keys)`, `step() -> [(key, answer)]` (the rows that
-            ended) and `reset()` (drop every running row): a `ServedModel`
-            with continuous batching. Called on the worker thread only.
+            ended), `drop(keys)` (stop rows whose callers went away) and
+            `reset()` (drop every running row): a `ServedModel` with
+            continuous batching. Called on the worker thread only.
         batch_timeout_ms: float >= 0, how long the oldest waiting row may
             wait for more rows while nothing runs (while rows run, waiting
             rows join at the next step).
@@ -239,6 +241,7 @@ class ContinuousBatcher(Batcher):
     ...     def step(self):
     ...         ended, self.rows = [(k, r.upper()) for k, r in self.rows], []
     ...         return ended
+    ...     def drop(self, keys): pass
     ...     def reset(self): self.rows = []
     >>> batcher = ContinuousBatcher(Upper())
     >>> batcher.start()
@@ -299,6 +302,13 @@ class ContinuousBatcher(Batcher):
         self._in_flight.update((item, item[0]) for item in admitted)
 
     def _step(self):
+        abandoned = [key for key, request in self._in_flight.items() if request.abandoned()]
+        if abandoned:
+            self.engine.drop(abandoned)
+            for key in abandoned:
+                del self._in_flight[key]
+            if not self._in_flight:
+                return
         started = time.monotonic()
         rows = len(self._in_flight)
         try:

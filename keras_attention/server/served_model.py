@@ -160,6 +160,10 @@ class ServedModel:
         outputs = self.text_to_text.detokenize(np.stack(token_ids))
         return [(key, output.replace("\n", " ")) for key, output in zip(keys, outputs)]
 
+    def drop(self, keys):
+        """Stops the running rows of `keys` (their callers went away)."""
+        self.continuous.drop(keys)
+
     def reset(self):
         """Drops every running row (after an error)."""
         self.continuous.reset()

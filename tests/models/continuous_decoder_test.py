@@ -119,6 +119,23 @@ def test_warm_up_compiles_every_shape_and_serving_compiles_nothing(model):
         assert model.generate_trace_count() == traces
 
 
+def test_drop_frees_the_slot_and_the_other_rows_go_on(model):
+    decoder = ContinuousDecoder(model, max_length=MAX_LENGTH, batch_buckets=[1, 2],
+                                source_buckets=[16])
+    lines = _lines(3, seed=11)
+    decoder.admit(lines[:2], ["kept", "gone"])
+    decoder.step()
+    decoder.drop(["gone", "never admitted"])
+    assert decoder.running == 1 and decoder.free == 1
+    decoder.admit(lines[2:], ["late"])
+    ended = {}
+    while decoder.running:
+        ended.update(decoder.step())
+    assert sorted(ended) == ["kept", "late"]
+    np.testing.assert_array_equal(ended["kept"], _alone(model, lines[:1])[0])
+    np.testing.assert_array_equal(ended["late"], _alone(model, lines[2:])[0])
+
+
 def test_reset_drops_running_rows(model):
     decoder = ContinuousDecoder(model, max_length=MAX_LENGTH, batch_buckets=[1, 2],
                                 source_buckets=[16])

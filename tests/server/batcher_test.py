@@ -186,7 +186,7 @@ class _Steps:
 
     def __init__(self, capacity=2, delay=0.01):
         self.capacity, self.delay = capacity, delay
-        self.rows, self.steps, self.resets = {}, [], 0
+        self.rows, self.steps, self.resets, self.dropped = {}, [], 0, []
 
     @property
     def free(self):
@@ -214,6 +214,11 @@ class _Steps:
                 ended.append((key, name.upper()))
                 del self.rows[key]
         return ended
+
+    def drop(self, keys):
+        self.dropped += list(keys)
+        for key in keys:
+            del self.rows[key]
 
     def reset(self):
         self.resets += 1
@@ -286,3 +291,18 @@ def test_continuous_on_batch_sees_the_rows_of_every_step():
                                 on_batch=lambda rows, seconds: seen.append(rows))
     _run(batcher, batcher.answer(["a:1", "b:3"]))
     assert seen == [2, 1, 1]
+
+
+def test_continuous_a_caller_who_went_away_frees_its_slot_for_the_next_line():
+    engine = _Steps(capacity=1, delay=0.01)
+    batcher = ContinuousBatcher(engine, batch_timeout_ms=0)
+
+    async def clients():
+        gone = asyncio.ensure_future(batcher.answer(["gone:1000"]))
+        await asyncio.sleep(0.05)
+        gone.cancel()
+        return await asyncio.wait_for(batcher.answer(["next:2"]), timeout=5)
+
+    assert _run(batcher, clients()) == ["NEXT"]
+    assert len(engine.dropped) == 1 and engine.dropped[0][1] == 0
+    assert sum("gone:1000" in step for step in engine.steps) < 50
