@@ -166,16 +166,15 @@ def serve(run_dir, settings=None, *, stderr=None):
 
     settings = settings or ServerSettings()
     stderr = stderr or sys.stderr
-    if not settings.verbose:
-        # TensorFlow warns from the fifth shape its search is traced for: the
-        # warm-up traces every bucket on purpose.
-        logging.getLogger("tensorflow").setLevel(logging.ERROR)
+    # TensorFlow warns from the fifth shape its search is traced for: the
+    # warm-up traces every bucket on purpose (`--verbose` shows its progress).
+    logging.getLogger("tensorflow").setLevel(logging.ERROR)
     name = settings.model_name or os.path.basename(os.path.normpath(os.path.abspath(run_dir)))
     sock = bind(settings.host, settings.port)
     try:
         runtime.cache_compilations()
         try:
-            with _stopped_by_signals():
+            with _stopped_by_signals() as signalled:
                 served = ServedModel(runs.SavedRun(run_dir),
                                      max_batch_size=settings.max_batch_size,
                                      strategy=settings.strategy, num_beams=settings.num_beams,
@@ -185,7 +184,9 @@ def serve(run_dir, settings=None, *, stderr=None):
                     print("continuous batching: " + (
                         "on" if served.continuous is not None else
                         f"off ({served.continuous_off})"), file=stderr, flush=True)
-                served.warm_up(_warm_up_progress(stderr) if settings.verbose else None)
+                served.warm_up(_warm_up_progress(stderr, settings.verbose, signalled))
+                if signalled:  # raised where something swallowed it
+                    raise _Stopped()
         except _Stopped:
             if settings.verbose:
                 print("stopped before serving", file=stderr, flush=True)
@@ -216,8 +217,13 @@ class _Stopped(Exception):
 @contextlib.contextmanager
 def _stopped_by_signals():
     """Within: SIGTERM and SIGINT raise `_Stopped` (in the main thread; elsewhere
-    the process's own handlers stay)."""
+    the process's own handlers stay) and are recorded in the yielded list:
+    library code that catches every exception (a compilation cache's) may
+    swallow the raise, so the warm-up also checks the list between shapes."""
+    signalled = []
+
     def stop(number, frame):
+        signalled.append(number)
         raise _Stopped()
 
     try:
@@ -226,17 +232,22 @@ def _stopped_by_signals():
     except ValueError:  # not the main thread
         previous = {}
     try:
-        yield
+        yield signalled
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
 
 
-def _warm_up_progress(stderr):
+def _warm_up_progress(stderr, verbose, signalled):
+    """After each shape: a line on `stderr` if `verbose`; `_Stopped` if a
+    signal came (`signalled` not empty)."""
     def progress(done, total, shape):
-        rows, width = shape
-        what = f"{rows} rows" + (f" of {width} source tokens" if width else "")
-        print(f"warm-up: {done}/{total} shapes compiled ({what})", file=stderr, flush=True)
+        if signalled:
+            raise _Stopped()
+        if verbose:
+            rows, width = shape
+            what = f"{rows} rows" + (f" of {width} source tokens" if width else "")
+            print(f"warm-up: {done}/{total} shapes compiled ({what})", file=stderr, flush=True)
 
     return progress
 

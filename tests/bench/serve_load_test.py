@@ -174,7 +174,10 @@ def test_parse_args_defaults_and_quick(bench):
     args = bench.parse_args([])
     assert args.clients == [1, 4, 16, 64] and args.requests_per_client == 32
     assert args.vocab == bench.OPUS_MT_EN_DE_VOCAB and args.max_length == 64
-    assert args.servers == ["ours", "ours_nobatch", "ct2"]
+    assert args.servers == ["ours", "ours_fixed", "ours_nobatch", "ct2"]
+    fixed = bench.server_command(args, "ours_fixed", 8600, "run", "checkpoint", "sub")
+    ours = bench.server_command(args, "ours", 8600, "run", "checkpoint", "sub")
+    assert fixed[-2:] == ["--continuous_batching", "false"] and fixed[:-2] == ours
     quick = bench.parse_args(["--quick", "--ct2-int8"])
     assert quick.clients == [1, 4] and quick.vocab == 0 and quick.size == bench.QUICK
     assert quick.servers[-1] == "ct2_int8"

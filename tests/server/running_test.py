@@ -4,6 +4,7 @@ failures. The load run with figures belongs to bench/serve_load.py."""
 
 import concurrent.futures
 import json
+import os
 import re
 import signal
 import subprocess
@@ -142,11 +143,14 @@ def test_a_busy_port_fails_in_one_line_before_loading(quick_translation_run, ser
      "warm-up: 1/6 shapes compiled (1 rows of 8 source tokens)"),
 ])
 def test_verbose_shows_the_batching_the_warm_up_and_sigterm_during_it_exits_0(
-        quick_translation_run, options, batching, warm_up):
+        quick_translation_run, options, batching, warm_up, tmp_path):
+    # An empty compilation cache, so that the warm-up is still compiling when
+    # the signal comes.
+    environment = dict(os.environ, KERAS_ATTENTION_CACHE_DIR=str(tmp_path))
     process = subprocess.Popen(
         [sys.executable, "-m", "keras_attention.cli", "serve", str(quick_translation_run[0]),
          "--port", "0", "--max_batch_size", "2", "--verbose", *options],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment)
     first, second = process.stderr.readline(), process.stderr.readline()
     status, stdout, rest = _stop(process)
     assert first.startswith(batching)
