@@ -124,7 +124,6 @@ def test_drop_frees_the_slot_and_the_other_rows_go_on(model):
                                 source_buckets=[16])
     lines = _lines(3, seed=11)
     decoder.admit(lines[:2], ["kept", "gone"])
-    decoder.step()
     decoder.drop(["gone", "never admitted"])
     assert decoder.running == 1 and decoder.free == 1
     decoder.admit(lines[2:], ["late"])
