@@ -5,6 +5,7 @@ keras-attention train translation | summarization | question_answering [--key=va
 keras-attention generate RUN_DIR [--input FILE] [--output FILE] [--strategy beam] [--truncate]
 keras-attention evaluate RUN_DIR --data FILE   # BLEU/chrF, ROUGE or EM/F1, by recipe
 keras-attention export RUN_DIR EXPORT_DIR [--strategy beam] [--num_beams N]  # a SavedModel
+keras-attention export RUN_DIR OUT_DIR --format huggingface [--overwrite=true]  # transformers
 keras-attention convert HF_DIR RUN_DIR [--recipe translation] [--overwrite=true]  # a checkpoint
 keras-attention serve RUN_DIR [--port 8501] [--max_batch_size 32]  # TensorFlow Serving's REST API
 ```
@@ -23,6 +24,7 @@ import contextlib
 import json
 import os
 import sys
+import warnings
 
 from keras_attention import files, native_logs, recipes, runs, runtime
 from keras_attention.runs import registry
@@ -205,7 +207,28 @@ def evaluate(args):
 
 def export(args):
     """Writes a SavedModel serving strings -> generated strings
-    (`keras_attention.export.export_run`)."""
+    (`keras_attention.export.export_run`), or with `--format huggingface` a
+    Hugging Face checkpoint folder
+    (`keras_attention.export.huggingface.export_huggingface`)."""
+    if args.format == "huggingface":
+        from keras_attention.export.huggingface import CTranslate2Warning, export_huggingface
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", CTranslate2Warning)
+            path = export_huggingface(args.run_dir, args.export_dir, strategy=args.strategy,
+                                      num_beams=args.num_beams, overwrite=args.overwrite)
+        for warning in caught:
+            if issubclass(warning.category, CTranslate2Warning):
+                print(f"keras-attention: warning: {warning.message}", file=sys.stderr)
+            else:
+                warnings.showwarning(warning.message, warning.category, warning.filename,
+                                     warning.lineno)
+        print(f"Exported {args.run_dir} to {path} (a Hugging Face checkpoint folder).")
+        return path
+    if args.overwrite:
+        raise ValueError("Argument `--overwrite` applies to `--format huggingface` only (a "
+                         "SavedModel is written to a new or empty folder). Received: "
+                         "overwrite=True")
     from keras_attention.export import export_run
 
     path = export_run(args.run_dir, args.export_dir, strategy=args.strategy,
@@ -340,11 +363,17 @@ def _parser():
                 "file of document/summary; question_answering: SQuAD-style JSON/JSONL"))
             sub.add_argument("--max_examples", type=_non_negative_int, default=0,
                              help="the first N examples only (default 0: all)")
-    export_parser = commands.add_parser("export", help="a SavedModel: strings in, strings out")
+    export_parser = commands.add_parser(
+        "export", help="a SavedModel (strings in, strings out) or a Hugging Face folder")
     export_parser.add_argument("run_dir")
     export_parser.add_argument("export_dir", help="a new or empty folder")
+    export_parser.add_argument("--format", choices=["savedmodel", "huggingface"],
+                               default="savedmodel", help="savedmodel (default): TensorFlow "
+                               "Serving; huggingface: transformers and CTranslate2")
     export_parser.add_argument("--strategy", choices=["greedy", "beam"], default=None)
     export_parser.add_argument("--num_beams", type=_positive_int, default=None)
+    export_parser.add_argument("--overwrite", type=_bool, default=False, nargs="?", const=True,
+                               help="replace a Hugging Face folder already there")
     export_parser.set_defaults(function=export)
     convert_parser = commands.add_parser(
         "convert", help="a run folder of a Hugging Face checkpoint (Marian, BART, T5)")

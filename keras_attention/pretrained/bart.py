@@ -38,18 +38,23 @@ from keras_attention.models.transformer_seq2seq import transformer_seq2seq
 from keras_attention.pretrained.checkpoint import (
     CheckpointWeights,
     assign_weights,
-    attention_pairs,
     check_against_weights,
     check_all_read,
     check_config_value,
     check_token_table,
     config_int,
     count_blocks,
-    dense_pairs,
     distinct_start_token_id,
-    norm_pairs,
     weight,
     weight_shape,
+)
+from keras_attention.pretrained.weight_links import (
+    WeightLink,
+    attention_links,
+    dense_links,
+    norm_links,
+    pairs_from_links,
+    tensors_from_links,
 )
 
 #: `transformers`' activation names -> ours.
@@ -75,6 +80,8 @@ class BartLayout:
         embedding_norm: a norm after the token and position embeddings.
         target_vocabulary: the config may give the decoder a vocabulary of its
             own (`share_encoder_decoder_embeddings`, `decoder_vocab_size`).
+        saves_positions: `transformers` 5 saves its computed sinusoidal
+            tables (Pegasus; not Marian or M2M100).
     """
 
     model_type: str
@@ -84,6 +91,7 @@ class BartLayout:
     target_vocabulary: bool = False
     positions_after_pad: bool = False
     output_bias: bool = True
+    saves_positions: bool = False
 
     def position_offset(self, config):
         """What `transformer_seq2seq` adds to every position."""
@@ -124,6 +132,35 @@ def convert_bart_style(config, weights, layout):
     check_all_read(weights, TABLE_COPIES)
     assign_weights(pairs)
     return model
+
+
+def bart_checkpoint(model, config):
+    """`(config, tensors)`: the `config.json` dict and the tensors of a BART
+    checkpoint of `model` (`config`: the checkpoint config it was
+    converted from; see `bart_style_checkpoint`)."""
+    return bart_style_checkpoint(model, config, BART)
+
+
+def bart_style_checkpoint(model, config, layout):
+    """`(config, tensors)` of a checkpoint of the BART-style family `layout`
+    holding `model`'s weights: `config` (the checkpoint config the model
+    was converted from) with its table settings set to the model's, and
+    the tensors `transformers` 5 saves (`bart_style_tensors`).
+
+    Raises:
+        ValueError: a model whose settings the family's architecture cannot
+            express (its own target table outside Marian), in one line.
+    """
+    ours = model.config
+    config = dict(config, tie_word_embeddings=bool(ours.tie_embeddings))
+    if layout.target_vocabulary:
+        config["share_encoder_decoder_embeddings"] = bool(ours.share_embeddings)
+        if not ours.share_embeddings:
+            config["decoder_vocab_size"] = int(ours.target_vocabulary_size)
+    elif not ours.share_embeddings:
+        raise ValueError(f"A {layout.model_type} checkpoint has one token table for both "
+                         f"sides; the model has two. Received: share_embeddings=False")
+    return config, bart_style_tensors(model, layout)
 
 
 def bart_options(config, layout=BART):
@@ -193,7 +230,7 @@ def bart_style_model(config, weights, layout):
         output.shape == tables["target"].shape and np.array_equal(output, tables["target"])
     )
     model = transformer_seq2seq(**options)
-    return model, bart_weight_pairs(model, weights, options, tables)
+    return model, bart_weight_pairs(model, weights, layout, tables)
 
 
 def check_sizes(config, weights, layout):
@@ -278,52 +315,91 @@ def embedding_tables(weights, shared=True):
     }
 
 
-def bart_weight_pairs(model, weights, options, tables):
-    """The `(variable, array, name)` pairs of a built model."""
-    pairs = [(model.source_embedding.token_embedding.embeddings, tables["source"],
-              "model.encoder.embed_tokens.weight")]
-    if not options["share_embeddings"]:
-        pairs.append((model.target_embedding.token_embedding.embeddings, tables["target"],
-                      "model.decoder.embed_tokens.weight"))
+def bart_weight_links(model, layout):
+    """The `weight_links.WeightLink`s of a built BART-style model: every
+    variable and the tensor `transformers` saves it as (a tied table once,
+    as `model.shared.weight`; Marian's own target table as
+    `model.decoder.embed_tokens.weight`)."""
+    config = model.config
+    shared = config.share_embeddings
+    links = [WeightLink(model.source_embedding.token_embedding.embeddings,
+                        "model.shared.weight" if shared else "model.encoder.embed_tokens.weight")]
+    if not shared:
+        links.append(WeightLink(model.target_embedding.token_embedding.embeddings,
+                                "model.decoder.embed_tokens.weight"))
     for side, embedding, blocks in (
         ("encoder", model.source_embedding, model.encoder_blocks),
         ("decoder", model.target_embedding, model.decoder_blocks),
     ):
         prefix = f"model.{side}"
-        if options["position"] == "learned":
-            name = f"{prefix}.embed_positions.weight"
-            pairs.append((embedding.position_encoding.position_embeddings,
-                          weight(weights, name), name))
-        if options["embedding_norm"]:
+        if config.position == "learned":
+            links.append(WeightLink(embedding.position_encoding.position_embeddings,
+                                    f"{prefix}.embed_positions.weight"))
+        if config.embedding_norm:
             norm = (model.source_embedding_norm if side == "encoder"
                     else model.target_embedding_norm)
-            pairs += norm_pairs(norm, weights, f"{prefix}.layernorm_embedding")
-        if options["final_norm"]:
+            links += norm_links(norm, f"{prefix}.layernorm_embedding")
+        if config.final_norm:
             norm = model.encoder_norm if side == "encoder" else model.decoder_norm
-            pairs += norm_pairs(norm, weights, f"{prefix}.layer_norm")
+            links += norm_links(norm, f"{prefix}.layer_norm")
         for i, block in enumerate(blocks):
-            pairs += bart_layer_pairs(block, weights, f"{prefix}.layers.{i}")
-    if not options["tie_embeddings"]:
-        pairs.append((model.output_projection.kernel, tables["output"].T, "lm_head.weight"))
-    if options["output_bias"]:
-        name = "final_logits_bias"
-        pairs.append((model.output_projection.bias, weight(weights, name).reshape(-1), name))
-    return pairs
+            links += bart_layer_links(block, f"{prefix}.layers.{i}")
+    if not config.tie_embeddings:
+        links.append(WeightLink(model.output_projection.kernel, "lm_head.weight", "linear"))
+    if layout.output_bias:
+        links.append(WeightLink(model.output_projection.bias, "final_logits_bias", "flat",
+                                tensor_shape=(1, -1)))
+    return links
 
 
-def bart_layer_pairs(block, weights, prefix):
-    """An encoder or decoder block from a BART-style layer at `prefix`."""
-    pairs = attention_pairs(block.self_attention, weights, _projections(f"{prefix}.self_attn"))
-    pairs += norm_pairs(block.self_attention_norm, weights, f"{prefix}.self_attn_layer_norm")
+def bart_weight_pairs(model, weights, layout, tables):
+    """The `(variable, array, name)` pairs of a built model (`tables`:
+    `embedding_tables`' source, target and output tables)."""
+    read = {"model.shared.weight": tables["source"],
+            "model.encoder.embed_tokens.weight": tables["source"],
+            "model.decoder.embed_tokens.weight": tables["target"]}
+    if tables["output"] is not None:
+        read["lm_head.weight"] = tables["output"]
+    return pairs_from_links(bart_weight_links(model, layout), weights, read)
+
+
+def bart_style_tensors(model, layout):
+    """`{name: array}`: the tensors of a checkpoint of the BART-style family
+    `layout` holding the weights of `model` (what `transformers` 5 saves,
+    Pegasus's fixed position tables included)."""
+    tensors = tensors_from_links(bart_weight_links(model, layout))
+    if layout.saves_positions:
+        table = sinusoidal_halves_table(model.config.max_length, model.config.hidden_dim)
+        for side in ("encoder", "decoder"):
+            tensors[f"model.{side}.embed_positions.weight"] = table
+    return tensors
+
+
+def sinusoidal_halves_table(rows, dim):
+    """The fixed position table `(rows, dim)` of Marian and Pegasus as
+    `transformers` computes it (in float64, then float32): sines in the
+    first half of each row, cosines in the second."""
+    positions = np.arange(rows, dtype=np.float64)[:, None]
+    rates = np.power(10000.0, 2 * (np.arange(dim) // 2) / dim)[None, :]
+    angles = positions / rates
+    table = np.zeros((rows, dim), np.float64)
+    half = dim // 2 + dim % 2
+    table[:, :half] = np.sin(angles[:, 0::2])
+    table[:, half:] = np.cos(angles[:, 1::2])
+    return table.astype(np.float32)
+
+
+def bart_layer_links(block, prefix):
+    """An encoder or decoder block as a BART-style layer at `prefix`."""
+    links = attention_links(block.self_attention, _projections(f"{prefix}.self_attn"))
+    links += norm_links(block.self_attention_norm, f"{prefix}.self_attn_layer_norm")
     if getattr(block, "cross_attention", None) is not None:
-        pairs += attention_pairs(block.cross_attention, weights,
-                                 _projections(f"{prefix}.encoder_attn"))
-        pairs += norm_pairs(block.cross_attention_norm, weights,
-                            f"{prefix}.encoder_attn_layer_norm")
-    pairs += dense_pairs(block.feed_forward.hidden, weights, f"{prefix}.fc1")
-    pairs += dense_pairs(block.feed_forward.projection, weights, f"{prefix}.fc2")
-    pairs += norm_pairs(block.feed_forward_norm, weights, f"{prefix}.final_layer_norm")
-    return pairs
+        links += attention_links(block.cross_attention, _projections(f"{prefix}.encoder_attn"))
+        links += norm_links(block.cross_attention_norm, f"{prefix}.encoder_attn_layer_norm")
+    links += dense_links(block.feed_forward.hidden, f"{prefix}.fc1")
+    links += dense_links(block.feed_forward.projection, f"{prefix}.fc2")
+    links += norm_links(block.feed_forward_norm, f"{prefix}.final_layer_norm")
+    return links
 
 
 def _projections(prefix):

@@ -36,19 +36,28 @@ class Family:
         build_model: `(config, weights) -> Seq2SeqModel`, `config` the
             `config.json` dict and `weights` the arrays by name; checks every
             value and shape before copying any weight.
+        checkpoint: `(model, config) -> (config, tensors)`, the inverse:
+            the `config.json` dict and the tensors by name of a checkpoint
+            of the family holding a model `build_model` made (`config`: the
+            one it was made from), as `transformers` 5 saves them.
         tokenizer: the class (with `LAYOUTS`, `files_in` and `from_folder`)
             of its tokenizer, a `tokenizers.OneOf` of classes where its
             folders come in layouts read by different classes, or None where
             none is read (no run folders then).
         recipe: the recipe of a run folder converted from it
             (`"translation"` or `"summarization"`), None with no tokenizer.
+        zero_start_row: the family's decoder starts from a zero vector,
+            which `transformers` stores as the start token's row (Marian);
+            fine-tuning keeps a zero row zero (CTranslate2 assumes it).
     """
 
     model_type: str
     architecture: str
     build_model: Callable
+    checkpoint: Callable
     tokenizer: object = None
     recipe: str | None = None
+    zero_start_row: bool = False
 
     @property
     def tokenizer_layouts(self):
@@ -59,21 +68,23 @@ class Family:
 
 
 FAMILIES = {family.model_type: family for family in (
-    Family("marian", "MarianMTModel", marian.marian_model, tokenizers.MarianTokenizer,
-           "translation"),
-    Family("bart", "BartForConditionalGeneration", bart.bart_model, tokenizers.BartTokenizer,
-           "summarization"),
-    Family("mbart", "MBartForConditionalGeneration", mbart.mbart_model,
+    Family("marian", "MarianMTModel", marian.marian_model, marian.marian_checkpoint,
+           tokenizers.MarianTokenizer, "translation", zero_start_row=True),
+    Family("bart", "BartForConditionalGeneration", bart.bart_model, bart.bart_checkpoint,
+           tokenizers.BartTokenizer, "summarization"),
+    Family("mbart", "MBartForConditionalGeneration", mbart.mbart_model, mbart.mbart_checkpoint,
            tokenizers.OneOf(tokenizers.FastTokenizer, tokenizers.MBartSentencePieceFolder),
            "translation"),
-    Family("t5", "T5ForConditionalGeneration", t5.t5_model, tokenizers.T5Tokenizer,
-           "summarization"),
-    Family("mt5", "MT5ForConditionalGeneration", mt5.mt5_model, tokenizers.T5Tokenizer,
-           "summarization"),
+    Family("t5", "T5ForConditionalGeneration", t5.t5_model, t5.t5_checkpoint,
+           tokenizers.T5Tokenizer, "summarization"),
+    Family("mt5", "MT5ForConditionalGeneration", mt5.mt5_model, mt5.mt5_checkpoint,
+           tokenizers.T5Tokenizer, "summarization"),
     Family("pegasus", "PegasusForConditionalGeneration", pegasus.pegasus_model,
+           pegasus.pegasus_checkpoint,
            tokenizers.OneOf(tokenizers.FastTokenizer, tokenizers.PegasusSentencePieceFolder),
            "summarization"),
     Family("m2m_100", "M2M100ForConditionalGeneration", m2m_100.m2m100_model,
+           m2m_100.m2m100_checkpoint,
            tokenizers.OneOf(tokenizers.FastTokenizer, tokenizers.M2M100Tokenizer,
                             tokenizers.NllbSentencePieceFolder), "translation"),
 )}

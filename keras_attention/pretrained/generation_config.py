@@ -209,6 +209,52 @@ def generation_settings(path_or_dict, *, end_token_id=None, pad_token_id=None):
     return settings
 
 
+def checkpoint_generation_config(decoding, *, eos_token_id, pad_token_id, bos_token_id=None):
+    """The `generation_config.json` dict of a run's decoding settings: the
+    inverse of `generation_settings`, so that `transformers`' `generate`
+    with it gives the tokens `keras-attention generate` gives.
+
+    Args:
+        decoding: a run's `decoding` in the Hugging Face form
+            (`GenerationConfig(length_penalty_form="hf").to_dict()`:
+            `target_length`, `strategy`, `num_beams`, `length_penalty`,
+            `early_stopping`, `suppress_token_ids` and the rules).
+        eos_token_id, pad_token_id, bos_token_id: the model's ids (`bos`
+            optional).
+
+    Example:
+
+    >>> config = checkpoint_generation_config(
+    ...     {"target_length": 511, "strategy": "beam", "num_beams": 4, "length_penalty": 0.6,
+    ...      "early_stopping": False, "suppress_token_ids": [58100],
+    ...      "decoder_start_token_id": 58100}, eos_token_id=0, pad_token_id=58100)
+    >>> config["max_length"], config["num_beams"], config["suppress_tokens"]
+    (512, 4, [58100])
+    >>> generation_settings(config)["max_length"]
+    511
+    """
+    beam = decoding.get("strategy") == "beam"
+    config = {"max_length": int(decoding["target_length"]) + 1,
+              "num_beams": int(decoding.get("num_beams", 1)) if beam else 1,
+              "do_sample": False, "eos_token_id": eos_token_id, "pad_token_id": pad_token_id}
+    if bos_token_id is not None:
+        config["bos_token_id"] = bos_token_id
+    if beam:
+        config["length_penalty"] = float(decoding.get("length_penalty", 1.0))
+        config["early_stopping"] = bool(decoding.get("early_stopping", False))
+    if decoding.get("suppress_token_ids"):
+        config["suppress_tokens"] = [int(i) for i in decoding["suppress_token_ids"]]
+    if decoding.get("min_length"):
+        config["min_new_tokens"] = int(decoding["min_length"])
+    if decoding.get("begin_suppress_token_ids"):
+        config["begin_suppress_tokens"] = [int(i) for i in decoding["begin_suppress_token_ids"]]
+    for key in ("no_repeat_ngram_size", "forced_bos_token_id", "forced_eos_token_id",
+                "bad_words_ids", "renormalize_logits", "decoder_start_token_id"):
+        if decoding.get(key) is not None:
+            config[key] = decoding[key]
+    return config
+
+
 def _sampler(c):
     num_beams = _int("num_beams", c["num_beams"], 1)
     num_return_sequences = _int("num_return_sequences", c["num_return_sequences"], 1)

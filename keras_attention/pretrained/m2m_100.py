@@ -23,7 +23,12 @@ argument), and `keras-attention convert` refuses them naming it.
 ('sinusoidal_fairseq', 2, False)
 """
 
-from keras_attention.pretrained.bart import BartLayout, bart_options, convert_bart_style
+from keras_attention.pretrained.bart import (
+    BartLayout,
+    bart_options,
+    bart_style_checkpoint,
+    convert_bart_style,
+)
 
 #: M2M100's layout of BART's layers.
 M2M100 = BartLayout("m2m_100", position="sinusoidal_fairseq", norm_first=True,
@@ -42,3 +47,10 @@ def m2m100_model(config, weights):
     anything is built; every weight is found, its shape checked and every
     weight of the checkpoint used before any is copied."""
     return convert_bart_style(config, weights, M2M100)
+
+
+def m2m100_checkpoint(model, config):
+    """`(config, tensors)`: the `config.json` dict and the tensors of a
+    m2m_100 checkpoint of `model`, converted from one whose config is `config`
+    (`bart.bart_style_checkpoint`)."""
+    return bart_style_checkpoint(model, config, M2M100)

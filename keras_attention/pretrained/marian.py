@@ -17,7 +17,12 @@ vocabulary of its own (`share_encoder_decoder_embeddings: false`,
 ('sinusoidal_halves', False, 1)
 """
 
-from keras_attention.pretrained.bart import BartLayout, bart_options, convert_bart_style
+from keras_attention.pretrained.bart import (
+    BartLayout,
+    bart_options,
+    bart_style_checkpoint,
+    convert_bart_style,
+)
 
 #: Marian's layout of BART's layers.
 MARIAN = BartLayout("marian", position="sinusoidal_halves", embedding_norm=False,
@@ -37,3 +42,10 @@ def marian_model(config, weights):
     compared with ours and every weight of the checkpoint used before any is
     copied."""
     return convert_bart_style(config, weights, MARIAN)
+
+
+def marian_checkpoint(model, config):
+    """`(config, tensors)`: the `config.json` dict and the tensors of a
+    marian checkpoint of `model`, converted from one whose config is `config`
+    (`bart.bart_style_checkpoint`)."""
+    return bart_style_checkpoint(model, config, MARIAN)

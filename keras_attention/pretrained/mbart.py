@@ -17,7 +17,12 @@ BART's learned positions and embedding norm. Conversion into run folders
 (True, True, 2)
 """
 
-from keras_attention.pretrained.bart import BartLayout, bart_options, convert_bart_style
+from keras_attention.pretrained.bart import (
+    BartLayout,
+    bart_options,
+    bart_style_checkpoint,
+    convert_bart_style,
+)
 
 #: mBART's layout of BART's layers.
 MBART = BartLayout("mbart", norm_first=True)
@@ -35,3 +40,10 @@ def mbart_model(config, weights):
     built; every weight is found, its shape checked and every weight of the
     checkpoint used before any is copied."""
     return convert_bart_style(config, weights, MBART)
+
+
+def mbart_checkpoint(model, config):
+    """`(config, tensors)`: the `config.json` dict and the tensors of a
+    mbart checkpoint of `model`, converted from one whose config is `config`
+    (`bart.bart_style_checkpoint`)."""
+    return bart_style_checkpoint(model, config, MBART)

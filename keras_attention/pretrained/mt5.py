@@ -16,7 +16,7 @@ vocabulary with T5's 100 sentinels after it, read by `tokenizers.T5Tokenizer`
 (True, False)
 """
 
-from keras_attention.pretrained.t5 import t5_style_model
+from keras_attention.pretrained.t5 import t5_checkpoint, t5_style_model
 
 
 def mt5_model(config, weights):
@@ -24,3 +24,9 @@ def mt5_model(config, weights):
     `config.json` as a dict, `weights`: its arrays by name), checked as a T5
     checkpoint is (`t5.t5_model`)."""
     return t5_style_model(config, weights, "mt5")
+
+
+def mt5_checkpoint(model, config):
+    """`(config, tensors)` of an mT5 checkpoint of `model`, as T5's
+    (`t5.t5_checkpoint`)."""
+    return t5_checkpoint(model, config)

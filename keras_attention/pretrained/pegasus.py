@@ -19,11 +19,16 @@ the model, and `keras-attention convert` refuses Pegasus naming it.
 ('sinusoidal_halves', True, True, False)
 """
 
-from keras_attention.pretrained.bart import BartLayout, bart_options, convert_bart_style
+from keras_attention.pretrained.bart import (
+    BartLayout,
+    bart_options,
+    bart_style_checkpoint,
+    convert_bart_style,
+)
 
 #: Pegasus's layout of BART's layers.
 PEGASUS = BartLayout("pegasus", position="sinusoidal_halves", norm_first=True,
-                     embedding_norm=False)
+                     embedding_norm=False, saves_positions=True)
 
 
 def pegasus_options(config):
@@ -39,3 +44,10 @@ def pegasus_model(config, weights):
     compared with ours and every weight of the checkpoint used before any is
     copied."""
     return convert_bart_style(config, weights, PEGASUS)
+
+
+def pegasus_checkpoint(model, config):
+    """`(config, tensors)`: the `config.json` dict and the tensors of a
+    pegasus checkpoint of `model`, converted from one whose config is `config`
+    (`bart.bart_style_checkpoint`)."""
+    return bart_style_checkpoint(model, config, PEGASUS)

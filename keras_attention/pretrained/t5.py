@@ -45,18 +45,23 @@ from keras_attention.models.seq2seq_model import Seq2SeqModel, token_inputs
 from keras_attention.pretrained.checkpoint import (
     CheckpointWeights,
     assign_weights,
-    attention_pairs,
     check_against_weights,
     check_all_read,
     check_config_value,
     check_token_table,
     config_int,
     count_blocks,
-    dense_pairs,
     distinct_start_token_id,
-    norm_pairs,
     weight,
     weight_shape,
+)
+from keras_attention.pretrained.weight_links import (
+    WeightLink,
+    attention_links,
+    dense_links,
+    norm_links,
+    pairs_from_links,
+    tensors_from_links,
 )
 
 #: `feed_forward_proj` values -> (activation, gated).
@@ -293,7 +298,7 @@ def t5_style_model(config, weights, model_type):
         options["tie_embeddings"] = (output.shape == shared.shape
                                      and np.array_equal(output, shared))
     model = T5Seq2Seq(**options)
-    pairs = t5_weight_pairs(model, weights, options)
+    pairs = pairs_from_links(t5_weight_links(model), weights)
     check_all_read(weights, TABLE_COPIES)
     assign_weights(pairs)
     return model
@@ -334,43 +339,52 @@ def check_sizes(config, weights):
                              f"num_heads={config['num_heads']}")
 
 
-def t5_weight_pairs(model, weights, options):
-    """The `(variable, array, name)` pairs of a built `T5Seq2Seq`."""
-    shared = weight(weights, "shared.weight", "encoder.embed_tokens.weight",
-                    "decoder.embed_tokens.weight")
-    pairs = [(model.embedding.token_embedding.embeddings, shared, "shared.weight")]
+def t5_weight_links(model):
+    """The `weight_links.WeightLink`s of a built `T5Seq2Seq`: every variable
+    and the tensor `transformers` saves it as."""
+    links = [WeightLink(model.embedding.token_embedding.embeddings, "shared.weight",
+                        other_names=("encoder.embed_tokens.weight",
+                                     "decoder.embed_tokens.weight"))]
+    gated = model.get_config()["gated_feed_forward"]
     for side, bias, blocks, norm in (
         ("encoder", model.encoder_bias, model.encoder_blocks, model.encoder_norm),
         ("decoder", model.decoder_bias, model.decoder_blocks, model.decoder_norm),
     ):
         name = f"{side}.block.0.layer.0.SelfAttention.relative_attention_bias.weight"
-        pairs.append((bias.embeddings, weight(weights, name), name))
+        links.append(WeightLink(bias.embeddings, name))
         for i, block in enumerate(blocks):
             prefix = f"{side}.block.{i}.layer"
-            pairs += attention_pairs(block.self_attention, weights, _projections(
-                f"{prefix}.0.SelfAttention"))
-            pairs += norm_pairs(block.self_attention_norm, weights, f"{prefix}.0.layer_norm")
+            links += attention_links(block.self_attention,
+                                     _projections(f"{prefix}.0.SelfAttention"))
+            links += norm_links(block.self_attention_norm, f"{prefix}.0.layer_norm")
             feed_forward = 1
             if side == "decoder":
                 feed_forward = 2
-                pairs += attention_pairs(block.cross_attention, weights, _projections(
-                    f"{prefix}.1.EncDecAttention"))
-                pairs += norm_pairs(block.cross_attention_norm, weights,
-                                    f"{prefix}.1.layer_norm")
+                links += attention_links(block.cross_attention,
+                                         _projections(f"{prefix}.1.EncDecAttention"))
+                links += norm_links(block.cross_attention_norm, f"{prefix}.1.layer_norm")
             ff = f"{prefix}.{feed_forward}.DenseReluDense"
-            if options["gated_feed_forward"]:
-                pairs += dense_pairs(block.feed_forward.hidden, weights, f"{ff}.wi_0")
-                pairs += dense_pairs(block.feed_forward.hidden_linear, weights, f"{ff}.wi_1")
+            if gated:
+                links += dense_links(block.feed_forward.hidden, f"{ff}.wi_0")
+                links += dense_links(block.feed_forward.hidden_linear, f"{ff}.wi_1")
             else:
-                pairs += dense_pairs(block.feed_forward.hidden, weights, f"{ff}.wi")
-            pairs += dense_pairs(block.feed_forward.projection, weights, f"{ff}.wo")
-            pairs += norm_pairs(block.feed_forward_norm, weights,
-                                f"{prefix}.{feed_forward}.layer_norm")
-        pairs += norm_pairs(norm, weights, f"{side}.final_layer_norm")
-    if not options["tie_embeddings"]:
-        pairs.append((model.lm_head.kernel, weight(weights, "lm_head.weight").T,
-                      "lm_head.weight"))
-    return pairs
+                links += dense_links(block.feed_forward.hidden, f"{ff}.wi")
+            links += dense_links(block.feed_forward.projection, f"{ff}.wo")
+            links += norm_links(block.feed_forward_norm, f"{prefix}.{feed_forward}.layer_norm")
+        links += norm_links(norm, f"{side}.final_layer_norm")
+    if model.lm_head is not None:
+        links.append(WeightLink(model.lm_head.kernel, "lm_head.weight", "linear"))
+    return links
+
+
+def t5_checkpoint(model, config):
+    """`(config, tensors)`: the `config.json` dict and the tensors of a T5
+    (or mT5) checkpoint of `model` (a `T5Seq2Seq`), converted from one whose
+    config is `config`: its output settings set to the model's."""
+    arguments = model.get_config()
+    config = dict(config, tie_word_embeddings=model.lm_head is None,
+                  scale_decoder_outputs=bool(arguments["scale_outputs"]))
+    return config, tensors_from_links(t5_weight_links(model))
 
 
 def _projections(prefix):

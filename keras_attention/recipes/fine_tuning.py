@@ -25,6 +25,12 @@ Decisions:
   recipe is refused: to continue an interrupted run, use `--backup_dir`;
   its tokenizers were trained on its own data, and training it again on
   other data is a new run (a later version may support it).
+- A Marian whose decoder start row is zeros (OPUS-MT's checkpoints: Marian
+  starts its decoder from a zero vector, which `transformers` stores as the
+  pad token's row and CTranslate2 assumes) keeps that row at zero
+  (`keep_start_row_zero`), so that the fine-tuned run exported with
+  `--format huggingface` gives the same tokens in `transformers` and
+  CTranslate2.
 - Targets are the checkpoint tokenizer's ids (which end with its end
   token), cut to `max_length` (keeping the end token); the labels' padding
   is ignored by the loss (`ignore_class` = the pad id, as `transformers`'
@@ -151,6 +157,32 @@ def make_examples(pairs, tokenizer, model, generation, max_length, max_target_le
     return {"encoder_token_ids": padded(sources), "decoder_token_ids": decoder}, labels
 
 
+def keep_start_row_zero(model, family, start_token_id):
+    """Keeps the decoder start row of a family that starts from a zero vector
+    (`Family.zero_start_row`: Marian) at zero while it trains (a variable
+    constraint, applied after each optimizer step), where it is zero to
+    begin with; returns whether it does. Other families, and a Marian whose
+    row is not zero, train every row."""
+    import keras
+    import numpy as np
+
+    from keras_attention.pretrained.families import FAMILIES
+
+    if not FAMILIES[family].zero_start_row:
+        return False
+    table = model.target_embedding.token_embedding.embeddings
+    if np.any(keras.ops.convert_to_numpy(table[start_token_id])):
+        return False
+    start_row = np.zeros((table.shape[0], 1), bool)
+    start_row[start_token_id] = True
+
+    def zero_start_row(value):
+        return keras.ops.where(start_row, keras.ops.zeros_like(value), value)
+
+    table.constraint = zero_start_row
+    return True
+
+
 def compile_settings(config, pad_token_id):
     """Adam at `fine_tune_learning_rate` (the peak of the recipe's warmup and
     inverse square root decay when `warmup_steps` > 0) and the cross-entropy
@@ -196,6 +228,9 @@ def fine_tune(config, metadata, train_pairs, validation_pairs, jit_compile=False
 
         callbacks.insert(0, keras.callbacks.EarlyStopping(
             monitor="val_loss", patience=config["epochs"], restore_best_weights=True))
+    start = generation.decoder_start_token_id
+    keep_start_row_zero(model, metadata["converted_from"]["family"],
+                        model.start_token_id if start is None else start)
     model.compile(**compile_settings(config, model.pad_token_id), metrics=["accuracy"],
                   jit_compile=jit_compile)
     print(f"Fine-tuning the {metadata['converted_from']['family']} model of "
@@ -205,7 +240,14 @@ def fine_tune(config, metadata, train_pairs, validation_pairs, jit_compile=False
                         shuffle=True, verbose=2)
     folder = os.path.join(config["init_from"], "tokenizer")
     files = [os.path.join(folder, name) for name in sorted(os.listdir(folder))]
-    extra = {"converted_from": metadata["converted_from"],
+    # The checkpoint's config goes with the run, for `keras-attention export
+    # --format huggingface` (a converted run keeps it in its recipe config).
+    origin = dict(metadata["converted_from"])
+    checkpoint_config = (metadata.get("config") or {}).get("checkpoint_config")
+    checkpoint_config = origin.get("checkpoint_config") or checkpoint_config
+    if checkpoint_config is not None:
+        origin["checkpoint_config"] = checkpoint_config
+    extra = {"converted_from": origin,
              "fine_tuned_from": os.path.abspath(config["init_from"])}
     return skeleton.Trained(model, tokenizer, tokenizer, history, extra=extra,
                             tokenizer_files=files)

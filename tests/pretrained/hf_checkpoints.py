@@ -40,13 +40,15 @@ def ids(family):
     return 1, 2, 2
 
 
-def save_checkpoint(folder, family, generation=None, seed=0, **options):
+def save_checkpoint(folder, family, generation=None, seed=0, zero_pad_row=False, **options):
     """A random tiny `family` model saved in `folder` with a generation
     config (`generation` overrides); returns the torch model (eval mode).
     Its encoder and decoder differ, as deep-encoder / shallow-decoder
     serving models do: 2 encoder layers of 2 heads and FFN 32, 1 decoder
     layer of 4 heads and FFN 24 (T5: 2 + 1 layers, its heads and FFN
-    shared), d=16."""
+    shared), d=16. `zero_pad_row`: the token table's pad row is zeros, as
+    in OPUS-MT's Marian checkpoints (whose decoder starts from a zero
+    embedding, which CTranslate2 assumes)."""
     pad, end, start = ids(family)
     arguments = dict(
         vocab_size=VOCAB, d_model=16, encoder_layers=2, decoder_layers=1,
@@ -81,6 +83,8 @@ def save_checkpoint(folder, family, generation=None, seed=0, **options):
                 parameter.copy_(noise)
             else:
                 parameter.copy_(0.3 * noise)
+        if zero_pad_row:
+            model.get_input_embeddings().weight[model.config.pad_token_id] = 0.0
     model.generation_config = transformers.GenerationConfig(**{
         "decoder_start_token_id": start, "eos_token_id": end, "pad_token_id": pad,
         "bos_token_id": None if family in T5_LAYOUT else 0, "max_length": 12, "num_beams": 1,

@@ -105,14 +105,15 @@ SEEDS = {"marian": 2, "bart": 2, "t5": 3, "mbart": 3, "pegasus": 3, "m2m_100": 5
          "m2m_100/vocab.json": 3, "m2m_100/sentencepiece.bpe.model": 20}
 
 
-def make_checkpoint(folder, family, generation=None, layout=None):
+def make_checkpoint(folder, family, generation=None, layout=None, **model_options):
     """A tiny random checkpoint with its tokenizer files; returns
     `(torch model, transformers tokenizer)`. `layout`: the family's
     `LAYOUTS` default, or `"tokenizer.json"` (BART, T5): the tokenizer saved
     by transformers 5, `tokenizer.json` alone; `"vocab.json"` (M2M100): its
     own files, `vocab.json` + `sentencepiece.bpe.model`, instead of NLLB's
     `tokenizer.json`; `"sentencepiece.bpe.model"` (mBART, NLLB),
-    `"spiece.model"` (Pegasus): an older folder, without `tokenizer.json`."""
+    `"spiece.model"` (Pegasus): an older folder, without `tokenizer.json`.
+    `model_options`: more `hf_checkpoints.save_checkpoint` arguments."""
     folder.mkdir(parents=True, exist_ok=True)
     seed = SEEDS.get(f"{family}/{layout}", SEEDS[family])
     if family == "marian":
@@ -145,7 +146,7 @@ def make_checkpoint(folder, family, generation=None, layout=None):
             generation = {"forced_bos_token_id": code, "suppress_tokens": others,
                           **(generation or {})}
         return hf_checkpoints.save_checkpoint(folder, family, generation, seed=seed,
-                                              **options), tokenizer
+                                              **options, **model_options), tokenizer
     else:
         size = _t5_tokenizer(folder)
         # T5 pads its embedding past the tokenizer's ids (32128 for 32100):
@@ -153,7 +154,7 @@ def make_checkpoint(folder, family, generation=None, layout=None):
         options = dict(vocab_size=size + 8)
         generation = {"suppress_tokens": list(range(size, size + 8)), **(generation or {})}
     model = hf_checkpoints.save_checkpoint(folder, family, generation, seed=seed,
-                                           **options)
+                                           **options, **model_options)
     if family == "marian":
         tokenizer = transformers.MarianTokenizer(
             str(folder / "source.spm"), str(folder / "target.spm"), str(folder / "vocab.json"))

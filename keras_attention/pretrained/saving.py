@@ -1,0 +1,152 @@
+"""`save_pretrained`: a model of a checkpoint family back out as a Hugging Face
+checkpoint folder, the inverse of `load_pretrained`.
+
+```python
+model, info = load_pretrained("opus-mt-en-de")
+model.fit(...)                                     # fine-tune
+save_pretrained(model, "opus-mt-en-de-mine", family=info["family"],
+                config=info["config"])
+# transformers: AutoModelForSeq2SeqLM.from_pretrained("opus-mt-en-de-mine")
+```
+
+The folder holds `config.json` (the checkpoint's, with the settings the
+model decides set to the model's), `model.safetensors` (float32, the
+tensors `transformers` 5 saves, under its names: `Family.checkpoint`),
+optionally `generation_config.json` and tokenizer files. Before anything is
+written, the tensors are converted back (`Family.build_model`) and must give
+our weights exactly: an export that would not load as the same model is
+refused in one line, and nothing is written.
+"""
+
+import json
+import os
+import shutil
+
+import keras
+import numpy as np
+
+from keras_attention import files
+from keras_attention.pretrained.checkpoint import CONFIG_FILE, SAFETENSORS_FILE
+from keras_attention.pretrained.families import FAMILIES
+
+GENERATION_CONFIG_FILE = "generation_config.json"
+
+
+def save_pretrained(model, folder, *, family, config, generation=None, tokenizer_files=(),
+                    overwrite=False):
+    """Writes `model` as a Hugging Face checkpoint folder of `family`.
+
+    Args:
+        model: a model `load_pretrained` (or `keras-attention convert`) made
+            of a `family` checkpoint, trained further or not.
+        folder: the folder to write: new, empty, or (with `overwrite=True`)
+            a checkpoint folder (one holding `config.json`), replaced once
+            the new one is complete.
+        family: the `model_type` (`pretrained.families.FAMILIES`).
+        config: the `config.json` dict of the checkpoint the model was
+            made from.
+        generation: a `generation_config.json` dict to write, or None.
+        tokenizer_files: paths of tokenizer files to copy in unchanged.
+        overwrite: bool.
+
+    Returns:
+        The folder, as an absolute `str`.
+
+    Raises:
+        ValueError: naming the argument, before anything is written: an
+            unknown family, a folder that may not be written, a model the
+            family cannot express or whose tensors would not convert back
+            to the same weights.
+    """
+    if family not in FAMILIES:
+        raise ValueError(f"Argument `family` must be one of {', '.join(map(repr, FAMILIES))}. "
+                         f"Received: family={family!r}")
+    if not isinstance(config, dict):
+        raise ValueError(f"Argument `config` must be the checkpoint's config.json dict. "
+                         f"Received: config={type(config).__name__}")
+    check_checkpoint_dir(folder, overwrite=overwrite)
+    row = FAMILIES[family]
+    checkpoint_config, tensors = row.checkpoint(model, config)
+    checkpoint_config = {key: value for key, value in checkpoint_config.items()
+                         if key != "torch_dtype"}
+    checkpoint_config.update(architectures=[row.architecture], model_type=family,
+                             dtype="float32")
+    check_converts_back(model, row, checkpoint_config, tensors)
+    tokenizer_files = [os.fspath(path) for path in tokenizer_files]
+
+    def write(staging):
+        from safetensors.numpy import save_file
+
+        _write_json(os.path.join(staging, CONFIG_FILE), checkpoint_config)
+        save_file(tensors, os.path.join(staging, SAFETENSORS_FILE), metadata={"format": "pt"})
+        if generation is not None:
+            _write_json(os.path.join(staging, GENERATION_CONFIG_FILE), generation)
+        for path in tokenizer_files:
+            shutil.copyfile(path, os.path.join(staging, os.path.basename(path)))
+
+    return files.write_folder_atomically(folder, write, replace=overwrite)
+
+
+def check_checkpoint_dir(folder, *, overwrite=False, argument="folder"):
+    """Refuses a folder a checkpoint must not be written to: a file, the
+    working directory or a parent of it, a folder that is not empty (unless
+    `overwrite` and it is a checkpoint folder, holding `config.json`), or
+    any folder holding something else.
+
+    Raises:
+        ValueError: naming `folder` (or `argument`, the caller's name of
+            it; or `overwrite`) and saying why.
+    """
+    if not isinstance(overwrite, bool):
+        raise ValueError(f"Argument `overwrite` must be a bool. Received: overwrite={overwrite!r}")
+    shown = os.fspath(folder)
+    received = f"Received: {argument}={shown!r}"
+    if files.is_working_directory_or_parent(shown):
+        raise ValueError(f"Argument `{argument}` must not be the working directory or one of "
+                         f"its parents: a checkpoint replaces its whole folder. {received}")
+    if not os.path.lexists(shown):
+        return
+    if not os.path.isdir(shown):
+        raise ValueError(f"Argument `{argument}` must be a folder (new or empty). {received} "
+                         "(a file)")
+    if not os.listdir(shown):
+        return
+    if not os.path.isfile(os.path.join(shown, CONFIG_FILE)):
+        raise ValueError(f"Argument `{argument}` holds files but no checkpoint (no "
+                         f"config.json); it is never replaced. {received}")
+    if not overwrite:
+        raise ValueError(f"Argument `{argument}` already holds a checkpoint; pass "
+                         f"overwrite=True (--overwrite=true) to replace it. {received}")
+
+
+def check_converts_back(model, row, config, tensors):
+    """The tensors, read back by the family's converter, give `model`'s
+    weights exactly (so `transformers` and `load_pretrained` load the same
+    model); a `ValueError` in one line otherwise."""
+    try:
+        rebuilt = row.build_model(config, dict(tensors))
+    except ValueError as error:
+        raise ValueError(f"The model cannot be written as a {row.model_type} checkpoint that "
+                         f"loads back as the same model ({error})") from None
+    ours, theirs = model.weights, rebuilt.weights
+    if len(ours) != len(theirs):
+        raise ValueError(f"The model cannot be written as a {row.model_type} checkpoint: it "
+                         f"has {len(ours)} weights, the checkpoint's model {len(theirs)}. "
+                         f"Received: model={model.name!r}")
+    for mine, back in zip(ours, theirs):
+        same = tuple(mine.shape) == tuple(back.shape) and np.array_equal(
+            keras.ops.convert_to_numpy(mine), keras.ops.convert_to_numpy(back))
+        if not same:
+            raise ValueError(f"The model cannot be written as a {row.model_type} checkpoint: "
+                             f"its weight {mine.path!r} would not load back unchanged. "
+                             f"Received: model={model.name!r}")
+
+
+def _write_json(path, value):
+    with open(path, "w", encoding="utf-8") as file:
+        json.dump(value, file, indent=2, sort_keys=True)
+        file.write("\n")
+
+
+__all__ = ["GENERATION_CONFIG_FILE", "check_checkpoint_dir", "check_converts_back",
+           "save_pretrained"]
