@@ -17,9 +17,10 @@ Public modules:
 - `keras_attention.runs`: the run folders recipes save and the CLI loads.
 - `keras_attention.runtime`: fast execution defaults for the machine at hand.
 - `keras_attention.distribute`: `tf.distribute` strategies by name for training.
-- `keras_attention.export`: a run folder as a strings-to-strings SavedModel.
-- `keras_attention.pretrained`: Hugging Face checkpoints (Marian, BART, T5)
-  as models of our blocks.
+- `keras_attention.export`: a run folder as a strings-to-strings SavedModel,
+  or as a Hugging Face folder (`export.huggingface`).
+- `keras_attention.pretrained`: Hugging Face checkpoints (Marian, BART, mBART,
+  Pegasus, M2M100/NLLB, T5, mT5) as models of our blocks, and back out.
 - `keras_attention.server`: `keras-attention serve`, a run folder behind
   TensorFlow Serving's REST protocol (the `serve` extra).
 

@@ -376,7 +376,8 @@ def _parser():
                                help="replace a Hugging Face folder already there")
     export_parser.set_defaults(function=export)
     convert_parser = commands.add_parser(
-        "convert", help="a run folder of a Hugging Face checkpoint (Marian, BART, T5)")
+        "convert", help="a run folder of a Hugging Face checkpoint (Marian, BART, mBART, "
+                        "Pegasus, M2M100/NLLB, T5, mT5)")
     convert_parser.add_argument("checkpoint_dir", help="a local checkpoint folder")
     convert_parser.add_argument("run_dir", help="a new or empty folder (or a run folder, "
                                                 "with --overwrite=true)")

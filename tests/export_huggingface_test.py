@@ -21,7 +21,7 @@ import transformers
 from safetensors.numpy import load_file
 
 from keras_attention import cli
-from keras_attention.export.huggingface import export_huggingface
+from keras_attention.export.huggingface import CTranslate2Warning, export_huggingface
 from keras_attention.runs.convert import convert_checkpoint
 from tests.runs.convert_test import (
     LANGUAGE_FAMILIES,
@@ -132,7 +132,7 @@ def test_refusals_name_the_argument_and_write_nothing(tmp_path_factory, tmp_path
         (["export", run_dir, str(tmp_path / "saved"), "--overwrite=true"],
          "applies to `--format huggingface` only"),
         (["export", str(quick_translation_run[0]), str(tmp_path / "recipe"), "--format",
-          "huggingface"], "Argument `run_dir` must be a run folder of `keras-attention convert`"),
+          "huggingface", "--strategy", "beam"], "GNMT's length and coverage penalties"),
     ]:
         with pytest.raises(SystemExit) as error:
             cli.main(argv)
@@ -195,3 +195,67 @@ def test_a_fine_tuned_marian_exports_the_same_strings_to_transformers_and_ctrans
     ours = cli_generate(tmp_path / "tuned", texts, tmp_path, "--strategy", "greedy")
     assert transformers_strings(tmp_path / "hf", texts) == ours
     assert ctranslate2_strings(tmp_path / "hf", texts, tmp_path) == ours
+
+
+## Runs the translation recipe trained
+
+
+def test_a_recipe_run_exports_as_m2m100_with_its_strings(quick_translation_run, tmp_path):
+    """The quick preset's run (one SentencePiece vocabulary, pre-norm,
+    fairseq's positions: the recipe's defaults) goes out as M2M100 with a
+    `tokenizer.json` of its SentencePiece model: `transformers` gives
+    `keras-attention generate --strategy greedy`'s strings. CTranslate2's
+    converter would read its positions one off (it assumes fairseq's pad id
+    1, the run's is 0): one warning line says so."""
+    from keras_attention import data, runs
+
+    run_dir = quick_translation_run[0]
+    run = runs.SavedRun(run_dir)
+    texts = [source for source, _ in data.make_date_pairs(12, seed=3)]
+    with pytest.warns(CTranslate2Warning, match="as if the pad id were 1; this model's is 0"):
+        export_huggingface(run_dir, tmp_path / "hf", strategy="greedy")
+    config = json.loads((tmp_path / "hf" / "config.json").read_text())
+    assert config["architectures"] == ["M2M100ForConditionalGeneration"]
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(tmp_path / "hf"))
+    for text in texts:  # the run's own ids
+        assert tokenizer(text)["input_ids"] == [int(i) for i in run.source_tokenizer(text)]
+    ours = cli_generate(run_dir, texts, tmp_path, "--strategy", "greedy")
+    assert transformers_strings(tmp_path / "hf", texts) == ours
+    assert any(ours)
+
+
+def test_recipe_runs_no_architecture_computes_are_refused_naming_the_setting(
+        quick_translation_run, tmp_path):
+    """The recipes' GNMT beam scoring (the default preset's decoding), and a transformer
+    of the recipe's earlier layout (Keras' final-norm epsilon, interleaved
+    positions, an output bias), are refused in one line; nothing is written."""
+    from keras_attention import runs
+    from keras_attention.models import transformer_seq2seq
+
+    run_dir = quick_translation_run[0]
+    with pytest.raises(ValueError, match="GNMT's length.*Received: strategy='beam'"):
+        export_huggingface(run_dir, tmp_path / "beam", strategy="beam")
+    run = runs.SavedRun(run_dir)
+    earlier = transformer_seq2seq(run.model.config.vocabulary_size, num_layers=1, hidden_dim=16,
+                                  num_heads=2, intermediate_dim=32, share_embeddings=True,
+                                  max_length=34, start_token_id=2, end_token_id=3)
+    runs.save_run(tmp_path / "earlier", earlier, run.source_tokenizer, run.target_tokenizer,
+                  recipe="translation", config=run.config, scores={},
+                  decoding=run.generation.to_dict(), source_format="text")
+    with pytest.raises(ValueError, match="its setting `layer_norm_epsilon` is None, which "
+                                         "M2M100ForConditionalGeneration computes only as"):
+        export_huggingface(tmp_path / "earlier", tmp_path / "out", strategy="greedy")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["earlier"]
+
+
+@pytest.mark.large
+def test_a_run_with_a_vocabulary_per_language_is_refused(tmp_path):
+    from keras_attention.recipes.translation import config as translation_config
+    from keras_attention.recipes.translation import train as translation
+
+    translation.train_and_evaluate({
+        **translation_config.get_quick_config(), "shared_vocabulary": False, "epochs": 1,
+        "output_dir": str(tmp_path / "run"), "num_examples": 300})
+    with pytest.raises(ValueError, match="a vocabulary per language.*shared_vocabulary=False"):
+        export_huggingface(tmp_path / "run", tmp_path / "hf", strategy="greedy")
+    assert not (tmp_path / "hf").exists()

@@ -1,6 +1,6 @@
 """Beam search scored and stopped exactly as `transformers`' `generate` does.
 
-Pretrained checkpoints (Marian, BART, T5) were tuned with Hugging Face's beam
+Pretrained checkpoints (Marian, BART, T5, ...) were tuned with Hugging Face's beam
 search; this loop reproduces its `_beam_search` step for step, so that the
 same next-token scores give the same tokens and scores:
 

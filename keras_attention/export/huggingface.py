@@ -13,7 +13,11 @@ a CTranslate2 model.
 A converted run (`keras-attention convert`, fine-tuned or not) goes back to
 its checkpoint's family, the tensors under their own names
 (`pretrained.save_pretrained`): a checkpoint converted and exported gives
-back its own tensors.
+back its own tensors. A run the translation recipe trained (its defaults:
+one SentencePiece vocabulary, pre-norm blocks, fairseq's positions) goes
+out as the `transformers` architecture that computes the same function,
+M2M100, with a `tokenizer.json` of its SentencePiece model; a setting no
+architecture computes is refused in one line naming it.
 
 Example:
 
@@ -24,6 +28,7 @@ ct2-transformers-converter --model exported/opus-mt-en-de --output_dir ct2/opus-
 ```
 """
 
+import json
 import os
 import warnings
 
@@ -44,7 +49,8 @@ def export_huggingface(run_dir, export_dir, *, strategy=None, num_beams=None, ov
 
     Args:
         run_dir: a run folder of `keras-attention convert` (fine-tuned or
-            not).
+            not), or of a recipe that trained a transformer with one
+            vocabulary (the translation recipe's default).
         export_dir: the folder to write: new, empty, or (with
             `overwrite=True`) a checkpoint folder, replaced once the new one
             is complete; a failure leaves nothing behind.
@@ -66,26 +72,79 @@ def export_huggingface(run_dir, export_dir, *, strategy=None, num_beams=None, ov
 
     check_checkpoint_dir(export_dir, overwrite=overwrite, argument="export_dir")
     run = runs.SavedRun(run_dir)
-    source = run.metadata.get("converted_from")
-    if source is None:
-        raise ValueError(
-            "Argument `run_dir` must be a run folder of `keras-attention convert` (a Hugging "
-            f"Face checkpoint's family) to export as a Hugging Face folder; this one is a "
-            f"{run.recipe} recipe's run. Received: run_dir={os.fspath(run_dir)!r}")
     generation = run.generation.with_search(strategy, num_beams)
-    config = checkpoint_config_of(run)
+    if run.metadata.get("converted_from") is not None:
+        family, config, tokenizers = _converted_checkpoint(run)
+    else:
+        family, config, tokenizers = _recipe_checkpoint(run, generation)
     settings = checkpoint_generation_config(
         generation.to_dict(), eos_token_id=run.model.end_token_id,
         pad_token_id=run.model.pad_token_id, bos_token_id=config.get("bos_token_id"))
-    tokenizer_files = [run.path(os.path.join("tokenizer", name))
-                       for name in source["tokenizer_files"]]
-    path = save_pretrained(run.model, export_dir, family=source["family"], config=config,
-                           generation=settings, tokenizer_files=tokenizer_files,
-                           overwrite=overwrite)
+    path = save_pretrained(run.model, export_dir, family=family, config=config,
+                           generation=settings, tokenizer_files=tokenizers.get("copy", ()),
+                           written_files=tokenizers.get("write", {}), overwrite=overwrite)
     caveat = ctranslate2_caveat(run.model)
     if caveat:
         warnings.warn(caveat, CTranslate2Warning, stacklevel=2)
     return path
+
+
+def _converted_checkpoint(run):
+    """`(family, config, tokenizer files)` of a converted run: its
+    checkpoint's family and config, its tokenizer files copied unchanged."""
+    source = run.metadata["converted_from"]
+    files = [run.path(os.path.join("tokenizer", name)) for name in source["tokenizer_files"]]
+    return source["family"], checkpoint_config_of(run), {"copy": files}
+
+
+def _recipe_checkpoint(run, generation):
+    """`(family, config, tokenizer files)` of a run our recipes trained: the
+    architecture that computes its model (`families.recipe_model_family`:
+    M2M100), and a `tokenizer.json` of its one SentencePiece vocabulary with
+    the `tokenizer_config.json` that makes `AutoTokenizer` read it.
+
+    Raises:
+        ValueError: naming the setting, for a model or decoding no
+            `transformers` architecture computes (separate vocabularies,
+            an RNN, GNMT's beam scoring), before anything is written.
+    """
+    from keras_attention.models import TransformerSeq2Seq
+    from keras_attention.pretrained.families import recipe_model_family
+    from keras_attention.pretrained.tokenizer_json import from_sentencepiece
+    from keras_attention.runs.layout import TOKENIZER_FILES
+
+    received = f"Received: run_dir={run.run_dir!r}"
+    if not isinstance(run.model, TransformerSeq2Seq):
+        raise ValueError(f"Argument `run_dir` must hold a transformer to export as a Hugging "
+                         f"Face folder; its model is {run.kind.description}. {received}")
+    with open(run.path(TOKENIZER_FILES["source"]), "rb") as file:
+        source = file.read()
+    with open(run.path(TOKENIZER_FILES["target"]), "rb") as file:
+        if file.read() != source:
+            raise ValueError(
+                "The run has a vocabulary per language, which no transformers architecture "
+                "of pre-norm models computes (M2M100 has one): train it with "
+                f"--shared_vocabulary=true (the default) to export it. {received} "
+                "(shared_vocabulary=False)")
+    if generation.strategy == "beam" and generation.length_penalty_form == "gnmt":
+        raise ValueError(
+            "Argument `strategy`: the run's beam search scores with GNMT's length and "
+            "coverage penalties, which transformers' generate does not compute; export with "
+            "--strategy greedy (the same tokens in both). Received: strategy='beam'")
+    row = recipe_model_family()
+    written = {"tokenizer.json": from_sentencepiece(source),
+               "tokenizer_config.json": json.dumps(_tokenizer_config(run), indent=2)}
+    return row.model_type, row.config_of_model(run.model), {"write": written}
+
+
+def _tokenizer_config(run):
+    """The `tokenizer_config.json` of a recipe run's `tokenizer.json`: the
+    plain fast tokenizer class (not M2M100's, which adds language codes),
+    its special tokens, and the run's source length."""
+    return {"tokenizer_class": "PreTrainedTokenizerFast", "pad_token": "<pad>",
+            "unk_token": "<unk>", "bos_token": "<s>", "eos_token": "</s>",
+            "model_max_length": run.generation.source_length, "clean_up_tokenization_spaces":
+            False}
 
 
 def checkpoint_config_of(run):
@@ -114,17 +173,22 @@ def checkpoint_config_of(run):
 
 def ctranslate2_caveat(model):
     """Why CTranslate2 (4.8) would convert `model`'s exported folder wrongly,
-    or None: its converter of the BART-style families (Marian, BART, mBART,
+    or None. Its converter of the BART-style families (Marian, BART, mBART,
     Pegasus, M2M100) reads the encoder's attention head count for both
-    sides, so a decoder with other heads gives other tokens there."""
+    sides, and reads M2M100's position table as if the pad id were 1
+    (fairseq's); a model otherwise gets other tokens there, silently."""
     config = getattr(model, "config", None)
     encoder = getattr(config, "num_heads", None)
     decoder = getattr(config, "decoder_num_heads", None)
-    if encoder is None or decoder is None or decoder == encoder:
-        return None
-    return (f"CTranslate2's ct2-transformers-converter (4.8) gives the decoder the encoder's "
-            f"{encoder} attention heads, but it has {decoder}: transformers loads this folder "
-            f"exactly, CTranslate2 would translate it wrongly without an error")
+    if encoder is not None and decoder is not None and decoder != encoder:
+        return (f"CTranslate2's ct2-transformers-converter (4.8) gives the decoder the "
+                f"encoder's {encoder} attention heads, but it has {decoder}: transformers loads "
+                f"this folder exactly, CTranslate2 would translate it wrongly without an error")
+    if getattr(config, "position", None) == "sinusoidal_fairseq" and config.pad_token_id != 1:
+        return (f"CTranslate2's ct2-transformers-converter (4.8) reads M2M100's positions as if "
+                f"the pad id were 1; this model's is {config.pad_token_id}: transformers loads "
+                f"this folder exactly, CTranslate2 would translate it wrongly without an error")
+    return None
 
 
 __all__ = ["CTranslate2Warning", "FORMATS", "ctranslate2_caveat", "export_huggingface"]

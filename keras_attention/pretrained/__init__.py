@@ -1,4 +1,5 @@
-"""Pretrained Hugging Face checkpoints (Marian, BART, mBART, T5) on our blocks.
+"""Pretrained Hugging Face checkpoints on our blocks, in and out (the families of
+`families.FAMILIES`: Marian, BART, mBART, Pegasus, M2M100/NLLB, T5, mT5).
 
 `load_pretrained(folder)` reads a local checkpoint folder (`config.json`,
 `model.safetensors`, `generation_config.json`) and returns a

@@ -368,6 +368,12 @@ def bart_style_tensors(model, layout):
     `layout` holding the weights of `model` (what `transformers` 5 saves,
     Pegasus's fixed position tables included)."""
     tensors = tensors_from_links(bart_weight_links(model, layout))
+    config = model.config
+    if config.share_embeddings and not config.tie_embeddings:
+        # transformers 5 ties the sides' tables to `shared` only with tied
+        # output weights; untied, it saves (and reads) each side's copy.
+        for side in ("encoder", "decoder"):
+            tensors[f"model.{side}.embed_tokens.weight"] = tensors["model.shared.weight"]
     if layout.saves_positions:
         table = sinusoidal_halves_table(model.config.max_length, model.config.hidden_dim)
         for side in ("encoder", "decoder"):

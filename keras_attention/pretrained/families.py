@@ -46,6 +46,9 @@ class Family:
             none is read (no run folders then).
         recipe: the recipe of a run folder converted from it
             (`"translation"` or `"summarization"`), None with no tokenizer.
+        config_of_model: `(model) -> config dict` for the family whose
+            architecture computes the models our recipes train (M2M100:
+            pre-norm); None for the others.
         zero_start_row: the family's decoder starts from a zero vector,
             which `transformers` stores as the start token's row (Marian);
             fine-tuning keeps a zero row zero (CTranslate2 assumes it).
@@ -58,6 +61,7 @@ class Family:
     tokenizer: object = None
     recipe: str | None = None
     zero_start_row: bool = False
+    config_of_model: Callable | None = None
 
     @property
     def tokenizer_layouts(self):
@@ -86,8 +90,15 @@ FAMILIES = {family.model_type: family for family in (
     Family("m2m_100", "M2M100ForConditionalGeneration", m2m_100.m2m100_model,
            m2m_100.m2m100_checkpoint,
            tokenizers.OneOf(tokenizers.FastTokenizer, tokenizers.M2M100Tokenizer,
-                            tokenizers.NllbSentencePieceFolder), "translation"),
+                            tokenizers.NllbSentencePieceFolder), "translation",
+           config_of_model=m2m_100.m2m100_config),
 )}
+
+
+def recipe_model_family():
+    """The `Family` whose architecture computes the models our recipes train
+    (the row with `config_of_model`)."""
+    return next(row for row in FAMILIES.values() if row.config_of_model is not None)
 
 
 def family_of(config):
@@ -171,5 +182,5 @@ def load_checkpoint_tokenizer(folder, family):
     return FAMILIES[family].tokenizer.from_folder(folder)
 
 
-__all__ = ["FAMILIES", "Family", "family_of", "load_checkpoint_tokenizer",
+__all__ = ["FAMILIES", "Family", "family_of", "load_checkpoint_tokenizer", "recipe_model_family",
            "names_with_tokenizers", "tokenizer_files", "with_tokenizer"]

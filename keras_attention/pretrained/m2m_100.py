@@ -24,6 +24,7 @@ argument), and `keras-attention convert` refuses them naming it.
 """
 
 from keras_attention.pretrained.bart import (
+    ACTIVATIONS,
     BartLayout,
     bart_options,
     bart_style_checkpoint,
@@ -54,3 +55,28 @@ def m2m100_checkpoint(model, config):
     m2m_100 checkpoint of `model`, converted from one whose config is `config`
     (`bart.bart_style_checkpoint`)."""
     return bart_style_checkpoint(model, config, M2M100)
+
+
+def m2m100_config(model):
+    """The `config.json` dict of the M2M100 checkpoint that computes `model`,
+    a `TransformerSeq2Seq` trained here (pre-norm blocks with final norms,
+    fairseq's sinusoidal positions after the pad id, one token table): the
+    inverse of `m2m100_options`. Whether the model is one M2M100 computes is
+    checked by converting the checkpoint back (`saving.check_converts_back`
+    names the first setting that differs)."""
+    c = model.config
+    activation = next((name for name, ours in ACTIVATIONS.items() if ours == c.activation),
+                      c.activation)
+    return {
+        "model_type": M2M100.model_type, "is_encoder_decoder": True,
+        "vocab_size": c.vocabulary_size, "d_model": c.hidden_dim,
+        "encoder_layers": c.num_layers, "decoder_layers": c.num_decoder_layers,
+        "encoder_attention_heads": c.num_heads, "decoder_attention_heads": c.decoder_num_heads,
+        "encoder_ffn_dim": c.intermediate_dim, "decoder_ffn_dim": c.decoder_intermediate_dim,
+        "activation_function": activation, "max_position_embeddings": c.max_length,
+        "scale_embedding": c.scale_embeddings, "tie_word_embeddings": c.tie_embeddings,
+        "pad_token_id": c.pad_token_id, "bos_token_id": c.start_token_id,
+        "eos_token_id": c.end_token_id, "decoder_start_token_id": c.start_token_id,
+        "dropout": c.dropout, "attention_dropout": 0.0, "activation_dropout": 0.0,
+        "encoder_layerdrop": 0.0, "decoder_layerdrop": 0.0, "use_cache": True,
+    }

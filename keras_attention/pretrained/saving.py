@@ -33,7 +33,7 @@ GENERATION_CONFIG_FILE = "generation_config.json"
 
 
 def save_pretrained(model, folder, *, family, config, generation=None, tokenizer_files=(),
-                    overwrite=False):
+                    written_files=None, overwrite=False):
     """Writes `model` as a Hugging Face checkpoint folder of `family`.
 
     Args:
@@ -47,6 +47,8 @@ def save_pretrained(model, folder, *, family, config, generation=None, tokenizer
             made from.
         generation: a `generation_config.json` dict to write, or None.
         tokenizer_files: paths of tokenizer files to copy in unchanged.
+        written_files: `{name: text}` of more files to write (a
+            `tokenizer.json` made here).
         overwrite: bool.
 
     Returns:
@@ -83,6 +85,9 @@ def save_pretrained(model, folder, *, family, config, generation=None, tokenizer
             _write_json(os.path.join(staging, GENERATION_CONFIG_FILE), generation)
         for path in tokenizer_files:
             shutil.copyfile(path, os.path.join(staging, os.path.basename(path)))
+        for name, text in (written_files or {}).items():
+            with open(os.path.join(staging, name), "w", encoding="utf-8") as file:
+                file.write(text)
 
     return files.write_folder_atomically(folder, write, replace=overwrite)
 
@@ -119,15 +124,28 @@ def check_checkpoint_dir(folder, *, overwrite=False, argument="folder"):
                          f"overwrite=True (--overwrite=true) to replace it. {received}")
 
 
+#: Settings that do not change what a model computes at inference.
+TRAINING_ONLY_SETTINGS = ("name", "trainable", "dtype", "dropout", "packed",
+                          "coverage_loss_weight")
+
+
 def check_converts_back(model, row, config, tensors):
     """The tensors, read back by the family's converter, give `model`'s
-    weights exactly (so `transformers` and `load_pretrained` load the same
-    model); a `ValueError` in one line otherwise."""
+    settings and weights exactly (so `transformers` and `load_pretrained`
+    load the same model); a `ValueError` in one line naming the first
+    setting or weight that differs otherwise."""
     try:
         rebuilt = row.build_model(config, dict(tensors))
     except ValueError as error:
         raise ValueError(f"The model cannot be written as a {row.model_type} checkpoint that "
                          f"loads back as the same model ({error})") from None
+    ours, theirs = model.get_config(), rebuilt.get_config()
+    for key in sorted(set(ours) | set(theirs)):
+        if key not in TRAINING_ONLY_SETTINGS and ours.get(key) != theirs.get(key):
+            raise ValueError(f"The model cannot be written as a {row.model_type} checkpoint: "
+                             f"its setting `{key}` is {ours.get(key)!r}, which "
+                             f"{row.architecture} computes only as {theirs.get(key)!r}. "
+                             f"Received: {key}={ours.get(key)!r}")
     ours, theirs = model.weights, rebuilt.weights
     if len(ours) != len(theirs):
         raise ValueError(f"The model cannot be written as a {row.model_type} checkpoint: it "

@@ -15,6 +15,11 @@ Folders saved by `transformers` 5 hold `tokenizer.json` only (no
   for a BPE model with SentencePiece's whitespace, each piece scored by the
   rank of the merge making it.
 
+The other way, `from_sentencepiece(proto)` writes the `tokenizer.json` of a
+SentencePiece Unigram model (a recipe run's `.spm`), built with the
+`tokenizers` package, whose `transformers` tokenizer gives the model's ids
+and texts (the export of recipe runs, `export.huggingface`).
+
 For the serving graph of such a file: `template_ids` (the special ids around
 a text), `added_tokens` (matched in a text before the model),
 `keeps_trailing_space` and `decoder_strips_first_space` (where the file's
@@ -408,3 +413,43 @@ def _float(field, value):
 __all__ = ["FILE", "added_tokens", "bpe_sentencepiece_model", "bpe_vocabulary_and_merges",
            "decoder_strips_first_space", "keeps_trailing_space", "read", "template_ids",
            "unigram_sentencepiece_model"]
+
+
+def from_sentencepiece(proto):
+    """The `tokenizer.json` text of a serialized SentencePiece Unigram model
+    (`proto`: bytes): its pieces and scores, its normalization (the
+    precompiled character map, runs of spaces as one, no space at either
+    end), SentencePiece's `▁` whitespace, its control and unknown pieces as
+    special tokens, and no template (no special token is added to a text,
+    as our recipes' sources have none). Built with the `tokenizers` package.
+
+    Raises:
+        ValueError: for a model that is not Unigram, or without the
+            whitespace handling SentencePiece trains by default.
+    """
+    from sentencepiece import sentencepiece_model_pb2
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, normalizers, pre_tokenizers
+    from tokenizers.models import Unigram
+
+    model = sentencepiece_model_pb2.ModelProto()
+    model.ParseFromString(proto)
+    trainer, normalizer = model.trainer_spec, model.normalizer_spec
+    if trainer.model_type != _UNIGRAM:
+        _refuse("model.type", "a SentencePiece Unigram model", trainer.model_type)
+    if not normalizer.add_dummy_prefix or not normalizer.remove_extra_whitespaces:
+        _refuse("normalizer", "SentencePiece's default whitespace (a dummy prefix, runs of "
+                "spaces removed)", normalizer.name)
+    pieces = [(piece.piece, piece.score) for piece in model.pieces]
+    tokenizer = Tokenizer(Unigram(pieces, trainer.unk_id, trainer.byte_fallback))
+    steps = [normalizers.Strip(left=True, right=True),
+             normalizers.Replace(Regex(" {2,}"), " ")]
+    if normalizer.precompiled_charsmap:
+        steps.insert(0, normalizers.Precompiled(normalizer.precompiled_charsmap))
+    tokenizer.normalizer = normalizers.Sequence(steps)
+    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement=SPIECE_UNDERLINE,
+                                                       prepend_scheme="always")
+    tokenizer.decoder = decoders.Metaspace(replacement=SPIECE_UNDERLINE,
+                                           prepend_scheme="always")
+    special = [piece.piece for piece in model.pieces if piece.type in (_CONTROL, _UNKNOWN)]
+    tokenizer.add_special_tokens([AddedToken(piece, normalized=False) for piece in special])
+    return tokenizer.to_str()

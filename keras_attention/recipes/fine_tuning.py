@@ -3,9 +3,9 @@ translation and summarization recipes.
 
 `keras-attention train translation --init_from=RUN_DIR --data=FILE.tsv`
 continues from the weights of a run folder written by `keras-attention
-convert` (a Marian, BART or T5 checkpoint) with the checkpoint's own
-tokenizer: no SentencePiece is trained and the vocabulary stays the
-checkpoint's. It trains with the recipe's loop (teacher forcing on
+convert` (a Marian, BART, mBART, Pegasus, M2M100/NLLB, T5 or mT5
+checkpoint) with its own tokenizer: no SentencePiece is trained and the
+vocabulary stays the checkpoint's. It trains with the recipe's loop (teacher forcing on
 `[decoder_start] + target[:-1]`, the recipe's Adam and warmup schedule,
 label smoothing, epochs, batch size), evaluates with the converted run's
 generation settings and saves a run folder of the same (converted) kind.
@@ -49,7 +49,7 @@ FINE_TUNE_LEARNING_RATE = 5e-5
 
 #: Settings a converted model fixes: refused with `init_from` when changed.
 FIXED_SETTINGS = (
-    "architecture", "vocabulary_size", "num_layers", "hidden_dim", "num_heads",
+    "architecture", "vocabulary_size", "shared_vocabulary", "num_layers", "hidden_dim", "num_heads",
     "intermediate_dim", "dropout", "pack", "pointer_generator", "coverage_loss_weight",
     "strategy", "num_beams", "length_penalty", "learning_rate", "average_last_epochs",
     "distribution", "precision", "backup_dir",

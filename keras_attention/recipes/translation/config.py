@@ -14,7 +14,12 @@ def get_config():
         "num_examples": 20000,  # built-in data: number of date pairs
         "max_pairs": 0,  # file data: use at most this many pairs (0 = all)
         "architecture": "transformer",  # or "rnn" (Bahdanau attention)
-        "vocabulary_size": 800,  # per language (SentencePiece, trained on the train split)
+        "vocabulary_size": 800,  # SentencePiece, trained on the train split (see shared_vocabulary)
+        # One vocabulary and token table for both languages (the layout of
+        # Hugging Face's M2M100, so that `keras-attention export --format
+        # huggingface` writes the run for transformers and CTranslate2);
+        # false: a vocabulary of vocabulary_size per language (not exported there).
+        "shared_vocabulary": True,
         "max_length": 32,  # tokens per sentence (longer ones are cut)
         "num_layers": 2,
         "hidden_dim": 128,
@@ -76,7 +81,7 @@ def get_eng_deu_config():
     """The Tatoeba English->German configuration of examples/RESULTS.md."""
     config = get_config()
     config.update(
-        data="../shared/data/translation/eng-deu.tsv", vocabulary_size=4000,
+        data="../shared/data/translation/eng-deu.tsv", vocabulary_size=8000,
         max_length=24, batch_size=128,
         # 3+3 layers with a wider feed-forward, made affordable by packing (about
         # twice the non-pad tokens per second of the length-bucketed batches).

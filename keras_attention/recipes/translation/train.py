@@ -123,6 +123,18 @@ def execution_defaults(config):
     return runtime.fast_defaults(config["precision"], config["jit_compile"], bf16_on_cpu=False)
 
 
+def train_tokenizers(config, train_pairs):
+    """`(source, target)` SentencePiece tokenizers trained on the training
+    pairs: one tokenizer on both sides' texts (the same object twice) with
+    `shared_vocabulary`, else one per language."""
+    sources, targets = [s for s, _ in train_pairs], [t for _, t in train_pairs]
+    if config["shared_vocabulary"]:
+        tokenizer = checks.train_tokenizer(sources + targets, config["vocabulary_size"])
+        return tokenizer, tokenizer
+    return (checks.train_tokenizer(sources, config["vocabulary_size"]),
+            checks.train_tokenizer(targets, config["vocabulary_size"]))
+
+
 def build_model(config, source_tokenizer, target_tokenizer):
     sizes = dict(
         vocabulary_size=source_tokenizer.vocabulary_size(),
@@ -134,11 +146,17 @@ def build_model(config, source_tokenizer, target_tokenizer):
             **sizes, embedding_dim=config["hidden_dim"], units=2 * config["hidden_dim"],
             attention="bahdanau", dropout=config["dropout"],
         )
+    # Pre-norm blocks with final norms, fairseq's sinusoidal positions after
+    # the pad id, LayerNorm epsilon 1e-5 and no output bias: what Hugging
+    # Face's M2M100 computes (with one vocabulary), so that the run exports
+    # as a transformers checkpoint.
     return transformer_seq2seq(
         **sizes, num_layers=config["num_layers"], hidden_dim=config["hidden_dim"],
         num_heads=config["num_heads"], intermediate_dim=config["intermediate_dim"],
         dropout=config["dropout"], max_length=config["max_length"] + 2,
-        packed=config["pack"],
+        packed=config["pack"], share_embeddings=source_tokenizer is target_tokenizer,
+        position="sinusoidal_fairseq", position_offset=sizes["pad_token_id"] + 1,
+        layer_norm_epsilon=1e-5, output_bias=False,
     )
 
 
@@ -211,10 +229,7 @@ def train(config, splits, strategy, execution, extra_callbacks):
         metadata = fine_tuning.check_init_from(config, [config])
         return fine_tuning.fine_tune(config, metadata, train_pairs, validation,
                                      execution["jit_compile"], extra_callbacks)
-    source_tokenizer = checks.train_tokenizer([s for s, _ in train_pairs],
-                                              config["vocabulary_size"])
-    target_tokenizer = checks.train_tokenizer([t for _, t in train_pairs],
-                                              config["vocabulary_size"])
+    source_tokenizer, target_tokenizer = train_tokenizers(config, train_pairs)
     # Padded to a few full-size shapes: a few programs for XLA to compile, and
     # batches that split evenly between devices where they must.
     pad = execution["jit_compile"] or distribute.needs_even_batches(strategy)
