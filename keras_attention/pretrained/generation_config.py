@@ -49,7 +49,7 @@ from keras_attention.decoding.samplers import (
     TopKSampler,
     TopPSampler,
 )
-from keras_attention.pretrained.checkpoint import checkpoint_file
+from keras_attention.pretrained.checkpoint import GENERATION_CONFIG_FILE, checkpoint_file
 
 #: `transformers`' defaults of the keys we read (applied when a key is unset).
 DEFAULTS = {
@@ -99,7 +99,7 @@ def read_generation_config(path_or_dict):
         )
     path = os.fspath(path_or_dict)
     if os.path.isdir(path):  # a plain file inside the checkpoint folder
-        path = checkpoint_file(path, "generation_config.json")
+        path = checkpoint_file(path, GENERATION_CONFIG_FILE)
     if not os.path.isfile(path):
         raise FileNotFoundError(
             f"No generation_config.json at {path!r}. Received: path_or_dict={path_or_dict!r}"

@@ -14,7 +14,11 @@ naming it, raised before any weight is copied. Nothing is downloaded.
 
 import os
 
-from keras_attention.pretrained.checkpoint import read_config, read_weights
+from keras_attention.pretrained.checkpoint import (
+    GENERATION_CONFIG_FILE,
+    read_config,
+    read_weights,
+)
 from keras_attention.pretrained.families import family_of
 from keras_attention.pretrained.generation_config import generation_settings
 
@@ -54,7 +58,7 @@ def load_pretrained(folder):
     weights = read_weights(folder)
     model = family.build_model(config, weights)
     generation = {}
-    if os.path.isfile(os.path.join(os.fspath(folder), "generation_config.json")):
+    if os.path.isfile(os.path.join(os.fspath(folder), GENERATION_CONFIG_FILE)):
         generation = generation_settings(folder, end_token_id=model.end_token_id,
                                          pad_token_id=model.pad_token_id)
     if "decoder_start_token_id" not in generation:

@@ -26,10 +26,12 @@ import keras
 import numpy as np
 
 from keras_attention import files
-from keras_attention.pretrained.checkpoint import CONFIG_FILE, SAFETENSORS_FILE
+from keras_attention.pretrained.checkpoint import (
+    CONFIG_FILE,
+    GENERATION_CONFIG_FILE,
+    SAFETENSORS_FILE,
+)
 from keras_attention.pretrained.families import FAMILIES
-
-GENERATION_CONFIG_FILE = "generation_config.json"
 
 
 def save_pretrained(model, folder, *, family, config, generation=None, tokenizer_files=(),
@@ -166,5 +168,5 @@ def _write_json(path, value):
         file.write("\n")
 
 
-__all__ = ["GENERATION_CONFIG_FILE", "check_checkpoint_dir", "check_converts_back",
+__all__ = ["check_checkpoint_dir", "check_converts_back",
            "save_pretrained"]
