@@ -30,8 +30,8 @@ import tensorflow as tf
 
 from keras_attention.validation import check_choice, check_positive_int
 
-STRATEGIES = ("default", "mirrored", "multi_worker", "tpu", "data_parallel")
-# The Keras backends on which each of `STRATEGIES` means something.
+DISTRIBUTION_STRATEGIES = ("default", "mirrored", "multi_worker", "tpu", "data_parallel")
+# The Keras backends on which each of `DISTRIBUTION_STRATEGIES` means something.
 BACKENDS = {
     "default": ("tensorflow", "jax", "torch"),
     "mirrored": ("tensorflow",),
@@ -73,7 +73,7 @@ def get_strategy(name="default", *, devices=None, tpu=None):
         `SingleDevice` on JAX; a `SingleDevice` on torch.
 
     Raises:
-        ValueError: `name` is not one of `STRATEGIES`, or means nothing
+        ValueError: `name` is not one of `DISTRIBUTION_STRATEGIES`, or means nothing
             under the current Keras backend (the error names the argument
             `distribution`, the recipes' setting), or `devices` is empty.
         RuntimeError: `name="tpu"` and no TPU is reachable.
@@ -91,7 +91,7 @@ def get_strategy(name="default", *, devices=None, tpu=None):
     ...
     ValueError: Argument `name` must be one of ...Received: name='gpus'
     """
-    name = check_choice("name", name, STRATEGIES)
+    name = check_choice("name", name, DISTRIBUTION_STRATEGIES)
     backend = keras.config.backend()
     _check_backend(name, backend)
     if name == "data_parallel":
@@ -174,7 +174,7 @@ class JaxDataParallel:
 def _check_backend(name, backend):
     if backend in BACKENDS[name]:
         return
-    usable = tuple(n for n in STRATEGIES if backend in BACKENDS[n])
+    usable = tuple(n for n in DISTRIBUTION_STRATEGIES if backend in BACKENDS[n])
     if name == "data_parallel":
         why = f"{name!r} is keras.distribution.DataParallel, for KERAS_BACKEND=jax"
     else:
@@ -342,7 +342,7 @@ def tf_config(workers, index):
 
 __all__ = [
     "BACKENDS",
-    "STRATEGIES",
+    "DISTRIBUTION_STRATEGIES",
     "JaxDataParallel",
     "MultiWorkerMirroredStrategy",
     "SingleDevice",

@@ -2,16 +2,15 @@
 
 Measured on CPUs (see `bench/RESULTS.md` and
 `../shared/reference/performance.md`): for matmul-bound models, graph mode
-with oneDNN is the fastest way to train on a CPU (XLA on CPU is 0.5-0.9x of
-it and does not reach the AMX bf16 kernels), and `mixed_bfloat16` pays off
+with oneDNN is the fastest way to train on a CPU (XLA on CPU is slower and
+does not reach the AMX bf16 kernels), and `mixed_bfloat16` pays off
 only where the CPU has native bf16 instructions (AMX or AVX512-BF16). Small
 models are the exception, each measured: the memory network (d=50, fixed
-shapes) trains 2-3x faster under XLA (`xla_on_cpu=True`), and the recipes'
+shapes) trains faster under XLA (`xla_on_cpu=True`), and the recipes'
 d=128 Transformers are fastest in plain float32 graph mode
 (`bf16_on_cpu=False`). On GPUs, XLA and `mixed_bfloat16` are the fast
 path. On JAX, XLA is the only compiled mode (JAX has no graph mode:
-`jit_compile=False` runs op by op, tens of times slower a step of the
-quick translation recipe than under XLA), so "auto" compiles there.
+`jit_compile=False` runs op by op, far slower than under XLA), so "auto" compiles there.
 `fast_defaults()` turns that into two settings a recipe passes to Keras,
 each of which the user can override.
 """

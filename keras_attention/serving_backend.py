@@ -2,8 +2,8 @@
 
 Answering a line needs no TensorFlow: a run folder's model loads on any
 backend and its `.spm` files are read in plain Python. On JAX the command
-starts in about half the time (TensorFlow's import alone is ~2.5 s of the
-~5 s of a second one-sentence call on 2 cores) and its compiled search is
+starts faster (TensorFlow's import is about half of a second one-sentence
+call: bench/RESULTS.md) and its compiled search is
 kept between calls (`runtime.cache_compilations`). So when this process is
 the `keras-attention` script running `generate` or `evaluate`, and the user
 chose no backend (no `KERAS_BACKEND`, and Keras' config file

@@ -168,13 +168,16 @@ def test_a_fine_tuned_marian_exports_the_same_strings_to_transformers_and_ctrans
     """Convert an OPUS-MT-shaped Marian (zero pad row, one head count),
     fine-tune it with `train translation --init_from`, export: the weights
     moved, the decoder start row stayed zero, and `transformers` and
-    CTranslate2 give `keras-attention generate`'s strings."""
+    CTranslate2 give `keras-attention generate`'s strings (greedy);
+    exported with the run's beam search, `transformers` gives its beam
+    strings."""
     from keras_attention import runs
     from keras_attention.recipes.translation import train as translation
     from tests.pretrained.tokenizers_test import ENGLISH, GERMAN
     from tests.recipes.fine_tuning_test import fine_tune_config
 
-    make_checkpoint(tmp_path / "checkpoint", "marian", {"max_length": 10},
+    make_checkpoint(tmp_path / "checkpoint", "marian",
+                    {"max_length": 10, "num_beams": 4, "length_penalty": 0.6},
                     decoder_attention_heads=2, zero_pad_row=True)
     convert_checkpoint(tmp_path / "checkpoint", tmp_path / "run")
     data = tmp_path / "pairs.tsv"
@@ -195,33 +198,45 @@ def test_a_fine_tuned_marian_exports_the_same_strings_to_transformers_and_ctrans
     ours = cli_generate(tmp_path / "tuned", texts, tmp_path, "--strategy", "greedy")
     assert transformers_strings(tmp_path / "hf", texts) == ours
     assert ctranslate2_strings(tmp_path / "hf", texts, tmp_path) == ours
+    # The run's own decoding (the checkpoint's beam search) goes out too.
+    cli.main(["export", str(tmp_path / "tuned"), str(tmp_path / "hf_beam"), "--format",
+              "huggingface"])
+    assert json.loads((tmp_path / "hf_beam" / "generation_config.json").read_text())[
+        "num_beams"] == tuned.generation.num_beams > 1
+    beam = cli_generate(tmp_path / "tuned", texts, tmp_path)
+    assert transformers_strings(tmp_path / "hf_beam", texts) == beam
 
 
 ## Runs the translation recipe trained
 
 
-def test_a_recipe_run_exports_as_m2m100_with_its_strings(quick_translation_run, tmp_path):
+def test_a_recipe_run_exports_as_m2m100_with_its_strings(quick_translation_run, tmp_path,
+                                                         recwarn):
     """The quick preset's run (one SentencePiece vocabulary, pre-norm,
     fairseq's positions: the recipe's defaults) goes out as M2M100 with a
-    `tokenizer.json` of its SentencePiece model: `transformers` gives
-    `keras-attention generate --strategy greedy`'s strings. CTranslate2's
-    converter would read its positions one off (it assumes fairseq's pad id
-    1, the run's is 0): one warning line says so."""
+    `tokenizer.json` of its SentencePiece model, its tokens in fairseq's
+    order (pad id 1, as M2M100's): `transformers` gives `keras-attention
+    generate --strategy greedy`'s strings, and so does CTranslate2 after
+    `ct2-transformers-converter --model --output_dir` (float32, greedy),
+    with no warning."""
     from keras_attention import data, runs
 
     run_dir = quick_translation_run[0]
     run = runs.SavedRun(run_dir)
     texts = [source for source, _ in data.make_date_pairs(12, seed=3)]
-    with pytest.warns(CTranslate2Warning, match="as if the pad id were 1; this model's is 0"):
-        export_huggingface(run_dir, tmp_path / "hf", strategy="greedy")
+    export_huggingface(run_dir, tmp_path / "hf", strategy="greedy")
+    assert not [w for w in recwarn if issubclass(w.category, CTranslate2Warning)]
     config = json.loads((tmp_path / "hf" / "config.json").read_text())
     assert config["architectures"] == ["M2M100ForConditionalGeneration"]
+    assert (config["bos_token_id"], config["pad_token_id"], config["eos_token_id"]) == (0, 1, 2)
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(tmp_path / "hf"))
-    for text in texts:  # the run's own ids
-        assert tokenizer(text)["input_ids"] == [int(i) for i in run.source_tokenizer(text)]
+    assert tokenizer.convert_ids_to_tokens([0, 1, 2, 3]) == ["<s>", "<pad>", "</s>", "<unk>"]
+    for text, pieces in zip(texts, run.source_tokenizer.pieces(texts)):  # renumbered
+        assert tokenizer.convert_ids_to_tokens(tokenizer(text)["input_ids"]) == pieces
     ours = cli_generate(run_dir, texts, tmp_path, "--strategy", "greedy")
     assert transformers_strings(tmp_path / "hf", texts) == ours
-    assert any(ours)
+    assert ctranslate2_strings(tmp_path / "hf", texts, tmp_path) == ours
+    assert len(set(ours)) > 1
 
 
 def test_recipe_runs_no_architecture_computes_are_refused_naming_the_setting(
@@ -246,6 +261,33 @@ def test_recipe_runs_no_architecture_computes_are_refused_naming_the_setting(
                                          "M2M100ForConditionalGeneration computes only as"):
         export_huggingface(tmp_path / "earlier", tmp_path / "out", strategy="greedy")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["earlier"]
+
+
+def test_a_run_counting_positions_from_its_pad_id_keeps_its_ids_with_one_warning(
+        quick_translation_run, tmp_path):
+    """A run of the recipe's version of 2026-12-07 (fairseq positions from
+    the pad id 0 + 1) exports with its own ids, which transformers computes
+    exactly; CTranslate2's converter would count its positions from 2: one
+    warning says so."""
+    from keras_attention import runs
+    from keras_attention.models import transformer_seq2seq
+
+    run = runs.SavedRun(quick_translation_run[0])
+    c = run.model.config
+    earlier = transformer_seq2seq(
+        c.vocabulary_size, num_layers=1, hidden_dim=16, num_heads=2, intermediate_dim=32,
+        share_embeddings=True, max_length=c.max_length, pad_token_id=0, start_token_id=2,
+        end_token_id=3, position="sinusoidal_fairseq", position_offset=1,
+        layer_norm_epsilon=1e-5, output_bias=False)
+    runs.save_run(tmp_path / "earlier", earlier, run.source_tokenizer, run.target_tokenizer,
+                  recipe="translation", config=run.config, scores={},
+                  decoding=run.generation.to_dict(), source_format="text")
+    with pytest.warns(CTranslate2Warning, match="as if the pad id were 1; this model's is 0"):
+        export_huggingface(tmp_path / "earlier", tmp_path / "hf", strategy="greedy")
+    config = json.loads((tmp_path / "hf" / "config.json").read_text())
+    assert (config["pad_token_id"], config["eos_token_id"]) == (0, 3)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(tmp_path / "hf"))
+    assert tokenizer.convert_ids_to_tokens([0, 1, 2, 3]) == ["<pad>", "<unk>", "<s>", "</s>"]
 
 
 @pytest.mark.large

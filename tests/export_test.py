@@ -11,8 +11,8 @@ import keras
 import pytest
 import tensorflow as tf
 
-from keras_attention import cli, data, export, runs
-from keras_attention.export import export_run
+from keras_attention import cli, data, runs
+from keras_attention.export import export_run, savedmodel
 from keras_attention.models import rnn_seq2seq, transformer_seq2seq
 
 TEXTS = [
@@ -282,14 +282,14 @@ def test_export_reads_runs_through_saved_run_and_imports_no_cli():
     import inspect
 
     imported = set()
-    for node in ast.walk(ast.parse(inspect.getsource(export))):
+    for node in ast.walk(ast.parse(inspect.getsource(savedmodel))):
         if isinstance(node, ast.ImportFrom):
             imported |= {f"{node.module}.{alias.name}" for alias in node.names}
         elif isinstance(node, ast.Import):
             imported |= {alias.name for alias in node.names}
     assert "keras_attention.runs" in imported
     assert not {name for name in imported if "cli" in name.split(".")}
-    assert "_write_atomically" not in vars(export)  # files.write_folder_atomically instead
+    assert "_write_atomically" not in vars(savedmodel)  # files.write_folder_atomically instead
 
 
 @pytest.mark.parametrize("error", ["oserror", "tensorflow"])
@@ -309,7 +309,7 @@ def test_export_to_a_full_disk_is_one_line_and_leaves_nothing(tmp_path, monkeypa
             raise tf.errors.ResourceExhaustedError(None, None, "saved_model.pb.tmp; No space "
                                                                "left on device")
 
-    monkeypatch.setattr(export, "_build_archive", lambda *args: HalfWritten())
+    monkeypatch.setattr(savedmodel, "_build_archive", lambda *args: HalfWritten())
     (tmp_path / "out").mkdir()
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["export", str(run_dir), str(tmp_path / "out")])

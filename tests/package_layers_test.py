@@ -91,6 +91,34 @@ def _cycles(edges):
     return groups
 
 
+def module_imports():
+    """`{(importer module, imported module): [line, ...]}` over the whole
+    package: `from keras_attention.runs import saved_run` names the module
+    `keras_attention.runs.saved_run`, `from keras_attention.runs import
+    SavedRun` the package `keras_attention.runs` (its `__init__`)."""
+    modules = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(ROOT).with_suffix("")
+        modules[".".join(relative.parts[:-1] if relative.name == "__init__"
+                         else relative.parts)] = path
+    edges = collections.defaultdict(list)
+    for module, path in modules.items():
+        for name in _imported_modules(path, module):
+            while name and name not in modules:
+                name = name.rpartition(".")[0]
+            if name and name.startswith("keras_attention") and name != module:
+                edges[(module, name)].append(str(path.relative_to(ROOT)))
+    return edges
+
+
+def test_no_cycle_among_the_modules():
+    """Counting imports inside functions, and a package's `__init__` as a
+    module: no module imports, even on use, one that imports it back."""
+    edges = module_imports()
+    assert ("keras_attention.runs.convert", "keras_attention.pretrained.loading") in edges
+    assert _cycles(edges) == []
+
+
 def test_no_cycle_among_the_first_level_parts():
     edges = part_imports()
     assert ("runs", "pretrained") in edges  # the scan sees imports on use

@@ -26,7 +26,7 @@ from keras_attention.decoding.samplers import (
     serialize_sampler,
 )
 from keras_attention.decoding.sampling import (
-    STRATEGIES,
+    SAMPLING_STRATEGIES,
     select_tokens,
     top_k_logits,
     top_p_logits,
@@ -49,7 +49,7 @@ __all__ = [
     "GenerationRules",
     "GreedySampler",
     "RandomSampler",
-    "STRATEGIES",
+    "SAMPLING_STRATEGIES",
     "SUPPRESSED_LOGIT",
     "Sampler",
     "TopKSampler",

@@ -11,7 +11,7 @@ from keras import ops
 
 from keras_attention.decoding import stateless_random
 
-STRATEGIES = ("greedy", "beam", "top_k", "top_p", "sample")
+SAMPLING_STRATEGIES = ("greedy", "beam", "top_k", "top_p", "sample")
 
 
 def _is_number(value):
@@ -33,9 +33,9 @@ def validate_generation_args(
     vocab_size,
 ):
     """Raises a ValueError naming the first bad argument."""
-    if strategy not in STRATEGIES:
+    if strategy not in SAMPLING_STRATEGIES:
         raise ValueError(
-            f"Argument `strategy` must be one of {', '.join(map(repr, STRATEGIES))}. "
+            f"Argument `strategy` must be one of {', '.join(map(repr, SAMPLING_STRATEGIES))}. "
             f"Received: strategy={strategy!r}"
         )
     if not isinstance(max_length, numbers.Integral) or isinstance(max_length, bool) or (

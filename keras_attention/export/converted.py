@@ -1,4 +1,4 @@
-"""How the `"converted"` model kind exports (`keras_attention.export.ARCHIVES`):
+"""How the `"converted"` model kind exports (`export.savedmodel.ARCHIVES`):
 a converted Hugging Face checkpoint's run folder as a SavedModel serving
 strings to strings (`keras-attention export RUN_DIR EXPORT_DIR`).
 
@@ -24,13 +24,14 @@ translator.serve(tf.constant(["I am a small frog."]))  # tf.string (1,)
 ```
 """
 
-#: The `generate` keyword arguments the exported graph honours, beyond
-#: `sampler` and `max_length`: the rest of `GenerationConfig.generate_kwargs`'s
-#: output is `decoding.GenerationRules`.
+from keras_attention.export.serving_graph import serving_archive
+from keras_attention.runs.generation import RULE_KEYS
+
+#: The `generate` keyword arguments the exported graph passes to the search
+#: itself, beyond `sampler` and `max_length`; the other `RULE_KEYS` of
+#: `GenerationConfig.generate_kwargs`'s output are `decoding.GenerationRules`.
 _SEARCH_KEYS = ("suppress_token_ids", "decoder_start_token_id")
-_RULE_KEYS = ("min_length", "no_repeat_ngram_size", "forced_bos_token_id",
-              "forced_eos_token_id", "bad_words_ids", "begin_suppress_token_ids",
-              "renormalize_logits")
+_RULE_KEYS = tuple(key for key in RULE_KEYS if key not in _SEARCH_KEYS)
 
 
 def converted_archive(run, strategy, num_beams):
@@ -91,8 +92,6 @@ def converted_archive(run, strategy, num_beams):
         tokens = tf.cast(tokens, tf.int32)
         ended = tf.cumsum(tf.cast(tokens == end_id, tf.int32), axis=1, exclusive=True)
         return target_tokens.decode(tf.ragged.boolean_mask(tokens, ended == 0))
-
-    from keras_attention.export import serving_archive
 
     trackables = [source_tokens] + ([] if target_tokens is source_tokens else [target_tokens])
     return serving_archive(model, encode, generate, detokenize, trackables=trackables)

@@ -28,11 +28,16 @@ ct2-transformers-converter --model exported/opus-mt-en-de --output_dir ct2/opus-
 ```
 """
 
+import dataclasses
 import json
 import os
 import warnings
 
-from keras_attention.pretrained.generation_config import checkpoint_generation_config
+from keras_attention.pretrained.bart import renumber_tokens
+from keras_attention.pretrained.generation_config import (
+    checkpoint_generation_config,
+    renumber_token_ids,
+)
 from keras_attention.pretrained.saving import check_checkpoint_dir, save_pretrained
 
 #: What the CLI's `--format` takes.
@@ -74,34 +79,56 @@ def export_huggingface(run_dir, export_dir, *, strategy=None, num_beams=None, ov
     run = runs.SavedRun(run_dir)
     generation = run.generation.with_search(strategy, num_beams)
     if run.metadata.get("converted_from") is not None:
-        family, config, tokenizers = _converted_checkpoint(run)
+        outgoing = _converted_checkpoint(run)
     else:
-        family, config, tokenizers = _recipe_checkpoint(run, generation)
+        outgoing = _recipe_checkpoint(run, generation)
     settings = checkpoint_generation_config(
         generation.to_dict(), eos_token_id=run.model.end_token_id,
-        pad_token_id=run.model.pad_token_id, bos_token_id=config.get("bos_token_id"))
-    path = save_pretrained(run.model, export_dir, family=family, config=config,
-                           generation=settings, tokenizer_files=tokenizers.get("copy", ()),
-                           written_files=tokenizers.get("write", {}), overwrite=overwrite)
-    caveat = ctranslate2_caveat(run.model)
+        pad_token_id=run.model.pad_token_id, bos_token_id=outgoing.run_config.get("bos_token_id"))
+    if outgoing.new_id is not None:
+        settings = renumber_token_ids(settings, outgoing.new_id)
+    path = save_pretrained(outgoing.model, export_dir, family=outgoing.family,
+                           config=outgoing.config, generation=settings,
+                           tokenizer_files=outgoing.copied, written_files=outgoing.written,
+                           overwrite=overwrite)
+    caveat = ctranslate2_caveat(outgoing.model)
     if caveat:
         warnings.warn(caveat, CTranslate2Warning, stacklevel=2)
     return path
 
 
+@dataclasses.dataclass(frozen=True)
+class _Outgoing:
+    """What a run is written as: the family, the model and its `config.json`
+    dict (`run_config`: the same with the run's own token ids), the
+    tokenizer files copied and written, and `{run id: exported id}` where
+    the export renumbers the tokens (None: the run's ids)."""
+
+    family: str
+    model: object
+    config: dict
+    run_config: dict
+    copied: tuple = ()
+    written: dict = dataclasses.field(default_factory=dict)
+    new_id: dict = None
+
+
 def _converted_checkpoint(run):
-    """`(family, config, tokenizer files)` of a converted run: its
-    checkpoint's family and config, its tokenizer files copied unchanged."""
+    """A converted run: its checkpoint's family and config, its tokenizer
+    files copied unchanged."""
     source = run.metadata["converted_from"]
-    files = [run.path(os.path.join("tokenizer", name)) for name in source["tokenizer_files"]]
-    return source["family"], checkpoint_config_of(run), {"copy": files}
+    files = tuple(run.path(os.path.join("tokenizer", name))
+                  for name in source["tokenizer_files"])
+    config = checkpoint_config_of(run)
+    return _Outgoing(source["family"], run.model, config, config, copied=files)
 
 
 def _recipe_checkpoint(run, generation):
-    """`(family, config, tokenizer files)` of a run our recipes trained: the
-    architecture that computes its model (`families.recipe_model_family`:
-    M2M100), and a `tokenizer.json` of its one SentencePiece vocabulary with
-    the `tokenizer_config.json` that makes `AutoTokenizer` read it.
+    """A run our recipes trained: the architecture that computes its model
+    (`families.recipe_model_family`: M2M100), a `tokenizer.json` of its one
+    SentencePiece vocabulary with the `tokenizer_config.json` that makes
+    `AutoTokenizer` read it, and its tokens in fairseq's order when its
+    positions are counted from 2 (`fairseq_token_order`).
 
     Raises:
         ValueError: naming the setting, for a model or decoding no
@@ -110,6 +137,7 @@ def _recipe_checkpoint(run, generation):
     """
     from keras_attention.models import TransformerSeq2Seq
     from keras_attention.pretrained.families import recipe_model_family
+    from keras_attention.pretrained.saving import check_converts_back
     from keras_attention.pretrained.tokenizer_json import from_sentencepiece
     from keras_attention.runs.layout import TOKENIZER_FILES
 
@@ -132,9 +160,41 @@ def _recipe_checkpoint(run, generation):
             "coverage penalties, which transformers' generate does not compute; export with "
             "--strategy greedy (the same tokens in both). Received: strategy='beam'")
     row = recipe_model_family()
-    written = {"tokenizer.json": from_sentencepiece(source),
+    run_config = row.config_of_model(run.model)
+    order = fairseq_token_order(run.model, run.source_tokenizer.token_to_id("<unk>"))
+    model, config, new_id = run.model, run_config, None
+    if order is not None:
+        new_id = {int(old): new for new, old in enumerate(order)}
+        config, tensors = renumber_tokens(*row.checkpoint(run.model, run_config), order)
+        model = check_converts_back(run.model, row, config, tensors, new_id=new_id)
+    written = {"tokenizer.json": from_sentencepiece(source, order),
                "tokenizer_config.json": json.dumps(_tokenizer_config(run), indent=2)}
-    return row.model_type, row.config_of_model(run.model), {"write": written}
+    return _Outgoing(row.model_type, model, config, run_config, written=written, new_id=new_id)
+
+
+def fairseq_token_order(model, unk_token_id):
+    """The order a recipe model's tokens are exported in: fairseq's (`<s>`
+    0, `<pad>` 1, `</s>` 2, `<unk>` 3, then the other pieces in the run's
+    order) for a model whose fairseq positions count from 2, as M2M100's do
+    with its pad id 1 (transformers counts them from the pad id + 1,
+    CTranslate2's converter from 2 whatever the pad id is); None (the run's
+    own ids) for a model whose positions count from its pad id + 1 already.
+
+    Example:
+
+    >>> from keras_attention.models import transformer_seq2seq
+    >>> model = transformer_seq2seq(8, num_layers=1, hidden_dim=8, num_heads=2,
+    ...                             intermediate_dim=8, position="sinusoidal_fairseq",
+    ...                             position_offset=2, pad_token_id=0, start_token_id=2,
+    ...                             end_token_id=3)
+    >>> fairseq_token_order(model, unk_token_id=1)
+    [2, 0, 3, 1, 4, 5, 6, 7]
+    """
+    config = model.config
+    if config.position_offset == config.pad_token_id + 1 or config.position_offset != 2:
+        return None
+    first = [config.start_token_id, config.pad_token_id, config.end_token_id, unk_token_id]
+    return first + [i for i in range(config.vocabulary_size) if i not in first]
 
 
 def _tokenizer_config(run):
@@ -191,4 +251,5 @@ def ctranslate2_caveat(model):
     return None
 
 
-__all__ = ["CTranslate2Warning", "FORMATS", "ctranslate2_caveat", "export_huggingface"]
+__all__ = ["CTranslate2Warning", "FORMATS", "ctranslate2_caveat", "export_huggingface",
+           "fairseq_token_order"]

@@ -137,8 +137,8 @@ def flash_attention(query, key, value, mask_fn=None, link=None, bias=None,
     `exp(S - lse)` it would save, and the forward pass is then exactly the
     exact path's. `- D` is a subtraction that XLA fuses into the `P * ...`
     (folding it into the matmul with a column of ones appended to the
-    values, as before, made XLA's CPU dot 1.5x slower and saved TensorFlow
-    less than noise: bench/RESULTS.md).
+    values, as before, made XLA's CPU dot slower and saved TensorFlow less
+    than noise: bench/RESULTS.md).
 
     Args:
         query: query heads `(B, K, G, t, d)`, already scaled (the logits are

@@ -18,8 +18,9 @@ Layout: position-major, slot `j`'s position `l` at `l * R + j`, so that
 the `R` rows' new positions are one contiguous slice, written in place;
 keys transposed, `(B, K, d, L * R)`, values `(B, K, L * R, d)`, so that
 each is the right operand of its matmul as it lies (XLA's CPU dot over
-keys `(B, K, L * R, d)` transposed them at every step, 2.5x slower; slots
-as an axis of their own made XLA copy the cache to view it flat).
+keys `(B, K, L * R, d)` transposed them at every step, far slower:
+bench/RESULTS.md; slots as an axis of their own made XLA copy the cache to
+view it flat).
 
 Axes: `K` key/value heads, `G` query heads per key head, `t` new positions,
 `L` cache positions, `d` head size, head `h = k * G + g`.

@@ -381,6 +381,50 @@ def bart_style_tensors(model, layout):
     return tensors
 
 
+def renumber_tokens(config, tensors, order):
+    """The same BART-style checkpoint with its tokens renumbered: the token
+    of id `order[i]` gets id `i`. The token tables' rows (`TABLE_COPIES`,
+    `lm_head.weight`) and `final_logits_bias`'s columns move with them, and
+    the config's token ids (`generation_config.renumber_token_ids`): the
+    checkpoint computes the same function of the renumbered tokens.
+
+    Args:
+        config: the `config.json` dict.
+        tensors: `{name: array}` as `transformers` saves them.
+        order: a permutation of `range(config["vocab_size"])`.
+
+    Returns:
+        `(config, tensors)`, new dicts.
+
+    Raises:
+        ValueError: naming `order` when it is not such a permutation.
+
+    Example:
+
+    >>> config, tensors = renumber_tokens(
+    ...     {"vocab_size": 3, "pad_token_id": 0, "eos_token_id": 2},
+    ...     {"model.shared.weight": np.array([[0.0], [1.0], [2.0]])}, [1, 0, 2])
+    >>> config["pad_token_id"], tensors["model.shared.weight"].ravel().tolist()
+    (1, [1.0, 0.0, 2.0])
+    """
+    from keras_attention.pretrained.generation_config import renumber_token_ids
+
+    order = np.asarray(order)
+    size = config.get("vocab_size")
+    if order.ndim != 1 or sorted(order.tolist()) != list(range(size if size else -1)):
+        raise ValueError(f"Argument `order` must be a permutation of the {size} token ids. "
+                         f"Received: order of {order.size} ids")
+    renumbered = {}
+    for name, tensor in tensors.items():
+        if name in TABLE_COPIES + ("lm_head.weight",):
+            tensor = tensor[order]
+        elif name == "final_logits_bias":
+            tensor = tensor[..., order]
+        renumbered[name] = tensor
+    new_id = {int(old): new for new, old in enumerate(order)}
+    return renumber_token_ids(config, new_id), renumbered
+
+
 def sinusoidal_halves_table(rows, dim):
     """The fixed position table `(rows, dim)` of Marian and Pegasus as
     `transformers` computes it (in float64, then float32): sines in the

@@ -27,7 +27,7 @@ import numpy as np
 
 from keras_attention import files
 
-CONFIG_FILE = "config.json"
+CHECKPOINT_CONFIG_FILE = "config.json"
 GENERATION_CONFIG_FILE = "generation_config.json"
 SAFETENSORS_FILE = "model.safetensors"
 SAFETENSORS_INDEX = "model.safetensors.index.json"
@@ -83,11 +83,11 @@ def read_config(folder):
             "Argument `folder` must be a local Hugging Face checkpoint folder "
             f"(nothing is downloaded). Received: folder={folder!r}"
         )
-    if not os.path.lexists(os.path.join(folder, CONFIG_FILE)):
+    if not os.path.lexists(os.path.join(folder, CHECKPOINT_CONFIG_FILE)):
         raise ValueError(
-            f"The checkpoint folder has no `{CONFIG_FILE}`. Received: folder={folder!r}"
+            f"The checkpoint folder has no `{CHECKPOINT_CONFIG_FILE}`. Received: folder={folder!r}"
         )
-    return read_json(folder, CONFIG_FILE)
+    return read_json(folder, CHECKPOINT_CONFIG_FILE)
 
 
 def read_weights(folder):

@@ -255,6 +255,32 @@ def checkpoint_generation_config(decoding, *, eos_token_id, pad_token_id, bos_to
     return config
 
 
+#: The settings of `config.json` and `generation_config.json` that hold one
+#: token id, and those that hold a list of ids (`bad_words_ids`: a list of
+#: lists).
+TOKEN_ID_KEYS = ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id",
+                 "forced_bos_token_id", "forced_eos_token_id")
+TOKEN_ID_LIST_KEYS = ("suppress_tokens", "begin_suppress_tokens")
+
+
+def renumber_token_ids(settings, new_id):
+    """`settings` (a `config.json` or `generation_config.json` dict) with
+    each token id `i` it holds replaced by `new_id[i]` (the tokens of a
+    checkpoint renumbered: `bart.renumber_tokens`); a new dict.
+
+    >>> renumber_token_ids({"eos_token_id": 3, "suppress_tokens": [0, 1], "num_beams": 4},
+    ...                    {0: 1, 1: 3, 2: 0, 3: 2})
+    {'eos_token_id': 2, 'suppress_tokens': [1, 3], 'num_beams': 4}
+    """
+    def renumber(value):
+        if isinstance(value, list):
+            return [renumber(item) for item in value]
+        return new_id.get(value, value) if isinstance(value, int) else value
+
+    keys = TOKEN_ID_KEYS + TOKEN_ID_LIST_KEYS + ("bad_words_ids",)
+    return {key: renumber(value) if key in keys else value for key, value in settings.items()}
+
+
 def _sampler(c):
     num_beams = _int("num_beams", c["num_beams"], 1)
     num_return_sequences = _int("num_return_sequences", c["num_return_sequences"], 1)

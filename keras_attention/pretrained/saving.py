@@ -27,7 +27,7 @@ import numpy as np
 
 from keras_attention import files
 from keras_attention.pretrained.checkpoint import (
-    CONFIG_FILE,
+    CHECKPOINT_CONFIG_FILE,
     GENERATION_CONFIG_FILE,
     SAFETENSORS_FILE,
 )
@@ -81,7 +81,7 @@ def save_pretrained(model, folder, *, family, config, generation=None, tokenizer
     def write(staging):
         from safetensors.numpy import save_file
 
-        _write_json(os.path.join(staging, CONFIG_FILE), checkpoint_config)
+        _write_json(os.path.join(staging, CHECKPOINT_CONFIG_FILE), checkpoint_config)
         save_file(tensors, os.path.join(staging, SAFETENSORS_FILE), metadata={"format": "pt"})
         if generation is not None:
             _write_json(os.path.join(staging, GENERATION_CONFIG_FILE), generation)
@@ -118,7 +118,7 @@ def check_checkpoint_dir(folder, *, overwrite=False, argument="folder"):
                          "(a file)")
     if not os.listdir(shown):
         return
-    if not os.path.isfile(os.path.join(shown, CONFIG_FILE)):
+    if not os.path.isfile(os.path.join(shown, CHECKPOINT_CONFIG_FILE)):
         raise ValueError(f"Argument `{argument}` holds files but no checkpoint (no "
                          f"config.json); it is never replaced. {received}")
     if not overwrite:
@@ -131,17 +131,32 @@ TRAINING_ONLY_SETTINGS = ("name", "trainable", "dtype", "dropout", "packed",
                           "coverage_loss_weight")
 
 
-def check_converts_back(model, row, config, tensors):
+#: Our model settings that hold a token id (renumbered with the tokens).
+TOKEN_ID_SETTINGS = ("pad_token_id", "start_token_id", "end_token_id")
+
+
+def check_converts_back(model, row, config, tensors, new_id=None):
     """The tensors, read back by the family's converter, give `model`'s
     settings and weights exactly (so `transformers` and `load_pretrained`
     load the same model); a `ValueError` in one line naming the first
-    setting or weight that differs otherwise."""
+    setting or weight that differs otherwise.
+
+    With `new_id` (`{model's id: checkpoint's id}`, a renumbering of the
+    tokens: `bart.renumber_tokens`), the checkpoint's token ids and the
+    rows (or columns) of its token tables are `model`'s renumbered.
+
+    Returns:
+        The model the converter builds of the tensors.
+    """
     try:
         rebuilt = row.build_model(config, dict(tensors))
     except ValueError as error:
         raise ValueError(f"The model cannot be written as a {row.model_type} checkpoint that "
                          f"loads back as the same model ({error})") from None
     ours, theirs = model.get_config(), rebuilt.get_config()
+    if new_id is not None:
+        ours.update({key: new_id.get(ours[key], ours[key]) for key in TOKEN_ID_SETTINGS
+                     if isinstance(ours.get(key), int)})
     for key in sorted(set(ours) | set(theirs)):
         if key not in TRAINING_ONLY_SETTINGS and ours.get(key) != theirs.get(key):
             raise ValueError(f"The model cannot be written as a {row.model_type} checkpoint: "
@@ -153,13 +168,27 @@ def check_converts_back(model, row, config, tensors):
         raise ValueError(f"The model cannot be written as a {row.model_type} checkpoint: it "
                          f"has {len(ours)} weights, the checkpoint's model {len(theirs)}. "
                          f"Received: model={model.name!r}")
+    order = None if new_id is None else sorted(new_id, key=new_id.get)
     for mine, back in zip(ours, theirs):
-        same = tuple(mine.shape) == tuple(back.shape) and np.array_equal(
-            keras.ops.convert_to_numpy(mine), keras.ops.convert_to_numpy(back))
-        if not same:
+        mine, path = keras.ops.convert_to_numpy(mine), mine.path
+        if not _same_weight(mine, keras.ops.convert_to_numpy(back), order):
             raise ValueError(f"The model cannot be written as a {row.model_type} checkpoint: "
-                             f"its weight {mine.path!r} would not load back unchanged. "
+                             f"its weight {path!r} would not load back unchanged. "
                              f"Received: model={model.name!r}")
+    return rebuilt
+
+
+def _same_weight(mine, back, order):
+    """Whether `back` is `mine`, or (with `order`, the tokens renumbered)
+    `mine` with its rows or last axis in `order` (a token table)."""
+    if mine.shape != back.shape:
+        return False
+    if np.array_equal(mine, back):
+        return True
+    if order is None or not mine.ndim:
+        return False
+    return ((mine.shape[0] == len(order) and np.array_equal(mine[order], back))
+            or (mine.shape[-1] == len(order) and np.array_equal(mine[..., order], back)))
 
 
 def _write_json(path, value):

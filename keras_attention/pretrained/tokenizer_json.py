@@ -415,9 +415,12 @@ __all__ = ["FILE", "added_tokens", "bpe_sentencepiece_model", "bpe_vocabulary_an
            "unigram_sentencepiece_model"]
 
 
-def from_sentencepiece(proto):
+def from_sentencepiece(proto, order=None):
     """The `tokenizer.json` text of a serialized SentencePiece Unigram model
-    (`proto`: bytes): its pieces and scores, its normalization (the
+    (`proto`: bytes), its pieces numbered as in the model or, with `order`
+    (a permutation of the piece ids), piece `order[i]` as id `i` (the
+    tokens of a checkpoint renumbered: `bart.renumber_tokens`): its pieces
+    and scores, its normalization (the
     precompiled character map, runs of spaces as one, no space at either
     end), SentencePiece's `▁` whitespace, its control and unknown pieces as
     special tokens, and no template (no special token is added to a text,
@@ -439,8 +442,12 @@ def from_sentencepiece(proto):
     if not normalizer.add_dummy_prefix or not normalizer.remove_extra_whitespaces:
         _refuse("normalizer", "SentencePiece's default whitespace (a dummy prefix, runs of "
                 "spaces removed)", normalizer.name)
-    pieces = [(piece.piece, piece.score) for piece in model.pieces]
-    tokenizer = Tokenizer(Unigram(pieces, trainer.unk_id, trainer.byte_fallback))
+    order = list(range(len(model.pieces))) if order is None else [int(i) for i in order]
+    if sorted(order) != list(range(len(model.pieces))):
+        raise ValueError(f"Argument `order` must be a permutation of the {len(model.pieces)} "
+                         f"piece ids. Received: order of {len(order)} ids")
+    pieces = [(model.pieces[i].piece, model.pieces[i].score) for i in order]
+    tokenizer = Tokenizer(Unigram(pieces, order.index(trainer.unk_id), trainer.byte_fallback))
     steps = [normalizers.Strip(left=True, right=True),
              normalizers.Replace(Regex(" {2,}"), " ")]
     if normalizer.precompiled_charsmap:
@@ -450,6 +457,7 @@ def from_sentencepiece(proto):
                                                        prepend_scheme="always")
     tokenizer.decoder = decoders.Metaspace(replacement=SPIECE_UNDERLINE,
                                            prepend_scheme="always")
-    special = [piece.piece for piece in model.pieces if piece.type in (_CONTROL, _UNKNOWN)]
+    special = [model.pieces[i].piece for i in order
+               if model.pieces[i].type in (_CONTROL, _UNKNOWN)]
     tokenizer.add_special_tokens([AddedToken(piece, normalized=False) for piece in special])
     return tokenizer.to_str()

@@ -38,6 +38,7 @@ recipe's file format and scores) and `saved_run` (`SavedRun`). Recipes and
 model kinds are looked up in `registry`, which holds them as objects.
 """
 
+from keras_attention.runs.convert import convert_checkpoint, open_checkpoint
 from keras_attention.runs.folders import (
     RunNotSavedError,
     check_output_dir,
@@ -48,11 +49,11 @@ from keras_attention.runs.folders import (
 )
 from keras_attention.runs.generation import GenerationConfig
 from keras_attention.runs.layout import (
-    CONFIG_FILE,
-    DECODING_KEYS,
     FORMAT_VERSION,
     MARKER,
     MODEL_FILE,
+    RECIPE_DECODING_KEYS,
+    RUN_CONFIG_FILE,
     RUN_FILES,
     TOKENIZER_FILES,
     TOKENIZER_FOLDER,
@@ -69,8 +70,8 @@ from keras_attention.runs.source_length import SourceTooLongError
 from keras_attention.runs.text_to_text import TextToText
 
 __all__ = [
-    "CONFIG_FILE",
-    "DECODING_KEYS",
+    "RUN_CONFIG_FILE",
+    "RECIPE_DECODING_KEYS",
     "FORMAT_VERSION",
     "GenerationConfig",
     "MARKER",
@@ -86,9 +87,11 @@ __all__ = [
     "SourceTooLongError",
     "check_output_dir",
     "check_source_format",
+    "convert_checkpoint",
     "format_source",
     "is_run_folder",
     "load_run",
+    "open_checkpoint",
     "read_metadata",
     "rescue_dir_for",
     "save_run",

@@ -9,7 +9,7 @@ T5: `spiece.model`), `config.json` and the run marker. `config.json` is a
 run's (`recipe`, `decoding`, ...) plus `converted_from`, the marker of the
 `"converted"` model kind: `{"family", "checkpoint", "architecture",
 "vocabulary_size", "tokenizer_files"}`. Its `decoding` holds the checkpoint's
-generation settings (`keras_attention.runs.converted.DECODING_KEYS`).
+generation settings (`keras_attention.runs.converted.CHECKPOINT_DECODING_KEYS`).
 """
 
 import os
@@ -56,15 +56,15 @@ def convert_checkpoint(checkpoint_dir, run_dir, *, recipe=None, overwrite=False)
     ...
     ValueError: Argument `folder` must be a local ... Received: folder='no-such-folder'
     """
-    from keras_attention import runs
+    from keras_attention.runs.folders import check_output_dir, save_run
 
     if not isinstance(overwrite, bool):
         raise ValueError(f"Argument `overwrite` must be a bool. Received: overwrite={overwrite!r}")
     _check_recipe(recipe)
-    runs.check_output_dir(run_dir, overwrite=overwrite)
+    check_output_dir(run_dir, overwrite=overwrite)
     converted, family, config, paths = load_checkpoint(checkpoint_dir, recipe)
     tokenizer = converted.source_tokenizer
-    return runs.save_run(
+    return save_run(
         run_dir, converted.model, tokenizer, tokenizer, recipe=converted.recipe,
         config={"checkpoint_config": config}, scores={}, decoding=converted.generation,
         source_format="text", overwrite=overwrite, tokenizer_files=paths,
@@ -79,7 +79,8 @@ def convert_checkpoint(checkpoint_dir, run_dir, *, recipe=None, overwrite=False)
 
 def load_checkpoint(checkpoint_dir, recipe=None):
     """A Hugging Face checkpoint folder as a `TextToText` of the `"converted"`
-    kind, checked as `convert_checkpoint` checks it (`TextToText.from_checkpoint`).
+    kind, checked as `convert_checkpoint` checks it (`open_checkpoint` gives the
+    `TextToText` alone).
 
     Returns:
         `(text_to_text, family, config, tokenizer_paths)`: the `TextToText`,
@@ -129,4 +130,25 @@ def _check_recipe(recipe):
                          f"converted checkpoint. Received: recipe={recipe!r}")
 
 
-__all__ = ["convert_checkpoint", "load_checkpoint"]
+def open_checkpoint(checkpoint_dir, *, recipe=None):
+    """The `TextToText` of a Hugging Face checkpoint folder, converted in
+    memory: its model, tokenizer and generation config, checked as
+    `keras-attention convert` checks them; what `runs.SavedRun` is to a run
+    folder. `recipe`: as `convert_checkpoint`'s.
+
+    Raises:
+        ValueError: naming the file and setting, for a checkpoint that does
+            not convert.
+        FileNotFoundError: naming a missing file.
+
+    Example:
+
+    >>> open_checkpoint("no-such-folder")
+    Traceback (most recent call last):
+    ...
+    ValueError: Argument `folder` must be a local ... Received: folder='no-such-folder'
+    """
+    return load_checkpoint(checkpoint_dir, recipe)[0]
+
+
+__all__ = ["convert_checkpoint", "load_checkpoint", "open_checkpoint"]

@@ -5,7 +5,7 @@ Its `config.json` sets `converted_from` (`{"family": ..., "checkpoint": ...}`,
 the kind's marker), names `tokenizer` for both tokenizers (the checkpoint's
 files, copied unchanged) and holds the checkpoint's generation settings in
 `decoding`: a `GenerationConfig` of the Hugging Face form
-(`GenerationConfig.from_generate_kwargs`; the keys `DECODING_KEYS`). These
+(`GenerationConfig.from_generate_kwargs`; the keys `CHECKPOINT_DECODING_KEYS`). These
 are the kind's hooks (`keras_attention.runs.registry` holds them).
 """
 
@@ -13,7 +13,7 @@ from keras_attention.runs.generation import dict_keys
 
 #: The keys of a converted run's `decoding` (`GenerationConfig.to_dict` of
 #: the `"hf"` form).
-DECODING_KEYS = dict_keys("hf")
+CHECKPOINT_DECODING_KEYS = dict_keys("hf")
 
 
 ## The model kind's hooks
@@ -86,5 +86,5 @@ def checkpoint_texts(tokenizer, token_ids):
     return tokenizer.decode(token_ids)
 
 
-__all__ = ["DECODING_KEYS", "checkpoint_ids", "checkpoint_texts", "load_tokenizers",
+__all__ = ["CHECKPOINT_DECODING_KEYS", "checkpoint_ids", "checkpoint_texts", "load_tokenizers",
            "vocabularies"]

@@ -23,13 +23,13 @@ def question_answering_examples(path, limit, run):
     """`(sources, lists of answers)` of SQuAD-style JSON/JSONL, each source
     made from `context` and `question` by the run's `source_format`."""
     from keras_attention import data
-    from keras_attention.runs.layout import CONFIG_FILE, RunFolderError
+    from keras_attention.runs.layout import RUN_CONFIG_FILE, RunFolderError
     from keras_attention.runs.source_formats import format_source
 
     if run.source_format == "text":
         raise RunFolderError(
             f"Argument `run_dir` must give question answering a source format naming "
-            f"context and question; its {CONFIG_FILE} has source_format='text'. "
+            f"context and question; its {RUN_CONFIG_FILE} has source_format='text'. "
             f"Received: run_dir={run.run_dir!r}"
         )
     records = data.load_squad(path)[:limit]

@@ -11,10 +11,10 @@ import time
 from keras_attention import files
 from keras_attention.runs import registry
 from keras_attention.runs.layout import (
-    CONFIG_FILE,
     FORMAT_VERSION,
     MARKER,
     MODEL_FILE,
+    RUN_CONFIG_FILE,
     RUN_FILES,
     TOKENIZER_FILES,
     TOKENIZER_FOLDER,
@@ -60,7 +60,7 @@ def is_run_folder(path):
             not name.endswith(".png") for name in names - set(RUN_FILES)):
         return False
     try:
-        with open(os.path.join(path, CONFIG_FILE), encoding="utf-8") as file:
+        with open(os.path.join(path, RUN_CONFIG_FILE), encoding="utf-8") as file:
             metadata = json.load(file)
     except (OSError, ValueError):
         return False
@@ -244,7 +244,7 @@ def _writer(model, source_tokenizer, target_tokenizer, text, tokenizer_files=Non
             for path in tokenizer_files:
                 shutil.copyfile(path, os.path.join(folder, TOKENIZER_FOLDER,
                                                    os.path.basename(path)))
-        with open(os.path.join(folder, CONFIG_FILE), "w", encoding="utf-8") as file:
+        with open(os.path.join(folder, RUN_CONFIG_FILE), "w", encoding="utf-8") as file:
             file.write(text + "\n")
         with open(os.path.join(folder, MARKER), "w", encoding="utf-8") as file:
             file.write(_MARKER_TEXT.format(version=FORMAT_VERSION))

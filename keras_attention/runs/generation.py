@@ -24,7 +24,7 @@ import numbers
 RULE_KEYS = ("min_length", "no_repeat_ngram_size", "forced_bos_token_id",
              "forced_eos_token_id", "bad_words_ids", "begin_suppress_token_ids",
              "renormalize_logits", "decoder_start_token_id")
-STRATEGIES = ("greedy", "beam")
+SEARCH_STRATEGIES = ("greedy", "beam")
 LENGTH_PENALTY_FORMS = ("gnmt", "hf")
 #: The beams of `with_search(strategy="beam")` on a run that decodes greedily.
 DEFAULT_NUM_BEAMS = 4
@@ -88,8 +88,9 @@ class GenerationConfig:
     def __post_init__(self):
         for name in ("source_length", "target_length", "num_beams"):
             _check_int(name, getattr(self, name), low=1)
-        if self.strategy not in STRATEGIES:
-            raise _error("strategy", self.strategy, f"one of {', '.join(map(repr, STRATEGIES))}")
+        if self.strategy not in SEARCH_STRATEGIES:
+            raise _error("strategy", self.strategy,
+                         f"one of {', '.join(map(repr, SEARCH_STRATEGIES))}")
         if self.length_penalty_form not in LENGTH_PENALTY_FORMS:
             raise _error("length_penalty_form", self.length_penalty_form,
                          f"one of {', '.join(map(repr, LENGTH_PENALTY_FORMS))}")
@@ -202,9 +203,9 @@ class GenerationConfig:
         Raises:
             ValueError: naming `strategy` or `num_beams`.
         """
-        if strategy is not None and strategy not in STRATEGIES:
+        if strategy is not None and strategy not in SEARCH_STRATEGIES:
             raise ValueError(f"Argument `strategy` must be one of "
-                             f"{', '.join(map(repr, STRATEGIES))} or None (the run's). "
+                             f"{', '.join(map(repr, SEARCH_STRATEGIES))} or None (the run's). "
                              f"Received: strategy={strategy!r}")
         if num_beams is not None:
             _check_int("num_beams", num_beams, low=1)
@@ -262,4 +263,4 @@ def _error(name, value, what):
     return ValueError(f"Argument `{name}` must be {what}. Received: {name}={value!r}")
 
 
-__all__ = ["DEFAULT_NUM_BEAMS", "GenerationConfig", "RULE_KEYS", "STRATEGIES", "dict_keys"]
+__all__ = ["DEFAULT_NUM_BEAMS", "GenerationConfig", "RULE_KEYS", "SEARCH_STRATEGIES", "dict_keys"]

@@ -106,12 +106,12 @@ def seq2seq_vocabularies(run):
 def classifier_vocabularies(run):
     """`(file, size, model size, what)` of an answer-classifier run: its
     tokenizer and its answer classes against the model's output."""
-    from keras_attention.runs.layout import CONFIG_FILE
+    from keras_attention.runs.layout import RUN_CONFIG_FILE
 
     return [
         (run.metadata["tokenizers"]["source"], run.source_tokenizer.vocabulary_size(),
          embedding_vocabulary(run.model), "vocabulary"),
-        (CONFIG_FILE, len(run.answer_classes), run.model.outputs[0].shape[-1],
+        (RUN_CONFIG_FILE, len(run.answer_classes), run.model.outputs[0].shape[-1],
          "number of answer classes"),
     ]
 

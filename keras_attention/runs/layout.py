@@ -5,11 +5,11 @@ from keras_attention.runs.generation import dict_keys
 FORMAT_VERSION = 1  # of config.json; 0 names a folder saved before format 1
 MARKER = ".keras_attention_run"
 MODEL_FILE = "model.keras"
-CONFIG_FILE = "config.json"
+RUN_CONFIG_FILE = "config.json"
 TOKENIZER_FILES = {"source": "source.spm", "target": "target.spm"}
 TOKENIZER_FOLDER = "tokenizer"  # a converted checkpoint's tokenizer files, unchanged
-RUN_FILES = (MODEL_FILE, TOKENIZER_FILES["source"], TOKENIZER_FILES["target"], CONFIG_FILE)
-DECODING_KEYS = dict_keys("gnmt")  # a recipe run's `decoding` (`GenerationConfig.to_dict`)
+RUN_FILES = (MODEL_FILE, TOKENIZER_FILES["source"], TOKENIZER_FILES["target"], RUN_CONFIG_FILE)
+RECIPE_DECODING_KEYS = dict_keys("gnmt")  # a recipe run's `decoding` (`GenerationConfig.to_dict`)
 
 
 class RunFolderError(ValueError):
@@ -20,5 +20,5 @@ class RunFolderError(ValueError):
     """
 
 
-__all__ = ["CONFIG_FILE", "DECODING_KEYS", "FORMAT_VERSION", "MARKER", "MODEL_FILE",
+__all__ = ["RUN_CONFIG_FILE", "RECIPE_DECODING_KEYS", "FORMAT_VERSION", "MARKER", "MODEL_FILE",
            "RUN_FILES", "RunFolderError", "TOKENIZER_FILES", "TOKENIZER_FOLDER"]

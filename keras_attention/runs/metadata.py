@@ -7,8 +7,8 @@ import os
 from keras_attention.runs import registry
 from keras_attention.runs.generation import GenerationConfig
 from keras_attention.runs.layout import (
-    CONFIG_FILE,
     FORMAT_VERSION,
+    RUN_CONFIG_FILE,
     TOKENIZER_FILES,
     RunFolderError,
 )
@@ -86,7 +86,7 @@ def read_metadata(run_dir):
             f"Argument `run_dir` must be a run folder saved by a recipe (no such folder). "
             f"{received}"
         )
-    path = os.path.join(run_dir, CONFIG_FILE)
+    path = os.path.join(run_dir, RUN_CONFIG_FILE)
     if not os.path.isfile(path):
         raise RunFolderError(
             f"Argument `run_dir` must be a run folder saved by a recipe: {path} is missing. "

@@ -28,8 +28,9 @@ The registry holds objects, never names of modules to import: it sits in
 `keras_attention.runs`, below the recipes, `export` and the CLI, and imports
 nothing above it. A built-in recipe's training lives in
 `keras_attention.recipes.<name>` (`keras_attention.recipes.recipe_main`);
-how a model kind is exported is `keras_attention.export`'s table.
-Reading the registry imports neither Keras nor TensorFlow.
+how a model kind is exported is `keras_attention.export.savedmodel.ARCHIVES`.
+This module imports neither Keras nor TensorFlow itself (the package's
+`__init__`, which runs first, imports Keras for the core layers).
 """
 
 import dataclasses

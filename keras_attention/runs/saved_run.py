@@ -7,7 +7,7 @@ import zipfile
 from keras_attention import files
 from keras_attention.runs import registry
 from keras_attention.runs.generation import GenerationConfig
-from keras_attention.runs.layout import CONFIG_FILE, MODEL_FILE, RunFolderError
+from keras_attention.runs.layout import MODEL_FILE, RUN_CONFIG_FILE, RunFolderError
 from keras_attention.runs.metadata import read_metadata
 from keras_attention.runs.text_to_text import TextToText
 
@@ -78,7 +78,7 @@ class SavedRun(TextToText):
         path = os.path.join(self.run_dir, name)
         outside = files.outside_folder(self.run_dir, name)
         if outside is not None:
-            raise self.folder_error(path, f"{outside}, named in {CONFIG_FILE} (only files "
+            raise self.folder_error(path, f"{outside}, named in {RUN_CONFIG_FILE} (only files "
                                           f"inside the run folder are read)")
         if not (os.path.isdir(path) if folder else os.path.isfile(path)):
             raise RunFolderError(
@@ -116,7 +116,7 @@ class SavedRun(TextToText):
             what = (found.description if found else
                     f"a {type(self.model).__name__} of no known kind")
             raise RunFolderError(
-                f"Argument `run_dir` must hold the model its {CONFIG_FILE} describes: "
+                f"Argument `run_dir` must hold the model its {RUN_CONFIG_FILE} describes: "
                 f"{os.path.join(self.run_dir, MODEL_FILE)} holds {what} "
                 f"({self.model.name!r}), but a {self.recipe} run of this folder's settings "
                 f"needs {self.kind.description} (a model.keras of another run?). "

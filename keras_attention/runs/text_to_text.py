@@ -22,9 +22,9 @@ from keras_attention.runs.source_length import check_source_length
 class TextToText:
     """A model with its tokenizers and generation settings.
 
-    Made from a run folder (`TextToText.from_run(run_dir)`, or `SavedRun`),
-    from a Hugging Face checkpoint folder (`TextToText.from_checkpoint`), or
-    in Python from the parts:
+    Made from a run folder (`runs.SavedRun(run_dir)`, a `TextToText`), from
+    a Hugging Face checkpoint folder (`runs.open_checkpoint(folder)`), or in
+    Python from the parts:
 
     Args:
         model: the Keras model (a `Seq2SeqModel` for the decoding kinds).
@@ -99,30 +99,6 @@ class TextToText:
         self.answer_classes = answer_classes
         self.selection = selection
         self.jit_compile = jit_compile
-
-    @classmethod
-    def from_run(cls, run_dir):
-        """The `TextToText` of a run folder (a `SavedRun`, which checks the
-        folder's parts against each other first)."""
-        from keras_attention.runs.saved_run import SavedRun
-
-        return SavedRun(run_dir)
-
-    @classmethod
-    def from_checkpoint(cls, checkpoint_dir, *, recipe=None):
-        """The `TextToText` of a Hugging Face checkpoint folder (Marian, BART,
-        T5), converted in memory: its model, tokenizer and generation config,
-        checked as `keras-attention convert` checks them
-        (`keras_attention.runs.convert.load_checkpoint`); `recipe`: as
-        `convert_checkpoint`'s.
-
-        Raises:
-            ValueError: naming the file and setting, for a checkpoint that
-                does not convert.
-        """
-        from keras_attention.runs.convert import load_checkpoint
-
-        return load_checkpoint(checkpoint_dir, recipe)[0]
 
     @property
     def source_limit(self):

@@ -85,6 +85,45 @@ def test_a_trained_model_saves_its_new_weights(tmp_path):
         assert np.array_equal(loaded.model.shared.weight.numpy(), table.numpy())
 
 
+def test_a_checkpoint_with_its_tokens_renumbered_computes_the_same_function(tmp_path):
+    """`renumber_tokens` moves the token tables' rows with the ids, and
+    `check_converts_back(..., new_id=)` accepts exactly that: the rebuilt
+    model's logits for the renumbered tokens are ours, their columns
+    renumbered. Moving an M2M100's pad id moves its positions, which the
+    check names; tables renumbered under the ids unrenumbered are refused
+    naming the weight."""
+    from keras_attention.pretrained.bart import renumber_tokens
+    from keras_attention.pretrained.families import FAMILIES
+    from keras_attention.pretrained.saving import check_converts_back
+
+    hf_checkpoints.save_checkpoint(tmp_path / "original", "m2m_100")
+    model, info = load_pretrained(tmp_path / "original")
+    row = FAMILIES["m2m_100"]
+    pad, end, start = hf_checkpoints.ids("m2m_100")
+    rest = [i for i in range(hf_checkpoints.VOCAB) if i != pad]
+    order = list(np.random.default_rng(0).permutation(rest))
+    order.insert(pad, pad)  # the pad id stays: M2M100 counts positions from it
+    new_id = {old: new for new, old in enumerate(order)}
+    config, tensors = renumber_tokens(*row.checkpoint(model, info["config"]), order)
+    rebuilt = check_converts_back(model, row, config, tensors, new_id=new_id)
+    assert (rebuilt.start_token_id, rebuilt.end_token_id, rebuilt.pad_token_id) == (
+        new_id[model.start_token_id], new_id[model.end_token_id], pad)
+    source = np.array([[5, 6, 7, end], [8, 9, end, pad]], "int32")
+    target = np.array([[start, 5, 6, 7], [start, 8, 9, pad]], "int32")
+    renumber = np.vectorize(new_id.get)
+    ours = model({"encoder_token_ids": source, "decoder_token_ids": target})
+    theirs = rebuilt({"encoder_token_ids": renumber(source).astype("int32"),
+                      "decoder_token_ids": renumber(target).astype("int32")})
+    np.testing.assert_allclose(np.asarray(theirs), np.asarray(ours)[..., order], atol=1e-5)
+
+    moved = [1, 0] + list(range(2, hf_checkpoints.VOCAB))
+    with pytest.raises(ValueError, match="setting `position_offset`"):
+        check_converts_back(model, row, *renumber_tokens(*row.checkpoint(
+            model, info["config"]), moved), new_id={0: 1, 1: 0})
+    with pytest.raises(ValueError, match="its weight .* would not load back unchanged"):
+        check_converts_back(model, row, row.checkpoint(model, info["config"])[0], tensors)
+
+
 @pytest.fixture(scope="module")
 def bart(tmp_path_factory):
     folder = tmp_path_factory.mktemp("bart")

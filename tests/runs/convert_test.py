@@ -280,14 +280,14 @@ def run_dir_path(run_dir):
 def test_generate_gives_the_strings_of_transformers(converted, tmp_path):
     """`keras-attention generate` with the recorded settings (beam 4 and the
     checkpoint's length penalty), and greedy, as `transformers` decodes; and
-    `TextToText.from_checkpoint` converts in memory what `convert` saves: the
+    `runs.open_checkpoint` converts in memory what `convert` saves: the
     same kind, recipe and generation config, and the same strings."""
     _, strings, folder, run_dir = converted
     assert cli_generate(run_dir, TEXTS, tmp_path) == strings["beam"]
     greedy = strings["greedy"]
     assert cli_generate(run_dir, TEXTS, tmp_path, "--strategy", "greedy") == greedy
     assert any(greedy) and len(set(greedy)) > 1  # the strings depend on the source
-    in_memory = runs.TextToText.from_checkpoint(folder)
+    in_memory = runs.open_checkpoint(folder)
     saved = runs.SavedRun(run_dir)
     assert in_memory.kind is saved.kind and in_memory.recipe == saved.recipe
     assert in_memory.generation == saved.generation

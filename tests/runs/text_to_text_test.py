@@ -42,7 +42,7 @@ def test_the_parts_answer_as_their_run_folder(translator, tmp_path):
     runs.save_run(tmp_path / "run", translator.model, translator.source_tokenizer,
                   translator.target_tokenizer, recipe="translation", config={}, scores={},
                   decoding=translator.generation)
-    saved = runs.TextToText.from_run(tmp_path / "run")
+    saved = runs.SavedRun(tmp_path / "run")
     assert isinstance(saved, runs.SavedRun) and saved.generation == GENERATION
     for search in ({}, {"strategy": "greedy"}, {"num_beams": 3}):
         outputs = translator.generate(SOURCES, **search)

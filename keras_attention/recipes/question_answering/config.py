@@ -136,7 +136,7 @@ RULES = {
     "learning_rate": greater_than(0),
     "validation_fraction": fraction(),
     "test_fraction": fraction(),
-    "distribution": one_of(*distribute.STRATEGIES),
+    "distribution": one_of(*distribute.DISTRIBUTION_STRATEGIES),
     "precision": one_of(*runtime.PRECISIONS),
     "jit_compile": one_of(*runtime.JIT_CHOICES),
     "seed": at_least(0),

@@ -132,7 +132,7 @@ RULES = {
     "gap_sentences": at_least(1),
     "batch_size": at_least(1),
     "learning_rate": greater_than(0),
-    "distribution": one_of(*distribute.STRATEGIES),
+    "distribution": one_of(*distribute.DISTRIBUTION_STRATEGIES),
     "precision": one_of(*runtime.PRECISIONS),
     "jit_compile": one_of(*runtime.JIT_CHOICES),
     "num_beams": at_least(1),

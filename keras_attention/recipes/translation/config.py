@@ -118,7 +118,7 @@ RULES = {
     "warmup_steps": at_least(0),
     "label_smoothing": fraction(),
     "average_last_epochs": at_least(1),
-    "distribution": one_of(*distribute.STRATEGIES),
+    "distribution": one_of(*distribute.DISTRIBUTION_STRATEGIES),
     "precision": one_of(*runtime.PRECISIONS),
     "jit_compile": one_of(*runtime.JIT_CHOICES),
     "strategy": one_of("greedy", "beam"),

@@ -135,6 +135,10 @@ def train_tokenizers(config, train_pairs):
             checks.train_tokenizer(targets, config["vocabulary_size"]))
 
 
+#: fairseq's first position (M2M100's pad id 1, + 1).
+FAIRSEQ_POSITION_OFFSET = 2
+
+
 def build_model(config, source_tokenizer, target_tokenizer):
     sizes = dict(
         vocabulary_size=source_tokenizer.vocabulary_size(),
@@ -146,16 +150,17 @@ def build_model(config, source_tokenizer, target_tokenizer):
             **sizes, embedding_dim=config["hidden_dim"], units=2 * config["hidden_dim"],
             attention="bahdanau", dropout=config["dropout"],
         )
-    # Pre-norm blocks with final norms, fairseq's sinusoidal positions after
-    # the pad id, LayerNorm epsilon 1e-5 and no output bias: what Hugging
-    # Face's M2M100 computes (with one vocabulary), so that the run exports
-    # as a transformers checkpoint.
+    # Pre-norm blocks with final norms, fairseq's sinusoidal positions counted
+    # from 2, LayerNorm epsilon 1e-5 and no output bias: what Hugging Face's
+    # M2M100 computes (with one vocabulary; it counts positions from its pad
+    # id 1 + 1, CTranslate2 from 2), so that the run exports as a
+    # transformers checkpoint with its tokens in fairseq's order.
     return transformer_seq2seq(
         **sizes, num_layers=config["num_layers"], hidden_dim=config["hidden_dim"],
         num_heads=config["num_heads"], intermediate_dim=config["intermediate_dim"],
         dropout=config["dropout"], max_length=config["max_length"] + 2,
         packed=config["pack"], share_embeddings=source_tokenizer is target_tokenizer,
-        position="sinusoidal_fairseq", position_offset=sizes["pad_token_id"] + 1,
+        position="sinusoidal_fairseq", position_offset=FAIRSEQ_POSITION_OFFSET,
         layer_norm_epsilon=1e-5, output_bias=False,
     )
 
