@@ -30,6 +30,7 @@ import numpy as np  # noqa: E402 (after the backend is chosen)
 from keras_attention import cli, settings  # noqa: E402 (after the backend is chosen)
 from keras_attention.data import make_task, sequence_accuracy, strip_special  # noqa: E402 (after the backend is chosen)
 from keras_attention.data.synthetic import TASKS  # noqa: E402 (after the backend is chosen)
+from keras_attention.decoding import BeamSampler  # noqa: E402 (after the backend is chosen)
 from keras_attention.models import rnn_seq2seq  # noqa: E402 (after the backend is chosen)
 from keras_attention.models.rnn_seq2seq import ATTENTIONS  # noqa: E402 (after the backend is chosen)
 
@@ -76,8 +77,8 @@ def main(config):
     ## Decoding: cached, compiled greedy and beam search.
     source = test_x["encoder_token_ids"]
     greedy = model.generate(source, max_length=config["max_length"] + 1, return_attention=True)
-    beam = model.generate(source, max_length=config["max_length"] + 1, strategy="beam",
-                          num_beams=4, length_penalty=0.6)
+    beam = model.generate(source, max_length=config["max_length"] + 1,
+                          sampler=BeamSampler(num_beams=4, length_penalty=0.6))
     accuracy = sequence_accuracy(greedy.token_ids, test_y)
     beam_accuracy = sequence_accuracy(beam, test_y)
     print(f"\nTrained in {seconds:.0f} s. Held-out exact match: greedy {accuracy:.1%}, "

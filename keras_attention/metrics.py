@@ -301,7 +301,7 @@ class GenerationMetricsCallback(keras.callbacks.Callback):
     """Scores greedy generations on a fixed sample at the end of epochs.
 
     At the end of every `every`-th epoch, runs
-    `model.generate(encoder_token_ids, max_length, strategy="greedy",
+    `model.generate(encoder_token_ids, max_length, sampler="greedy",
     batch_size=batch_size)`, turns the token ids into strings with
     `detokenize`, scores them against `references` and writes the score to
     `logs[f"val_{metric}"]`. It then shows in the progress bar and in
@@ -394,7 +394,7 @@ class GenerationMetricsCallback(keras.callbacks.Callback):
         output = self.model.generate(
             self.encoder_token_ids,
             self.max_length,
-            strategy="greedy",
+            sampler="greedy",
             batch_size=self.batch_size,
             **suppression,
         )

@@ -150,7 +150,8 @@ def test_refusals_name_the_argument_and_write_nothing(tmp_path_factory, tmp_path
 
 def ctranslate2_strings(folder, texts, tmp_path):
     """`ct2-transformers-converter --model folder`, then greedy
-    `translate_batch` (float32), decoded by the folder's tokenizer."""
+    `translate_batch` (float32) with the generation config's suppressed
+    tokens, decoded by the folder's tokenizer."""
     ctranslate2 = pytest.importorskip("ctranslate2")
     converter = [sys.executable, "-m", "ctranslate2.converters.transformers"]
     subprocess.run([*converter, "--model", str(folder), "--output_dir", str(tmp_path / "ct2")],
@@ -158,7 +159,11 @@ def ctranslate2_strings(folder, texts, tmp_path):
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder))
     translator = ctranslate2.Translator(str(tmp_path / "ct2"), compute_type="float32")
     sources = [tokenizer.convert_ids_to_tokens(tokenizer.encode(text)) for text in texts]
-    results = translator.translate_batch(sources, beam_size=1, max_decoding_length=9)
+    # CTranslate2 does not read `suppress_tokens` (the recipes' pad, <unk> and <s>).
+    settings = json.loads((folder / "generation_config.json").read_text())
+    suppressed = tokenizer.convert_ids_to_tokens(settings.get("suppress_tokens", []))
+    results = translator.translate_batch(sources, beam_size=1, max_decoding_length=9,
+                                         suppress_sequences=[[t] for t in suppressed] or None)
     return [tokenizer.decode(tokenizer.convert_tokens_to_ids(result.hypotheses[0]),
                              skip_special_tokens=True) for result in results]
 

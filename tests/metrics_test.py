@@ -153,8 +153,8 @@ class FakeModel:
         self.token_ids = np.asarray(token_ids, "int32")
         self.calls = []
 
-    def generate(self, encoder_token_ids, max_length, strategy="greedy", **kwargs):
-        self.calls.append((np.asarray(encoder_token_ids).shape, max_length, strategy, kwargs))
+    def generate(self, encoder_token_ids, max_length, sampler="greedy", **kwargs):
+        self.calls.append((np.asarray(encoder_token_ids).shape, max_length, sampler, kwargs))
         return self.token_ids
 
 

@@ -20,8 +20,8 @@ import keras
 from keras import ops
 
 from keras_attention.compat.keras import MultiHeadAttention, as_boolean_mask
+from keras_attention.layers.grouped_heads import heads_first
 from keras_attention.layers.initializer_copies import clone_initializer
-from keras_attention.layers.multi_head_attention import heads_first
 from keras_attention.layers.token_and_position_embedding import (
     LearnedPositionEmbedding,
     SinusoidalPositionEncoding,

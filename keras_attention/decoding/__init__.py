@@ -22,7 +22,6 @@ from keras_attention.decoding.samplers import (
     TopKSampler,
     TopPSampler,
     get_sampler,
-    sampler_from_strategy,
     serialize_sampler,
 )
 from keras_attention.decoding.sampling import (
@@ -55,7 +54,6 @@ __all__ = [
     "TopKSampler",
     "TopPSampler",
     "get_sampler",
-    "sampler_from_strategy",
     "serialize_sampler",
     "BEAM_SLOTS",
     "SOURCE_STATE",

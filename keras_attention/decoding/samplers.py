@@ -31,7 +31,7 @@ import numpy as np
 
 from keras_attention.decoding.beam_search import beam_search
 from keras_attention.decoding.hf_beam_search import hf_beam_search
-from keras_attention.decoding.sampling import select_tokens, validate_generation_args
+from keras_attention.decoding.sampling import select_tokens
 from keras_attention.decoding.search import sampling_search
 
 
@@ -409,7 +409,8 @@ num_return_sequences=1, length_penalty_form='hf', early_stopping=True)
 SAMPLERS = {
     cls.name: cls for cls in (GreedySampler, BeamSampler, TopKSampler, TopPSampler, RandomSampler)
 }
-#: The `strategy=` names of `generate`'s older keyword form.
+#: The strategy names of `select_tokens` (`SAMPLING_STRATEGIES`), also taken
+#: by `get_sampler`: `"sample"` is `RandomSampler`.
 STRATEGY_SAMPLERS = {"greedy": "greedy", "beam": "beam", "top_k": "top_k", "top_p": "top_p",
                      "sample": "random"}
 
@@ -453,51 +454,3 @@ def get_sampler(identifier):
 def serialize_sampler(sampler):
     """The config dict of a sampler (what `get_sampler` reads back)."""
     return keras.saving.serialize_keras_object(get_sampler(sampler))
-
-
-#: The keywords of `generate`'s older form, with their defaults.
-STRATEGY_DEFAULTS = dict(num_beams=4, num_return_sequences=1, length_penalty=0.0,
-                         coverage_penalty=0.0, k=50, p=0.9, temperature=1.0, seed=None)
-
-
-def sampler_from_strategy(strategy, *, max_length=None, prompt_length=0, vocab_size=None,
-                          **arguments):
-    """The sampler of `generate`'s older keyword form.
-
-    `sampler_from_strategy("beam", num_beams=4, length_penalty=0.6)` is
-    `BeamSampler(num_beams=4, length_penalty=0.6)`. Every keyword of the
-    older form is accepted and checked as `generate` always did; those that
-    the strategy does not use (say `num_beams` with `"greedy"`) are ignored.
-
-    Args:
-        strategy: `"greedy"`, `"beam"`, `"top_k"`, `"top_p"` or `"sample"`.
-        max_length, prompt_length, vocab_size: checked as well when given.
-        **arguments: any of `num_beams`, `num_return_sequences`,
-            `length_penalty`, `coverage_penalty`, `k`, `p`, `temperature`,
-            `seed`.
-    """
-    unknown = sorted(set(arguments) - set(STRATEGY_DEFAULTS))
-    if unknown:
-        raise TypeError(
-            f"Unknown generation keyword(s) {unknown}; known: {sorted(STRATEGY_DEFAULTS)}. "
-            f"Received: {unknown[0]}={arguments[unknown[0]]!r}"
-        )
-    args = {**STRATEGY_DEFAULTS, **arguments}
-    validate_generation_args(
-        strategy=strategy,
-        max_length=1 if max_length is None else max_length,
-        prompt_length=0 if max_length is None else prompt_length,
-        vocab_size=math.inf if vocab_size is None else vocab_size,
-        **{k: v for k, v in args.items() if k != "seed"},
-    )
-    if strategy == "greedy":
-        return GreedySampler()
-    if strategy == "beam":
-        return BeamSampler(args["num_beams"], args["length_penalty"], args["coverage_penalty"],
-                           args["num_return_sequences"])
-    sampling = dict(temperature=args["temperature"], seed=args["seed"])
-    if strategy == "top_k":
-        return TopKSampler(args["k"], **sampling)
-    if strategy == "top_p":
-        return TopPSampler(args["p"], **sampling)
-    return RandomSampler(**sampling)

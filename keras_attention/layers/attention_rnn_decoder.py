@@ -8,8 +8,6 @@ from keras_attention.layers.bahdanau_attention import BahdanauAttention
 from keras_attention.layers.cache_contract import (
     check_memory_cache_dict,
     check_new_positions,
-    compute_then_call_cached,
-    warn_deprecated,
 )
 from keras_attention.layers.luong_attention import LuongAttention
 from keras_attention.layers.quantization import QuantizableSublayers
@@ -93,8 +91,7 @@ class AttentionRNNDecoder(QuantizableSublayers, keras.layers.Layer):
     `init_cache(batch, max_length, initial_state)` (the state before step
     0), then `call_cached(inputs, state, index, memory_cache=...)` ->
     `(outputs, state, alignments)` per step; `call` is the same steps over
-    the whole target. The older `get_initial_state` and `step` are
-    deprecated.
+    the whole target.
 
     Target padding (the Keras mask of `inputs`) is not used inside the loop:
     padded steps still run and their outputs are meant to be ignored
@@ -312,23 +309,6 @@ class AttentionRNNDecoder(QuantizableSublayers, keras.layers.Layer):
         )  # (B, 1, Dm), (B, 1, S)
         output = self._attentional_state(context[:, 0], h, training)
         return output, (*cell_states, output), alignment[:, 0]
-
-    # ----------------------------------------------------- deprecated names
-    def get_initial_state(self, batch_size):
-        """Deprecated: `init_cache(batch_size, max_length)`, the zero state
-        `(cell_states..., a_0)`."""
-        warn_deprecated(self, "get_initial_state", "`init_cache(batch_size, max_length)`")
-        return self._zero_state(batch_size)
-
-    def step(self, inputs_t, state, memory, memory_mask=None, training=False):
-        """Deprecated: one step from the raw memory, `call_cached` on one
-        position `inputs_t (B, E)`; returns `(output_t (B, units), new_state,
-        alignment_t (B, S) float32)` (the contract's order)."""
-        training = check_call_bool("training", training, allow_none=True)
-        warn_deprecated(
-            self, "step", compute_then_call_cached("compute_cache(memory, memory_mask)")
-        )
-        return self._step(inputs_t, state, memory, memory_mask, training)
 
     def _attentional_state(self, context, h, training):
         """`dropout(tanh(W_c [c_t ; h_t]))`: `(B, Dm), (B, units) -> (B, units)`."""

@@ -12,26 +12,15 @@ outputs, cache, scores = layer.call_cached(
 ```
 
 This module holds what those layers share about it: the method names, the
-checks of `call_cached`'s arguments, the warning of the older, deprecated
-method names and the description of a cache in error messages.
+checks of `call_cached`'s arguments and the description of a cache in error
+messages.
 """
-
-import warnings
 
 from keras import ops
 
 from keras_attention.validation import check_rank
 
 CONTRACT_METHODS = ("compute_cache", "init_cache", "call_cached")
-
-# The replacement named by the warnings of the deprecated step methods.
-CALL_CACHED = "`call_cached(inputs, cache, cache_update_index, memory_cache=...)`"
-
-
-def compute_then_call_cached(compute_cache_call):
-    """The replacement of a deprecated step on the raw memory: `compute_cache_call`
-    (e.g. `"compute_cache(memory, memory_mask)"`) once, then `call_cached`."""
-    return f"`{compute_cache_call}` once and {CALL_CACHED}"
 
 
 def check_new_positions(inputs, layout):
@@ -60,18 +49,6 @@ def check_memory_cache_dict(memory_cache, keys, compute_cache_call):
     raise ValueError(
         f"`memory_cache` must be the dict of `{compute_cache_call}`, with keys "
         f"{list(keys)}. Received: memory_cache={received}"
-    )
-
-
-def warn_deprecated(layer, old_name, replacement):
-    """Warns (`DeprecationWarning`) that `layer.old_name` is an alias kept
-    for older code, naming its `replacement` under the cache contract."""
-    warnings.warn(
-        f"`{type(layer).__name__}.{old_name}` is deprecated and kept for older "
-        f"code; use {replacement} (the contract of every cached layer, returning "
-        "`(outputs, cache, scores)`: see docs/concepts/caches.md).",
-        DeprecationWarning,
-        stacklevel=3,
     )
 
 

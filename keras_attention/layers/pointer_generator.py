@@ -9,11 +9,8 @@ from keras import ops
 from keras_attention import masks
 from keras_attention.layers import attention_core
 from keras_attention.layers.cache_contract import (
-    CALL_CACHED,
     check_memory_cache_dict,
     check_new_positions,
-    compute_then_call_cached,
-    warn_deprecated,
 )
 from keras_attention.layers.quantization import QuantizableSublayers
 from keras_attention.validation import (
@@ -34,27 +31,20 @@ _SOURCE_KEYS = ("memory", "projected_memory", "token_ids", "memory_mask")
 _COMPUTE_CACHE_CALL = "compute_cache(memory, source_token_ids, memory_mask)"
 
 
-def _check_shapes(states_shape, memory_shape, ids_shape, states_rank=3):
+def _check_shapes(states_shape, memory_shape, ids_shape):
     """Ranks, known feature sizes, equal batch and source sizes."""
-    if states_rank == 3:
-        check_rank("decoder_states", states_shape, 3, _STATES_LAYOUT)
-        states_name = "decoder_states"
-    else:
-        check_rank(
-            "decoder_state_t", states_shape, 2, "(batch, state_dim)"
-        )
-        states_name = "decoder_state_t"
+    check_rank("decoder_states", states_shape, 3, _STATES_LAYOUT)
     check_rank("memory", memory_shape, 3, _MEMORY_LAYOUT)
     check_rank(
         "source_token_ids", ids_shape, 2, "(batch, source_len)"
     )
-    check_last_dim_known(states_name, states_shape)
+    check_last_dim_known("decoder_states", states_shape)
     check_last_dim_known("memory", memory_shape)
     check_same_sizes(
-        f"`{states_name}`, `memory` and `source_token_ids` must have the "
+        "`decoder_states`, `memory` and `source_token_ids` must have the "
         "same batch size",
         (
-            (f"{states_name}.shape[0]", states_shape[0]),
+            ("decoder_states.shape[0]", states_shape[0]),
             ("memory.shape[0]", memory_shape[0]),
             ("source_token_ids.shape[0]", ids_shape[0]),
         ),
@@ -125,8 +115,7 @@ class PointerGenerator(QuantizableSublayers, keras.layers.Layer):
     source_token_ids, memory_mask)` once, `init_cache(batch, max_length,
     memory_cache)` (the coverage `c_0 = 0`), then `call_cached(inputs,
     coverage, index, memory_cache=...)` -> `(log_probs, coverage,
-    attention)` per step. The older `step`, `compute_source_cache` and
-    `call_with_cache` are deprecated.
+    attention)` per step.
 
     Shapes: `decoder_states` `(B, T, D)`, `memory` `(B, S, Dm)`,
     `source_token_ids` `(B, S)` integer ids in `[0, vocabulary_size)` ->
@@ -549,64 +538,6 @@ class PointerGenerator(QuantizableSublayers, keras.layers.Layer):
                     (f"source_token_ids.shape[{axis}]", ids_shape[axis]),
                 ),
             )
-
-    # ----------------------------------------------------- deprecated names
-    def step(
-        self,
-        decoder_state_t,
-        memory,
-        source_token_ids,
-        coverage,
-        memory_mask=None,
-    ):
-        """Deprecated: one target step from the raw memory, `compute_cache`
-        then `call_cached` on one position, with the older return order
-        `(log_probs_t (B, V), attention_t (B, S), new_coverage (B, S))`.
-
-        Args:
-            decoder_state_t: `(B, D)`, the decoder state `s_t`.
-            memory: `(B, S, Dm)`.
-            source_token_ids: `(B, S)` integer ids.
-            coverage: `(B, S)`, `c_t` (zeros before the first step).
-            memory_mask: optional boolean `(B, S)`, True on real tokens.
-        """
-        warn_deprecated(self, "step", compute_then_call_cached(_COMPUTE_CACHE_CALL))
-        decoder_state_t = ops.convert_to_tensor(decoder_state_t)
-        memory = ops.convert_to_tensor(memory)
-        source_token_ids = ops.convert_to_tensor(source_token_ids)
-        coverage = ops.convert_to_tensor(coverage)
-        _check_shapes(
-            decoder_state_t.shape, memory.shape, source_token_ids.shape, 2
-        )
-        self._check_coverage(coverage, source_token_ids.shape, "coverage")
-        if not self.built:
-            self.build(
-                (None, None, decoder_state_t.shape[-1]),
-                tuple(memory.shape),
-                tuple(source_token_ids.shape),
-            )
-        memory_cache = self.compute_cache(memory, source_token_ids, memory_mask)
-        return self._old_order_step(decoder_state_t, memory_cache, coverage)
-
-    def _old_order_step(self, decoder_state_t, memory_cache, coverage):
-        source = tuple(memory_cache[key] for key in _SOURCE_KEYS)
-        log_probs, coverage, attention = self._positions_step(
-            ops.convert_to_tensor(decoder_state_t)[:, None], coverage, source
-        )
-        return log_probs[:, 0], attention[:, 0], coverage
-
-    def compute_source_cache(self, memory, source_token_ids, memory_mask=None):
-        """Deprecated: `compute_cache` (the same dict)."""
-        warn_deprecated(self, "compute_source_cache", "`compute_cache`")
-        return self.compute_cache(memory, source_token_ids, memory_mask)
-
-    def call_with_cache(self, decoder_state_t, source_cache, coverage):
-        """Deprecated: `call_cached(decoder_state_t[:, None], coverage,
-        memory_cache=source_cache)` on one position `(B, D)`, with the older
-        return order `(log_probs_t (B, V), attention_t (B, S), new_coverage
-        (B, S))`."""
-        warn_deprecated(self, "call_with_cache", CALL_CACHED)
-        return self._old_order_step(decoder_state_t, source_cache, coverage)
 
     # ------------------------------------------------------------------ call
     def call(

@@ -4,11 +4,9 @@ import keras
 from keras import ops
 
 from keras_attention import masks
+from keras_attention.layers.grouped_heads import grouped_dot_products
 from keras_attention.layers.initializer_copies import clone_initializer
-from keras_attention.layers.multi_head_attention import (
-    MultiHeadAttention,
-    grouped_dot_products,
-)
+from keras_attention.layers.multi_head_attention import MultiHeadAttention
 from keras_attention.layers.output_specs import traced_output_spec
 from keras_attention.validation import (
     check_bool,

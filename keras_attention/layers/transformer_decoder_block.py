@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from keras_attention import masks
-from keras_attention.layers.cache_contract import describe_cache, warn_deprecated
+from keras_attention.layers.cache_contract import describe_cache
 from keras_attention.layers.feed_forward import residual
 from keras_attention.layers.transformer_block import (
     KERAS_HUB_CACHE_ARGUMENTS,
@@ -36,8 +36,7 @@ class TransformerDecoderBlock(TransformerBlock):
     the memory once (the cross-attention cache), `init_cache(batch,
     max_length)` makes the self-attention cache, and `call_cached(inputs,
     cache, cache_update_index, memory_cache=...)` runs `t` new positions,
-    returning `(y, cache, cross_scores)`. The older `call_with_cache` is
-    deprecated.
+    returning `(y, cache, cross_scores)`.
 
     Shapes: `x` `(B, T, D)`, `memory` `(B, S, Dm)` -> `(B, T, D)`;
     self-attention weights `(B, H, T, T)`, cross-attention weights
@@ -309,41 +308,3 @@ class TransformerDecoderBlock(TransformerBlock):
             )
         y = self._feed_forward_residual(h, training)
         return y, cache, cross_scores
-
-    def call_with_cache(
-        self,
-        x,
-        self_cache,
-        cache_update_index,
-        cross_cache=None,
-        memory_mask=None,
-        training=False,
-    ):
-        """Deprecated: `call_cached(x, self_cache, cache_update_index,
-        memory_cache=compute_cache(memory, memory_mask))`; returns `(y,
-        self_cache, cross_scores)`, the same order. `cross_cache` may be
-        the older key/value pair of the cross-attention or a
-        `compute_cache` result."""
-        training = check_call_bool("training", training, allow_none=True)
-        warn_deprecated(
-            self, "call_with_cache",
-            "`call_cached(inputs, cache, cache_update_index, "
-            "memory_cache=compute_cache(memory, memory_mask))`",
-        )
-        if self.cross_attention is not None and cross_cache is None:
-            raise ValueError(
-                "This block has cross-attention: `cross_cache` (from "
-                "`compute_cache(memory)`) is required. Received: "
-                "cross_cache=None"
-            )
-        memory_cache = cross_cache
-        if isinstance(cross_cache, (tuple, list)):
-            if memory_mask is None:
-                memory_mask = ops.ones(ops.shape(cross_cache[0])[:2], "bool")
-            memory_cache = {"cross_attention": cross_cache, "memory_mask": memory_mask}
-        elif cross_cache is not None and memory_mask is not None:
-            memory_cache = dict(cross_cache, memory_mask=memory_mask)
-        return self.call_cached(
-            x, self_cache, cache_update_index, memory_cache=memory_cache,
-            training=training,
-        )

@@ -9,7 +9,7 @@ import numpy as np
 from keras import ops
 
 from keras_attention.decoding.generation_rules import GenerationRules
-from keras_attention.decoding.samplers import get_sampler, sampler_from_strategy
+from keras_attention.decoding.samplers import get_sampler
 from keras_attention.decoding.token_suppression import check_suppress_token_ids, suppress_tokens
 from keras_attention.layers.quantization import (
     check_quantized_sublayers,
@@ -239,8 +239,6 @@ class Seq2SeqModel(keras.Model):
         begin_suppress_token_ids=None,
         renormalize_logits=False,
         decoder_start_token_id=None,
-        strategy=None,
-        **strategy_arguments,
     ):
         """Generates target tokens for a batch of source sequences.
 
@@ -290,11 +288,6 @@ class Seq2SeqModel(keras.Model):
             decoder_start_token_id: the first input token of the decoder;
                 None: the model's `start_token_id`. Any target id (Marian
                 starts with its pad id, BART with its end id).
-            strategy, **strategy_arguments: the older keyword form, e.g.
-                `generate(x, 32, strategy="beam", num_beams=4,
-                length_penalty=0.6)` or `generate(x, 32, "top_k", k=10,
-                seed=3)`; see `decoding.sampler_from_strategy`. Not
-                together with a sampler object.
 
         Returns:
             int32 token ids `(B, L)` (`(B, n, L)` when a beam sampler returns
@@ -311,9 +304,7 @@ class Seq2SeqModel(keras.Model):
         if decoder_prompt is not None:
             prompt = _integer_array("decoder_prompt", decoder_prompt, source.shape[0])
         prompt_length = 0 if prompt is None else prompt.shape[1]
-        sampler = self._resolve_sampler(
-            sampler, strategy, strategy_arguments, max_length, prompt_length
-        )
+        sampler = get_sampler(sampler)
         rules = GenerationRules(
             min_length=min_length, no_repeat_ngram_size=no_repeat_ngram_size,
             forced_bos_token_id=forced_bos_token_id, forced_eos_token_id=forced_eos_token_id,
@@ -395,30 +386,6 @@ class Seq2SeqModel(keras.Model):
                 f"machine's {available / 2**30:.1f} GiB of memory. Received: "
                 f"max_length={max_length!r}"
             )
-
-    @staticmethod
-    def _resolve_sampler(sampler, strategy, strategy_arguments, max_length, prompt_length):
-        """The sampler of `generate`'s arguments, new form or older form."""
-        if strategy is not None:
-            if not (isinstance(sampler, str) and sampler == "greedy"):
-                raise ValueError(
-                    "Pass either `sampler` or the older `strategy=...` keywords, not both. "
-                    f"Received: sampler={sampler!r}, strategy={strategy!r}"
-                )
-            sampler = strategy
-        if strategy_arguments or strategy is not None:
-            if not isinstance(sampler, str):
-                name = sorted(strategy_arguments)[0]
-                raise ValueError(
-                    f"`{name}` belongs to the older `strategy=...` form; set it on the "
-                    f"sampler instead. Received: sampler={sampler!r}, "
-                    f"{name}={strategy_arguments[name]!r}"
-                )
-            return sampler_from_strategy(
-                sampler, max_length=max_length, prompt_length=prompt_length,
-                **strategy_arguments,
-            )
-        return get_sampler(sampler)
 
     def _check_search_arguments(self, source, prompt, prompt_length, sampler, max_length,
                                 return_logits, suppress_token_ids, rules=None,

@@ -106,21 +106,6 @@ def test_static_and_dynamic_settings_are_split():
     assert float(beam.dynamic_values()["length_penalty"]) == 0.5
 
 
-def test_older_strategy_keywords_translate_to_samplers():
-    from_strategy = decoding.sampler_from_strategy
-    assert from_strategy("greedy", num_beams=5, k=3) == decoding.GreedySampler()
-    assert from_strategy("beam", num_beams=2, length_penalty=0.6) == decoding.BeamSampler(
-        num_beams=2, length_penalty=0.6)
-    assert from_strategy("top_k", k=3, seed=4) == decoding.TopKSampler(k=3, seed=4)
-    assert from_strategy("top_p", p=0.5, temperature=0.3) == decoding.TopPSampler(
-        p=0.5, temperature=0.3)
-    assert from_strategy("sample", seed=1) == decoding.RandomSampler(seed=1)
-    with pytest.raises(ValueError, match=r"strategy.*Received: strategy='nucleus'"):
-        from_strategy("nucleus")
-    with pytest.raises(TypeError, match=r"Unknown.*Received: beams=2"):
-        from_strategy("beam", beams=2)
-
-
 # The samplers' searches against scripted next-token tables ---------------
 
 # From START: END 0.6 or 3 0.4; from 3: END 0.9.

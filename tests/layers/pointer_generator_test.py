@@ -509,12 +509,3 @@ def test_bad_step_inputs_raise_value_error(rng):
     ids = ids.copy()
     ids[~MEMORY_MASK] = 11
     layer.compute_cache(memory, ids, memory_mask=MEMORY_MASK)
-    # The deprecated one-step API checks its inputs as before.
-    with pytest.deprecated_call(), pytest.raises(
-        ValueError, match=r"`decoder_state_t` must be a rank-2"
-                          r".*Received: decoder_state_t.shape=\(2, 4, 6\)"):
-        layer.step(states, memory, ids, f32(B, S))
-    with pytest.deprecated_call(), pytest.raises(
-        ValueError, match=r"`coverage`.*Received: coverage.shape\[1\]=4"
-    ):
-        layer.step(states[:, 0], memory, ids, f32(B, S - 1))

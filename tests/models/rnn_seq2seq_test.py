@@ -2,6 +2,7 @@ import keras
 import numpy as np
 import pytest
 
+from keras_attention.decoding import BeamSampler
 from keras_attention.models import RNNSeq2Seq, rnn_seq2seq
 from tests.models.generation_checks import (
     SOURCE,
@@ -31,8 +32,8 @@ def test_cached_generation_equals_full_recomputation(attention, jit_compile):
 def test_greedy_equivalences_and_beam_search():
     model = small_model(input_feeding=False)
     assert_greedy_equivalences(model)
-    result = model.generate(SOURCE, 6, "beam", num_beams=3, num_return_sequences=2,
-                            coverage_penalty=0.3, return_attention=True)
+    sampler = BeamSampler(num_beams=3, num_return_sequences=2, coverage_penalty=0.3)
+    result = model.generate(SOURCE, 6, sampler, return_attention=True)
     assert result.token_ids.shape == (2, 2, 6)
     assert (result.attention[1, :, :, 2:] == 0).all()  # source padding
 

@@ -1,5 +1,5 @@
-"""`Seq2SeqModel.generate` / `search`: samplers, the older keyword form, token
-id checks, compilation per backend and the same tokens on every backend."""
+"""`Seq2SeqModel.generate` / `search`: samplers, token id checks,
+compilation per backend and the same tokens on every backend."""
 
 import contextlib
 import io
@@ -33,34 +33,24 @@ def model():
 
 @pytest.mark.large
 @pytest.mark.backend_independent(
-    "the older keyword form names the same sampler objects (Python); on JAX the samplers' "
+    "names and config dicts name the same sampler objects (Python); on JAX the samplers' "
     "compiled tokens equal TensorFlow's (test_a_saved_model_generates_the_same_tokens_on_every_"
     "backend) and the suppression and rule tests below generate with them")
-def test_samplers_and_the_older_keyword_form_give_the_same_tokens(model):
+def test_sampler_names_and_configs_give_the_tokens_of_their_samplers(model):
+    top_p = decoding.TopPSampler(p=0.7, temperature=0.8, seed=1)
     pairs = [
-        (decoding.GreedySampler(), dict(strategy="greedy")),
-        (decoding.BeamSampler(num_beams=3, length_penalty=0.6, coverage_penalty=0.2),
-         dict(strategy="beam", num_beams=3, length_penalty=0.6, coverage_penalty=0.2)),
-        (decoding.TopKSampler(k=4, seed=3), dict(strategy="top_k", k=4, seed=3)),
-        (decoding.TopPSampler(p=0.7, temperature=0.8, seed=1),
-         dict(strategy="top_p", p=0.7, temperature=0.8, seed=1)),
-        (decoding.RandomSampler(seed=2), dict(strategy="sample", seed=2)),
+        (decoding.GreedySampler(), "greedy"),
+        (decoding.BeamSampler(), "beam"),
+        (decoding.TopKSampler(k=4, seed=3),
+         {"class_name": "TopKSampler", "config": {"k": 4, "seed": 3}}),
+        (top_p, decoding.serialize_sampler(top_p)),
+        (decoding.RandomSampler(), "sample"),
     ]
-    for sampler, older in pairs:
-        new = model.generate(SOURCE, 6, sampler, return_scores=True)
-        old = model.generate(SOURCE, 6, return_scores=True, **older)
-        np.testing.assert_array_equal(new.token_ids, old.token_ids)
-        np.testing.assert_allclose(new.scores, old.scores, rtol=1e-6)
-    # The positional older form: generate(x, L, "beam", num_beams=...).
-    np.testing.assert_array_equal(
-        model.generate(SOURCE, 6, "beam", num_beams=2),
-        model.generate(SOURCE, 6, decoding.BeamSampler(num_beams=2)),
-    )
-    # Names and config dicts.
-    config = decoding.serialize_sampler(decoding.TopKSampler(k=4, seed=3))
-    np.testing.assert_array_equal(
-        model.generate(SOURCE, 6, config), model.generate(SOURCE, 6, "top_k", k=4, seed=3)
-    )
+    for sampler, described in pairs:
+        expected = model.generate(SOURCE, 6, sampler, return_scores=True)
+        got = model.generate(SOURCE, 6, described, return_scores=True)
+        np.testing.assert_array_equal(got.token_ids, expected.token_ids)
+        np.testing.assert_allclose(got.scores, expected.scores, rtol=1e-6)
 
 
 @pytest.mark.same_path_on("jax", reason=(
@@ -80,9 +70,6 @@ def test_one_result_type_and_n_best_shapes(model):
 @pytest.mark.parametrize(
     "kwargs, pattern",
     [
-        ({"sampler": decoding.BeamSampler(), "num_beams": 2},
-         r"`num_beams`.*older.*Received: sampler=BeamSampler\(.*num_beams=2"),
-        ({"sampler": "beam", "strategy": "greedy"}, r"either.*Received: sampler='beam'"),
         ({"sampler": decoding.TopKSampler(k=25)}, r"vocab_size=24.*Received: k=25"),
         ({"sampler": decoding.BeamSampler(), "return_logits": True},
          r"return_logits.*BeamSampler"),
@@ -391,7 +378,7 @@ def test_suppressed_token_ids_are_never_generated(unending_model, name):
     """Compiled generation with suppressed ids, and `search` (uncompiled)
     giving its tokens. The tokens without suppression come from `search`
     too: the compiled samplers without suppression are
-    test_samplers_and_the_older_keyword_form_give_the_same_tokens' (and, on
+    test_sampler_names_and_configs_give_the_tokens_of_their_samplers' (and, on
     every backend, test_a_saved_model_generates_the_same_tokens_on_every_backend's)."""
     model, sampler = unending_model, SUPPRESSING_SAMPLERS[name]
     source = np.pad(SOURCE, ((0, 0), (0, 3)))  # the bucket generate pads to

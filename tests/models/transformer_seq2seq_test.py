@@ -5,7 +5,13 @@ import numpy as np
 import pytest
 
 from keras_attention.data import make_task, sequence_accuracy
-from keras_attention.decoding import BEAM_SLOTS, SOURCE_STATE
+from keras_attention.decoding import (
+    BEAM_SLOTS,
+    SOURCE_STATE,
+    BeamSampler,
+    RandomSampler,
+    TopKSampler,
+)
 from keras_attention.models import GenerationResult, Seq2SeqModel, transformer_seq2seq
 from tests.models.generation_checks import (
     SOURCE,
@@ -113,9 +119,10 @@ def test_beam_search_shares_the_encoder_and_returns_sorted_n_best(model, monkeyp
     those of the encoder output tiled over the beams, with a cache per
     row reordered at every step."""
     def search():
-        return model.generate(SOURCE, 6, "beam", num_beams=3, num_return_sequences=3,
-                              length_penalty=0.6, coverage_penalty=0.2, return_scores=True,
-                              return_attention=True, jit_compile=False)
+        sampler = BeamSampler(num_beams=3, num_return_sequences=3, length_penalty=0.6,
+                              coverage_penalty=0.2)
+        return model.generate(SOURCE, 6, sampler, return_scores=True, return_attention=True,
+                              jit_compile=False)
 
     states = []
     init = type(model).init_decoder_state
@@ -138,9 +145,10 @@ def test_beam_search_shares_the_encoder_and_returns_sorted_n_best(model, monkeyp
 
 
 def test_sampling_is_reproducible_with_a_seed(model):
-    a = model.generate(SOURCE, 8, "sample", seed=3)
-    np.testing.assert_array_equal(a, model.generate(SOURCE, 8, "sample", seed=3))
-    np.testing.assert_array_equal(a, model.generate(SOURCE, 8, "sample", seed=3, jit_compile=False))
+    a = model.generate(SOURCE, 8, RandomSampler(seed=3))
+    np.testing.assert_array_equal(a, model.generate(SOURCE, 8, RandomSampler(seed=3)))
+    np.testing.assert_array_equal(a, model.generate(SOURCE, 8, RandomSampler(seed=3),
+                                                    jit_compile=False))
 
 
 def test_second_call_with_same_shapes_does_not_retrace(model):
@@ -176,11 +184,8 @@ def test_prompt_is_kept_and_batches_give_the_same_tokens(model):
     [
         ({"max_length": 1, "decoder_prompt": np.ones((2, 3), "int32")},
          r"max_length.*prompt length.*Received: max_length=1"),
-        ({"strategy": "beam", "num_beams": 0}, r"num_beams.*Received: num_beams=0"),
-        ({"strategy": "top_k", "k": 21}, r"vocab_size=20.*Received: k=21"),
-        ({"strategy": "top_p", "p": 0.0}, r"`p`.*Received: p=0.0"),
-        ({"strategy": "sample", "temperature": -0.5}, r"temperature.*Received: temperature=-0.5"),
-        ({"strategy": "viterbi"}, r"strategy.*Received: strategy='viterbi'"),
+        ({"sampler": TopKSampler(k=21)}, r"vocab_size=20.*Received: k=21"),
+        ({"sampler": "viterbi"}, r"`sampler`.*Received: sampler='viterbi'"),
     ],
 )
 def test_bad_generation_arguments(kwargs, pattern, model):
@@ -278,7 +283,7 @@ def test_learns_to_reverse_sequences_end_to_end():
     model.fit(x, y, batch_size=64, epochs=5, verbose=0)
     predicted = model.generate(test_x["encoder_token_ids"], max_length=9)
     assert sequence_accuracy(predicted, test_y) >= 0.95
-    beam = model.generate(test_x["encoder_token_ids"], max_length=9, strategy="beam")
+    beam = model.generate(test_x["encoder_token_ids"], max_length=9, sampler="beam")
     assert sequence_accuracy(beam, test_y) >= 0.95
 
 
@@ -361,9 +366,9 @@ def test_pointer_generator_greedy_equivalences_and_beam_attention(shared_pointer
     # A beam of one over the mixture's log-probabilities is greedy; top-k of
     # one and temperature zero are the samplers' code over any scores, the
     # transformer's test_beam_of_one_top_k_of_one_and_zero_temperature_equal_greedy.
-    np.testing.assert_array_equal(model.generate(SOURCE, 6, "beam", num_beams=1),
+    np.testing.assert_array_equal(model.generate(SOURCE, 6, BeamSampler(num_beams=1)),
                                   model.generate(SOURCE, max_length=6))
-    result = model.generate(SOURCE, 6, "beam", num_beams=3, return_attention=True)
+    result = model.generate(SOURCE, 6, BeamSampler(num_beams=3), return_attention=True)
     assert result.attention.shape == (2, 6, 5)
     assert (result.attention[1, :, 2:] == 0).all()  # copy attention skips padding
 
@@ -492,7 +497,7 @@ def test_family_options_under_mixed_bfloat16_are_finite(family):
     model = family_model(family, dtype="mixed_bfloat16")
     logits = np.asarray(model({"encoder_token_ids": SOURCE, "decoder_token_ids": SOURCE}))
     assert logits.dtype == np.float32 and np.isfinite(logits).all()
-    assert np.isfinite(model.generate(SOURCE, 6, "beam", num_beams=2, return_scores=True)
+    assert np.isfinite(model.generate(SOURCE, 6, BeamSampler(num_beams=2), return_scores=True)
                        .scores).all()
 
 
