@@ -32,6 +32,50 @@ def cpu_model():
     return platform.processor() or "unknown"
 
 
+#: XLA's YNNPACK dot fusions off (they choose AVX-512 kernels by CPUID and
+#: ignore `--xla_cpu_max_isa`; bench/RESULTS.md, issue 53).
+NO_YNN = "--xla_cpu_experimental_ynn_fusion_type="
+#: Every engine limited to AVX2: oneDNN (TensorFlow, CTranslate2's GEMMs),
+#: the code XLA generates, CTranslate2's own kernels.
+AVX2_ENV = {"ONEDNN_MAX_CPU_ISA": "AVX2", "XLA_FLAGS": "--xla_cpu_max_isa=AVX2",
+            "CT2_FORCE_CPU_ISA": "AVX2"}
+
+
+def cpu_flags():
+    """The flags of /proc/cpuinfo (`[]` where unreadable)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as file:
+            for row in file:
+                if row.startswith("flags"):
+                    return row.split(":", 1)[1].split()
+    except OSError:
+        pass
+    return []
+
+
+def cpu_isa(flags):
+    """`"AVX-512"`, `"AVX2"` or `"below AVX2"` from /proc/cpuinfo's flags."""
+    flags = set(flags)
+    if "avx512f" in flags:
+        return "AVX-512"
+    return "AVX2" if "avx2" in flags else "below AVX2"
+
+
+def isa_env(isa, environ=None, no_ynn=False):
+    """The environment variables that limit every server to `isa`
+    (`"native"`: none); XLA_FLAGS keeps `environ`'s other flags. `no_ynn`:
+    XLA's YNNPACK dot fusions off too (they ignore `--xla_cpu_max_isa`)."""
+    if isa == "native":
+        return {}
+    env = dict(AVX2_ENV)
+    if no_ynn:
+        env["XLA_FLAGS"] += " " + NO_YNN
+    previous = (environ or {}).get("XLA_FLAGS", "").strip()
+    if previous:
+        env["XLA_FLAGS"] = f"{previous} {env['XLA_FLAGS']}"
+    return env
+
+
 def loadavg():
     """The 1, 5 and 15-minute load averages, or None where unavailable."""
     try:

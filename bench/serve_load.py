@@ -157,7 +157,14 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from bench.common import format_table, loadavg, machine_info  # noqa: E402
+from bench.common import (  # noqa: E402
+    cpu_flags,
+    cpu_isa,
+    format_table,
+    isa_env,
+    loadavg,
+    machine_info,
+)
 
 # The project's copy of the Tatoeba pairs, in the shared/ folder beside the checkout.
 DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
@@ -176,9 +183,6 @@ MODEL_NAME = "marian"
 TARGET_CLIENTS, VS_CT2, VS_NOBATCH = 16, 1.0, 3.0
 #: The bias of ids a trained model would never give (see the docstring).
 NEVER = -1000.0
-NO_YNN = "--xla_cpu_experimental_ynn_fusion_type="
-AVX2_ENV = {"ONEDNN_MAX_CPU_ISA": "AVX2", "XLA_FLAGS": "--xla_cpu_max_isa=AVX2",
-            "CT2_FORCE_CPU_ISA": "AVX2"}
 
 
 def parse_args(argv=None):
@@ -399,29 +403,6 @@ def verdicts(levels, clients=TARGET_CLIENTS):
 
 def verdict_rows(rows):
     return [[t, f, {True: "met", False: "MISSED", None: "n/a"}[ok]] for t, f, ok in rows]
-
-
-def cpu_isa(flags):
-    """`"AVX-512"`, `"AVX2"` or `"below AVX2"` from /proc/cpuinfo's flags."""
-    flags = set(flags)
-    if "avx512f" in flags:
-        return "AVX-512"
-    return "AVX2" if "avx2" in flags else "below AVX2"
-
-
-def isa_env(isa, environ=None, no_ynn=False):
-    """The environment variables that limit every server to `isa`
-    (`"native"`: none); XLA_FLAGS keeps `environ`'s other flags. `no_ynn`:
-    XLA's YNNPACK dot fusions off too (they ignore `--xla_cpu_max_isa`)."""
-    if isa == "native":
-        return {}
-    env = dict(AVX2_ENV)
-    if no_ynn:
-        env["XLA_FLAGS"] += " " + NO_YNN
-    previous = (environ or {}).get("XLA_FLAGS", "").strip()
-    if previous:
-        env["XLA_FLAGS"] = f"{previous} {env['XLA_FLAGS']}"
-    return env
 
 
 def backend_of(maps_text):
@@ -822,17 +803,6 @@ def prepare(args, sub):
 # ---------------------------------------------------------------------------
 # ISA
 # ---------------------------------------------------------------------------
-def cpu_flags():
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as file:
-            for row in file:
-                if row.startswith("flags"):
-                    return row.split(":", 1)[1].split()
-    except OSError:
-        pass
-    return []
-
-
 #: What only AVX-512 code holds: zmm registers, xmm/ymm 16-31 (EVEX), mask
 #: registers, embedded broadcasts, vpternlog.
 AVX512_SIGNS = re.compile(r"zmm|[xy]mm(1[6-9]|2[0-9]|3[01])\b|%k[1-7]|\{1to|vpternlog")

@@ -6,7 +6,8 @@ A benchmark run by hand, not a test (`tests/bench/serving_test.py` checks the
 verdicts on made-up results):
 
     TF_CPP_MIN_LOG_LEVEL=3 .venv/bin/python bench/serving.py \
-        [--reps 3] [--new-tokens 64] [--calls 3] [--workdir DIR] [--no-cli]
+        [--reps 3] [--new-tokens 64] [--calls 3] [--workdir DIR] [--no-cli] \
+        [--isa native|avx2 [--no-ynn]]
 
 Needs the `bench`, `hf` and `jax` extras and the installed `keras-attention`
 script (`make install-extras`).
@@ -19,6 +20,12 @@ script (`make install-extras`).
 2. **The command line** (`bench/cli_start.py`): `keras-attention generate`
    on one sentence, a new process per call, first and later calls, per
    backend (a quick translation run trained first).
+It prints the CPU's instruction set first. `--isa avx2` limits every
+engine to AVX2 (`bench.common.AVX2_ENV`: oneDNN, the code XLA generates,
+CTranslate2's own kernels) for the engines and the command line alike;
+jaxlib's YNNPACK dots still choose AVX-512 kernels by CPUID unless
+`--no-ynn` turns them off (bench/RESULTS.md, issue 53).
+
 3. **The verdict**, one line per target: ours float32 >= 1.0x CTranslate2
    float32 and ours int8 >= 0.8x CTranslate2 int8 on the four cases, every
    row of ours ahead of `transformers`, ours float32 giving CTranslate2
@@ -38,7 +45,14 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import numpy as np  # noqa: E402
 
 from bench import cli_start, pretrained_decode  # noqa: E402
-from bench.common import check_at_least_one, format_table  # noqa: E402
+from bench.common import (  # noqa: E402
+    check_at_least_one,
+    cpu_flags,
+    cpu_isa,
+    cpu_model,
+    format_table,
+    isa_env,
+)
 
 OURS = ("ours_tensorflow", "ours_jax")
 FLOAT_TARGET, INT8_TARGET, CLI_TARGET_S = 1.0, 0.8, 5.0
@@ -57,7 +71,16 @@ def parse_args(argv=None):
     parser.add_argument("--workdir", default=None,
                         help="keep the checkpoint, tokens and results here (default: a "
                              "temporary folder)")
+    parser.add_argument("--isa", choices=("native", "avx2"), default="native",
+                        help="avx2: every engine and the command line limited to AVX2 "
+                             "(oneDNN, XLA's generated code, CTranslate2)")
+    parser.add_argument("--no-ynn", action="store_true",
+                        help="with --isa avx2: XLA's YNNPACK dots off too (they ignore "
+                             "--xla_cpu_max_isa), so that JAX's matmuls run AVX2 (in Eigen)")
     args = parser.parse_args(argv)
+    if args.no_ynn and args.isa != "avx2":
+        parser.error("--no-ynn applies with --isa avx2 only. Received: --no-ynn with "
+                     f"--isa {args.isa}")
     check_at_least_one(parser, args, ("reps", "new_tokens"))
     if args.calls < 2:
         parser.error(f"--calls must be at least 2 (the first compiles). "
@@ -127,8 +150,17 @@ def verdicts(results, agreement, cli_seconds=None):
     return out
 
 
+def isa_line(isa, env):
+    """The first line printed: the CPU, its instruction set and the limit."""
+    limit = " ".join(f"{key}={value}" for key, value in sorted(env.items())) or "none"
+    return f"CPU: {cpu_model()}, {cpu_isa(cpu_flags())}; --isa {isa}, limits: {limit}"
+
+
 def main(argv=None):
     args = parse_args(argv)
+    env = isa_env(args.isa, os.environ, args.no_ynn)
+    print(isa_line(args.isa, env), flush=True)
+    os.environ.update(env)  # the engines and the command line run as subprocesses
     temporary = None
     workdir = args.workdir
     if workdir is None:

@@ -48,7 +48,8 @@ def test_quick_config_saves_a_run_with_rouge_and_the_lead_baseline(run_dir):
     assert saved["recipe"] == "summarization" and saved["config"]["pointer_generator"]
     assert saved["source_format"] == "text" and saved["decoding"] == {
         "source_length": 64, "target_length": 24, "strategy": "beam", "num_beams": 2,
-        "length_penalty": 1.0, "coverage_penalty": 0.0, "suppress_token_ids": [0, 1, 2]}
+        "length_penalty": 1.0, "length_penalty_form": "gnmt", "coverage_penalty": 0.0,
+        "suppress_token_ids": [0, 1, 2]}
 
 
 @pytest.mark.large

@@ -25,7 +25,8 @@ def test_recipe_saves_a_complete_run_and_no_partial_folder(quick_translation_run
     # pad, unk and start are never generated).
     assert saved["source_format"] == "text" and saved["decoding"] == {
         "source_length": 32, "target_length": 32, "strategy": "greedy", "num_beams": 4,
-        "length_penalty": 0.6, "coverage_penalty": 0.0, "suppress_token_ids": [0, 1, 2]}
+        "length_penalty": 0.6, "length_penalty_form": "hf", "early_stopping": False,
+        "suppress_token_ids": [0, 1, 2]}
 
 
 

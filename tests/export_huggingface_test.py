@@ -121,8 +121,7 @@ def test_a_decoder_ctranslate2_would_misread_is_named_in_one_warning(tmp_path_fa
     assert (tmp_path / "hf" / "model.safetensors").is_file()
 
 
-def test_refusals_name_the_argument_and_write_nothing(tmp_path_factory, tmp_path,
-                                                      quick_translation_run):
+def test_refusals_name_the_argument_and_write_nothing(tmp_path_factory, tmp_path):
     _, run_dir, _ = converted_run(tmp_path_factory, "t5")
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("keep me")
@@ -131,8 +130,6 @@ def test_refusals_name_the_argument_and_write_nothing(tmp_path_factory, tmp_path
           "--overwrite=true"], "holds files but no checkpoint"),
         (["export", run_dir, str(tmp_path / "saved"), "--overwrite=true"],
          "applies to `--format huggingface` only"),
-        (["export", str(quick_translation_run[0]), str(tmp_path / "recipe"), "--format",
-          "huggingface", "--strategy", "beam"], "GNMT's length and coverage penalties"),
     ]:
         with pytest.raises(SystemExit) as error:
             cli.main(argv)
@@ -223,7 +220,9 @@ def test_a_recipe_run_exports_as_m2m100_with_its_strings(quick_translation_run, 
     order (pad id 1, as M2M100's): `transformers` gives `keras-attention
     generate --strategy greedy`'s strings, and so does CTranslate2 after
     `ct2-transformers-converter --model --output_dir` (float32, greedy),
-    with no warning."""
+    with no warning. Its beam search (transformers' scoring, the recipe's
+    default) goes out too: transformers gives `keras-attention generate
+    --num_beams 3`'s strings."""
     from keras_attention import data, runs
 
     run_dir = quick_translation_run[0]
@@ -242,20 +241,39 @@ def test_a_recipe_run_exports_as_m2m100_with_its_strings(quick_translation_run, 
     assert transformers_strings(tmp_path / "hf", texts) == ours
     assert ctranslate2_strings(tmp_path / "hf", texts, tmp_path) == ours
     assert len(set(ours)) > 1
+    assert run.generation.length_penalty_form == "hf"
+    export_huggingface(run_dir, tmp_path / "beam", strategy="beam", num_beams=3)
+    settings = json.loads((tmp_path / "beam" / "generation_config.json").read_text())
+    assert (settings["num_beams"], settings["length_penalty"]) == (
+        3, run.generation.length_penalty)
+    beam = cli_generate(run_dir, texts, tmp_path, "--num_beams", "3")
+    assert transformers_strings(tmp_path / "beam", texts) == beam
 
 
 def test_recipe_runs_no_architecture_computes_are_refused_naming_the_setting(
         quick_translation_run, tmp_path):
-    """The recipes' GNMT beam scoring (the default preset's decoding), and a transformer
-    of the recipe's earlier layout (Keras' final-norm epsilon, interleaved
-    positions, an output bias), are refused in one line; nothing is written."""
+    """GNMT's beam scoring (`--length_penalty_form gnmt`, and a run saved
+    before `decoding` recorded its form), and a transformer of the recipe's
+    earlier layout (Keras' final-norm epsilon, interleaved positions, an
+    output bias), are refused in one line; nothing is written."""
+    import shutil
+
     from keras_attention import runs
     from keras_attention.models import transformer_seq2seq
 
     run_dir = quick_translation_run[0]
-    with pytest.raises(ValueError, match="GNMT's length.*Received: strategy='beam'"):
-        export_huggingface(run_dir, tmp_path / "beam", strategy="beam")
     run = runs.SavedRun(run_dir)
+    gnmt = run.generation.replace(length_penalty_form="gnmt").to_dict()
+    unrecorded = {key: value for key, value in gnmt.items() if key != "length_penalty_form"}
+    for name, decoding in (("gnmt", gnmt), ("unrecorded", unrecorded)):
+        shutil.copytree(run_dir, tmp_path / name)
+        config_path = tmp_path / name / "config.json"
+        config = json.loads(config_path.read_text())
+        config_path.write_text(json.dumps({**config, "decoding": decoding}))
+        assert runs.SavedRun(tmp_path / name).generation.length_penalty_form == "gnmt"
+        with pytest.raises(ValueError, match="GNMT's length.*Received: strategy='beam'"):
+            export_huggingface(tmp_path / name, tmp_path / "beam", strategy="beam")
+        shutil.rmtree(tmp_path / name)
     earlier = transformer_seq2seq(run.model.config.vocabulary_size, num_layers=1, hidden_dim=16,
                                   num_heads=2, intermediate_dim=32, share_embeddings=True,
                                   max_length=34, start_token_id=2, end_token_id=3)

@@ -65,7 +65,8 @@ def test_save_writes_a_self_describing_run_that_loads(model, tokenizer, tmp_path
         "format_version": runs.FORMAT_VERSION, "keras_attention": keras_attention_version(),
         "recipe": "translation", "config": {"a": 1}, "scores": {"bleu": 1.0},
         "tokenizers": {"source": "source.spm", "target": "target.spm"},
-        "decoding": dict(DECODING, length_penalty=0.0, coverage_penalty=0.0),  # every key
+        "decoding": dict(DECODING, length_penalty=0.0, length_penalty_form="gnmt",
+                         coverage_penalty=0.0),  # every key
         "source_format": "text", "answer_notes": "x",
     }
     run = runs.SavedRun(tmp_path / "run")
@@ -237,8 +238,10 @@ def test_save_refuses_bad_settings_before_writing(model, tokenizer, tmp_path):
          r"`suppress_token_ids` must be a list of token ids.*Received"),
         (dict(decoding=dict(DECODING, suppress_token_ids=1)),
          r"`suppress_token_ids` must be a list"),
-        (dict(decoding=runs.GenerationConfig(4, 4, length_penalty_form="hf")),
-         r"`decoding` must score beams in this model kind's form"),
+        (dict(decoding=dict(DECODING, length_penalty_form="fairseq")),
+         r"`length_penalty_form` must be one of 'gnmt', 'hf'.*Received"),
+        (dict(decoding=dict(DECODING, length_penalty_form="hf", coverage_penalty=0.1)),
+         r"`decoding` has unknown keys \['coverage_penalty'\]"),
         (dict(source_format="{passage} | {question}"), r"`source_format`.*Received"),
         (dict(extra={"recipe": "x"}), r"`extra` must not set keys config.json uses"),
         (dict(recipe="summarization", decoding=None), r"`decoding` must be given.*max_source"),

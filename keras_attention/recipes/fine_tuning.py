@@ -51,7 +51,8 @@ FINE_TUNE_LEARNING_RATE = 5e-5
 FIXED_SETTINGS = (
     "architecture", "vocabulary_size", "shared_vocabulary", "num_layers", "hidden_dim", "num_heads",
     "intermediate_dim", "dropout", "pack", "pointer_generator", "coverage_loss_weight",
-    "strategy", "num_beams", "length_penalty", "learning_rate", "average_last_epochs",
+    "strategy", "num_beams", "length_penalty", "length_penalty_form", "learning_rate",
+    "average_last_epochs",
     "distribution", "precision", "backup_dir",
     # summarization
     "summarizer", "max_sentences", "sentence_layers", "gap_sentence_epochs", "gap_sentences",

@@ -10,10 +10,13 @@ one place (`with_search`); and `generate_kwargs` is the one mapping to
 `keras_attention.export` use it, and nothing else builds a sampler for a
 run).
 
-Two forms of beam scoring exist, as the two kinds of runs were trained:
-the recipes' runs score beams the GNMT way (`length_penalty_form="gnmt"`,
-with `coverage_penalty`), converted Hugging Face checkpoints the way
-`transformers` does (`"hf"`, with `early_stopping`).
+Two forms of beam scoring exist: the GNMT way (`length_penalty_form="gnmt"`,
+with `coverage_penalty`), which the summarization recipe and translation runs
+saved by earlier versions use, and the way `transformers` does (`"hf"`, with
+`early_stopping`), which converted Hugging Face checkpoints and the
+translation recipe use, and which an exported run's `generate` computes. A
+run folder records its form (`to_dict`); a folder saved before it did gets
+its model kind's (`runs.registry.ModelKind.length_penalty_form`).
 """
 
 import dataclasses
@@ -42,8 +45,7 @@ class GenerationConfig:
         num_beams: positive int, the beams of `"beam"` (1 for greedy).
         length_penalty: float, the beam search's length penalty (in
             `length_penalty_form`).
-        length_penalty_form: `"gnmt"` (the recipes' runs) or `"hf"`
-            (converted checkpoints).
+        length_penalty_form: `"gnmt"` or `"hf"` (`transformers`' form).
         coverage_penalty: float >= 0, GNMT's coverage penalty (`"gnmt"` only).
         early_stopping: bool, Hugging Face's beam stopping rule (`"hf"` only).
         suppress_token_ids: ids never generated (the recipes never generate
@@ -121,11 +123,21 @@ class GenerationConfig:
         """The configuration of a run folder's `decoding` dict (`to_dict`'s
         form; a folder saved before a key existed gets its default).
 
+        Args:
+            decoding: dict, `to_dict`'s form.
+            length_penalty_form: the form of a `decoding` that does not
+                record its own (saved before it did): the model kind's.
+
         Raises:
-            ValueError: naming `decoding`, for a key this form does not take.
+            ValueError: naming `decoding`, for a key its form does not take.
         """
         if not isinstance(decoding, dict):
             raise ValueError(f"Argument `decoding` must be a dict. Received: decoding={decoding!r}")
+        decoding = dict(decoding)
+        length_penalty_form = decoding.pop("length_penalty_form", length_penalty_form)
+        if length_penalty_form not in LENGTH_PENALTY_FORMS:
+            raise _error("length_penalty_form", length_penalty_form,
+                         f"one of {', '.join(map(repr, LENGTH_PENALTY_FORMS))}")
         keys = dict_keys(length_penalty_form)
         unknown = sorted(set(decoding) - set(keys))
         if unknown:
@@ -173,10 +185,12 @@ class GenerationConfig:
 
     def to_dict(self):
         """The JSON form a run folder's `config.json` holds in `decoding`: the
-        fields of this form, the rules only where set."""
+        fields of this form (`length_penalty_form` included), the rules only
+        where set."""
         decoding = {"source_length": self.source_length, "target_length": self.target_length,
                     "strategy": self.strategy, "num_beams": self.num_beams,
-                    "length_penalty": self.length_penalty}
+                    "length_penalty": self.length_penalty,
+                    "length_penalty_form": self.length_penalty_form}
         if self.length_penalty_form == "gnmt":
             decoding["coverage_penalty"] = self.coverage_penalty
             decoding["suppress_token_ids"] = list(self.suppress_token_ids)
@@ -248,7 +262,8 @@ class GenerationConfig:
 
 def dict_keys(length_penalty_form="gnmt"):
     """The keys a run folder's `decoding` may hold in this form."""
-    base = ("source_length", "target_length", "strategy", "num_beams", "length_penalty")
+    base = ("source_length", "target_length", "strategy", "num_beams", "length_penalty",
+            "length_penalty_form")
     if length_penalty_form == "gnmt":
         return base + ("coverage_penalty", "suppress_token_ids")
     return base + ("early_stopping", "suppress_token_ids") + RULE_KEYS

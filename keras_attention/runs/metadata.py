@@ -61,14 +61,10 @@ def make_metadata(recipe, config, scores, decoding, source_format, extra, tokeni
 
 def check_decoding(decoding, length_penalty_form="gnmt"):
     """`decoding` (a `GenerationConfig`, or the dict of its JSON form) as a
-    `GenerationConfig` of its model kind's form, or a `ValueError` naming
-    what is wrong with it."""
+    `GenerationConfig`, or a `ValueError` naming what is wrong with it;
+    `length_penalty_form`: the form of a dict that does not record its own
+    (the model kind's)."""
     if isinstance(decoding, GenerationConfig):
-        if decoding.length_penalty_form != length_penalty_form:
-            raise ValueError(
-                f"Argument `decoding` must score beams in this model kind's form, "
-                f"{length_penalty_form!r}. "
-                f"Received: length_penalty_form={decoding.length_penalty_form!r}")
         return decoding
     return GenerationConfig.from_dict(decoding, length_penalty_form)
 

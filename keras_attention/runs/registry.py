@@ -98,9 +98,10 @@ class ModelKind:
             `run.folder_error(path, what)`). Default: the SentencePiece
             `source.spm` / `target.spm` files `config.json`'s `tokenizers`
             names.
-        length_penalty_form: `"gnmt"` or `"hf"`, how the kind's beams are
-            scored: the form of its `GenerationConfig` (and so the keys
-            `config.json`'s `decoding` may hold).
+        length_penalty_form: `"gnmt"` or `"hf"`, how the beams of a run
+            of this kind saved before `config.json`'s `decoding` recorded
+            its `length_penalty_form` are scored (and so the keys it may
+            hold).
         encode: `encode(texts, tokenizer, source_length)` -> int32 ids
             `(N, S)` for `generate` (a decoding kind), each row padded at
             the end with the model's `pad_token_id` to the longest row and

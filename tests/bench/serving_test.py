@@ -57,3 +57,19 @@ def test_each_target_is_met_or_missed_by_its_figure(tmp_path):
         "keras-attention generate, later calls (jax) <= 5 s": ("2.60 s", True),
         "keras-attention generate, later calls (tensorflow) <= 5 s": ("5.75 s", False),
     }
+
+
+def test_the_instruction_set_is_printed_and_avx2_limits_every_engine(capsys):
+    import pytest
+
+    serving = _module()
+    args = serving.parse_args(["--isa", "avx2", "--no-ynn"])
+    env = serving.isa_env(args.isa, {}, args.no_ynn)
+    assert env["ONEDNN_MAX_CPU_ISA"] == env["CT2_FORCE_CPU_ISA"] == "AVX2"
+    assert "--xla_cpu_max_isa=AVX2" in env["XLA_FLAGS"]
+    line = serving.isa_line(args.isa, env)
+    assert line.startswith("CPU: ") and "--isa avx2, limits: CT2_FORCE_CPU_ISA=AVX2" in line
+    assert serving.isa_line("native", {}).endswith("--isa native, limits: none")
+    with pytest.raises(SystemExit):
+        serving.parse_args(["--no-ynn"])
+    assert "--no-ynn applies with --isa avx2 only" in capsys.readouterr().err

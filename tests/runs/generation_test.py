@@ -27,10 +27,11 @@ def test_every_checkpoint_setting_is_recorded_and_mapped_back():
     json.dumps(decoding)  # JSON-able
     assert decoding == {
         "source_length": 512, "target_length": 511, "strategy": "beam", "num_beams": 4,
-        "length_penalty": 0.6, "early_stopping": True, "min_length": 3,
+        "length_penalty": 0.6, "length_penalty_form": "hf", "early_stopping": True,
+        "min_length": 3,
         "no_repeat_ngram_size": 3, "forced_eos_token_id": 0, "bad_words_ids": [[58100]],
         "suppress_token_ids": [5, 6], "decoder_start_token_id": 58100}
-    assert GenerationConfig.from_dict(decoding, "hf") == config  # read back as saved
+    assert GenerationConfig.from_dict(decoding) == config  # read back as saved: its form
     kwargs = config.generate_kwargs()
     assert kwargs.pop("sampler") == settings.pop("sampler")
     assert kwargs == settings  # the same `generate` call as load_pretrained's
@@ -42,7 +43,8 @@ def test_a_recipe_run_maps_to_gnmt_beams():
                               suppress_token_ids=[0, 1])
     assert config.to_dict() == {
         "source_length": 16, "target_length": 8, "strategy": "beam", "num_beams": 3,
-        "length_penalty": 0.6, "coverage_penalty": 0.2, "suppress_token_ids": [0, 1]}
+        "length_penalty": 0.6, "length_penalty_form": "gnmt", "coverage_penalty": 0.2,
+        "suppress_token_ids": [0, 1]}
     kwargs = config.generate_kwargs()
     assert kwargs["sampler"] == BeamSampler(num_beams=3, length_penalty=0.6,
                                             coverage_penalty=0.2)
@@ -57,6 +59,24 @@ def test_a_folder_saved_before_a_key_existed_gets_its_default():
         0.0, 0.0, ())
     assert GenerationConfig.from_dict({"source_length": 4, "target_length": 4},
                                       "hf").length_penalty == 1.0  # transformers' default
+
+
+def test_a_decoding_records_its_form_and_an_unrecorded_one_takes_the_kinds():
+    """A translation run scores its beams the `hf` way and says so in its
+    `decoding`; a folder saved before the key existed gets the form given
+    (its model kind's), and a recorded form wins over it."""
+    hf = GenerationConfig(source_length=8, target_length=8, strategy="beam", num_beams=2,
+                          length_penalty=0.6, length_penalty_form="hf")
+    decoding = hf.to_dict()
+    assert decoding["length_penalty_form"] == "hf"
+    assert GenerationConfig.from_dict(decoding, "gnmt") == hf
+    unrecorded = {key: value for key, value in decoding.items()
+                  if key not in ("length_penalty_form", "early_stopping")}
+    assert GenerationConfig.from_dict(unrecorded, "gnmt").length_penalty_form == "gnmt"
+    sampler = GenerationConfig.from_dict(decoding).generate_kwargs()["sampler"]
+    assert (sampler.length_penalty_form, sampler.length_penalty) == ("hf", 0.6)
+    with pytest.raises(ValueError, match=r"unknown keys \['coverage_penalty'\]"):
+        GenerationConfig.from_dict(dict(decoding, coverage_penalty=0.2))
 
 
 @pytest.mark.parametrize("form", ["gnmt", "hf"])

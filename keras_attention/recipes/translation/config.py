@@ -50,6 +50,11 @@ def get_config():
         "strategy": "beam",  # decoding for the evaluation: greedy or beam
         "num_beams": 4,
         "length_penalty": 0.6,
+        # How beams are scored: "hf" (transformers' sum of log-probabilities /
+        # length ** length_penalty, so an exported run searches the same way)
+        # or "gnmt" (GNMT's ((5 + length) / 6) ** length_penalty); the same
+        # BLEU on eng_deu (examples/RESULTS.md).
+        "length_penalty_form": "hf",
         "validation_fraction": 0.05,
         "test_fraction": 0.05,
         "max_test_examples": 1000,
@@ -124,6 +129,7 @@ RULES = {
     "strategy": one_of("greedy", "beam"),
     "num_beams": at_least(1),
     "length_penalty": at_least(0),
+    "length_penalty_form": one_of("hf", "gnmt"),
     "validation_fraction": fraction(),
     "test_fraction": fraction(),
     "max_test_examples": at_least(1),
@@ -137,7 +143,7 @@ BACKUP_MAY_DIFFER = (
     # init_from is refused with backup_dir: a backup's run is never a fine-tuning one.
     "init_from", "fine_tune_learning_rate",
     "epochs", "output_dir", "overwrite", "backup_dir", "distribution", "jit_compile",
-    "strategy", "num_beams", "length_penalty", "max_test_examples",
+    "strategy", "num_beams", "length_penalty", "length_penalty_form", "max_test_examples",
 )
 
 TRANSFORMER_ONLY = ("num_layers", "num_heads", "intermediate_dim")

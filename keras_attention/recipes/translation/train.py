@@ -193,6 +193,7 @@ def decoding_settings(config, target_tokenizer):
         source_length=config["max_length"], target_length=config["max_length"],
         strategy=config["strategy"], num_beams=config["num_beams"],
         length_penalty=config["length_penalty"],
+        length_penalty_form=config["length_penalty_form"],
         suppress_token_ids=data.never_generated_ids(target_tokenizer))
 
 
