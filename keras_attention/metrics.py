@@ -283,28 +283,60 @@ def f1_score(predictions, answers):
     return 100.0 * total / len(predictions)
 
 
-def _score(metric, hypotheses, references):
-    """One float for `metric` (a name of `METRICS`)."""
-    if metric == "bleu":
-        return bleu(hypotheses, references)
-    if metric == "chrf":
-        return chrf(hypotheses, references)
-    if metric in ROUGE_TYPES:
-        return rouge(hypotheses, references)[metric]
-    if metric == "exact_match":
-        return exact_match(hypotheses, references)
-    return f1_score(hypotheses, references)
+def check_metric_names(names):
+    """`names` as a list, or a `ValueError` naming `names` unless it is a
+    non-empty list or tuple of names of `METRICS` (before any work)."""
+    if not isinstance(names, (list, tuple)) or not names or any(
+            name not in METRICS for name in names):
+        raise ValueError(f"Argument `names` must be a non-empty list of names of "
+                         f"{', '.join(METRICS)}. Received: names={names!r}")
+    return list(names)
+
+
+def scores(names, hypotheses, references):
+    """`{name: score}` for each metric of `names`: the one scoring path of
+    the recipes' evaluations, `keras-attention evaluate` and
+    `SavedRun.evaluate` (`runs.TextToText.score`, with the metrics the
+    recipe registers) and `GenerationMetricsCallback`. ROUGE is computed
+    once for all its types.
+
+    Args:
+        names: list of names of `METRICS`.
+        hypotheses: list of `N` strings.
+        references: list of `N` reference strings, or of `N` lists of
+            reference strings.
+
+    Returns:
+        dict, each name's score (a float, 0-100).
+
+    Raises:
+        ValueError: naming `names`, for a name not in `METRICS`.
+
+    Example:
+
+    >>> from keras_attention.metrics import scores
+    >>> {name: round(value, 2)
+    ...  for name, value in scores(["exact_match", "f1"], ["Denver"],
+    ...                            [["Denver Broncos"]]).items()}
+    {'exact_match': 0.0, 'f1': 66.67}
+    """
+    names = check_metric_names(names)
+    rouges = rouge(hypotheses, references) if set(names) & set(ROUGE_TYPES) else {}
+    one = {"bleu": bleu, "chrf": chrf, "exact_match": exact_match, "f1": f1_score}
+    return {name: rouges[name] if name in rouges else one[name](hypotheses, references)
+            for name in names}
 
 
 # Keras callback ------------------------------------------------------------
 class GenerationMetricsCallback(keras.callbacks.Callback):
-    """Scores greedy generations on a fixed sample at the end of epochs.
+    """Scores generations on a fixed sample at the end of epochs.
 
     At the end of every `every`-th epoch, runs
     `model.generate(encoder_token_ids, max_length, sampler="greedy",
-    batch_size=batch_size)`, turns the token ids into strings with
-    `detokenize`, scores them against `references` and writes the score to
-    `logs[f"val_{metric}"]`. It then shows in the progress bar and in
+    batch_size=batch_size)` (or with a run's `generation` settings), turns
+    the token ids into strings with `detokenize`, scores them against
+    `references` (`scores`, as the recipes and `keras-attention evaluate`
+    do) and writes the score to `logs[f"val_{metric}"]`. It then shows in the progress bar and in
     `History`, and can be monitored by `EarlyStopping` or `ModelCheckpoint`
     (`mode="max"`) placed *after* this callback in the `callbacks` list.
     Nothing else is printed. On the other epochs the key is absent, as
@@ -318,7 +350,8 @@ class GenerationMetricsCallback(keras.callbacks.Callback):
             `(N, L)` that still holds end and padding tokens (see
             `keras_attention.data.strip_special`), and returning `N`
             strings.
-        max_length: positive int, the number of tokens to generate.
+        max_length: positive int, the number of tokens to generate
+            (greedily); `None` with `generation`.
         metric: one of `"bleu"`, `"chrf"`, `"rouge1"`, `"rouge2"`,
             `"rougeL"`, `"exact_match"`, `"f1"`.
         every: positive int, score every `every` epochs (epochs `every`,
@@ -330,6 +363,12 @@ class GenerationMetricsCallback(keras.callbacks.Callback):
             `data.never_generated_ids(target_tokenizer)`, as the recipes
             decode); checked against the model's vocabulary when training
             begins, before the first epoch.
+        generation: optional, how to decode: an object with
+            `generate_kwargs()`, such as the `runs.GenerationConfig` a recipe
+            records in its run folder (its search, `target_length` and
+            suppressed ids), so that the score is the one `keras-attention
+            evaluate` gives the saved run; `max_length` and
+            `suppress_token_ids` are then left unset.
 
     Example:
 
@@ -354,15 +393,18 @@ class GenerationMetricsCallback(keras.callbacks.Callback):
         encoder_token_ids,
         references,
         detokenize,
-        max_length,
+        max_length=None,
         metric="bleu",
         every=1,
         batch_size=64,
         suppress_token_ids=None,
+        generation=None,
     ):
         super().__init__()
+        self.generate_kwargs = _generate_kwargs(generation, max_length, suppress_token_ids)
         # The form here; the ids against the model's vocabulary in on_train_begin.
-        self.suppress_token_ids = check_suppress_token_ids(suppress_token_ids, sys.maxsize)
+        self.suppress_token_ids = check_suppress_token_ids(
+            self.generate_kwargs.pop("suppress_token_ids", None), sys.maxsize)
         source = np.asarray(encoder_token_ids)
         if source.ndim != 2 or not np.issubdtype(source.dtype, np.integer) or not len(source):
             raise ValueError(
@@ -381,7 +423,8 @@ class GenerationMetricsCallback(keras.callbacks.Callback):
         self.encoder_token_ids = source
         self.references = references
         self.detokenize = detokenize
-        self.max_length = check_positive_int("max_length", max_length)
+        self.max_length = check_positive_int("max_length",
+                                             self.generate_kwargs.pop("max_length"))
         self.metric = check_choice("metric", metric, METRICS)
         self.every = check_positive_int("every", every)
         self.batch_size = check_positive_int("batch_size", batch_size, allow_none=True)
@@ -394,8 +437,8 @@ class GenerationMetricsCallback(keras.callbacks.Callback):
         output = self.model.generate(
             self.encoder_token_ids,
             self.max_length,
-            sampler="greedy",
             batch_size=self.batch_size,
+            **self.generate_kwargs,
             **suppression,
         )
         token_ids = np.asarray(getattr(output, "token_ids", output))
@@ -406,7 +449,7 @@ class GenerationMetricsCallback(keras.callbacks.Callback):
                 "`detokenize` must return one string per row. Received: "
                 f"{len(texts)} strings for {len(self.references)} rows"
             )
-        return _score(self.metric, texts, self.references)
+        return scores([self.metric], texts, self.references)[self.metric]
 
     def on_train_begin(self, logs=None):
         vocabulary_size = getattr(self.model, "target_vocabulary_size", None)
@@ -422,14 +465,35 @@ class GenerationMetricsCallback(keras.callbacks.Callback):
             logs[self.log_name] = score
 
 
+def _generate_kwargs(generation, max_length, suppress_token_ids):
+    """`generate`'s keyword arguments of the callback: greedy with
+    `max_length` and `suppress_token_ids`, or `generation.generate_kwargs()`."""
+    if generation is None:
+        if max_length is None:
+            raise ValueError("Argument `max_length` must be given without `generation`. "
+                             "Received: max_length=None")
+        return {"sampler": "greedy", "max_length": max_length,
+                "suppress_token_ids": suppress_token_ids}
+    if not callable(getattr(generation, "generate_kwargs", None)):
+        raise ValueError("Argument `generation` must have `generate_kwargs()` (a "
+                         f"`runs.GenerationConfig`). Received: generation={generation!r}")
+    for name, value in (("max_length", max_length), ("suppress_token_ids", suppress_token_ids)):
+        if value is not None:
+            raise ValueError(f"Argument `{name}` must be None with `generation` (which sets "
+                             f"it). Received: {name}={value!r}")
+    return dict(generation.generate_kwargs())
+
+
 __all__ = [
     "METRICS",
     "ROUGE_TYPES",
     "GenerationMetricsCallback",
     "bleu",
+    "check_metric_names",
     "chrf",
     "exact_match",
     "f1_score",
     "normalize_answer",
     "rouge",
+    "scores",
 ]

@@ -8,6 +8,7 @@ import sacrebleu
 from keras_attention import metrics
 from keras_attention.data import make_task, strip_special
 from keras_attention.metrics import (
+    ROUGE_TYPES,
     GenerationMetricsCallback,
     bleu,
     chrf,
@@ -15,6 +16,7 @@ from keras_attention.metrics import (
     f1_score,
     normalize_answer,
     rouge,
+    scores,
 )
 from keras_attention.models import GenerationResult, transformer_seq2seq
 
@@ -161,6 +163,54 @@ class FakeModel:
 SOURCE = np.array([[3, 4, 5, 0], [3, 8, 0, 0]], "int32")
 GENERATED = [[3, 4, 5, 6, 3, 7, 2, 0], [3, 8, 5, 6, 3, 7, 2, 0]]  # "the cat sat on the mat"
 REFERENCES = ["the cat sat on the mat", ["the cat sat on a mat", "the dog sat on the mat"]]
+
+
+def test_scores_give_each_named_metric_as_its_own_function_does():
+    hypotheses = ["the cat sat on the mat", "a dog ran off"]
+    names = ["bleu", "chrf", "rouge1", "rouge2", "rougeL", "exact_match", "f1"]
+    got = scores(names, hypotheses, REFERENCES)
+    assert list(got) == names
+    assert got["bleu"] == bleu(hypotheses, REFERENCES)
+    assert got["chrf"] == chrf(hypotheses, REFERENCES)
+    assert got["exact_match"] == exact_match(hypotheses, REFERENCES)
+    assert got["f1"] == f1_score(hypotheses, REFERENCES)
+    assert {k: got[k] for k in ROUGE_TYPES} == rouge(hypotheses, REFERENCES)
+    assert 0.0 < got["bleu"] < 100.0 and got["exact_match"] == 50.0  # one of two exact
+    for bad in (["meteor"], [], "bleu", ("bleu", 3)):
+        with pytest.raises(ValueError, match=r"`names` must be a non-empty list.*Received"):
+            scores(bad, hypotheses, REFERENCES)
+
+
+def test_callback_decodes_with_a_runs_generation_settings():
+    """`generation=` (a run's `GenerationConfig`): its sampler, length and
+    suppressed ids, as `keras-attention evaluate` decodes the saved run."""
+    from keras_attention.decoding.samplers import BeamSampler
+    from keras_attention.runs import GenerationConfig
+
+    generation = GenerationConfig(source_length=4, target_length=6, strategy="beam",
+                                  num_beams=2, length_penalty=0.6, length_penalty_form="hf",
+                                  suppress_token_ids=[1, 0])
+    model = FakeModel(GENERATED)
+    callback = GenerationMetricsCallback(SOURCE, REFERENCES, detokenize, generation=generation,
+                                         metric="chrf")
+    callback.set_model(model)
+    logs = {}
+    callback.on_epoch_end(0, logs)
+    hypotheses = ["the cat sat on the mat", "the dog sat on the mat"]
+    assert logs == {"val_chrf": pytest.approx(chrf(hypotheses, REFERENCES))}
+    [(shape, max_length, sampler, kwargs)] = model.calls
+    assert (shape, max_length) == ((2, 4), 6)
+    assert sampler == BeamSampler(num_beams=2, length_penalty=0.6, length_penalty_form="hf")
+    assert kwargs == {"batch_size": 64, "suppress_token_ids": (0, 1)}
+    for kwargs, message in (
+            (dict(generation=generation, max_length=8), r"`max_length` must be None with "
+                                                        r"`generation`.*Received: max_length=8"),
+            (dict(generation=generation, suppress_token_ids=[1]), r"`suppress_token_ids` must "
+                                                                  r"be None with `generation`"),
+            (dict(generation={"max_length": 6}), r"`generation` must have `generate_kwargs\(\)`"),
+            (dict(), r"`max_length` must be given without `generation`")):
+        with pytest.raises(ValueError, match=message):
+            GenerationMetricsCallback(SOURCE, REFERENCES, detokenize, **kwargs)
 
 
 def test_callback_writes_the_score_to_logs():

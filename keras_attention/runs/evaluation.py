@@ -1,6 +1,7 @@
-"""How a saved run of each recipe is evaluated on a file (`SavedRun.evaluate`,
-`keras-attention evaluate`): the examples of the recipe's file format, and
-its scores (the functions `keras_attention.runs.registry` holds)."""
+"""The evaluation examples of each recipe's file format (`SavedRun.evaluate`,
+`keras-attention evaluate`; the functions `keras_attention.runs.registry`
+holds). The scores go through `keras_attention.metrics.scores`, with the
+metrics each recipe registers."""
 
 
 def translation_examples(path, limit, run):
@@ -37,26 +38,6 @@ def question_answering_examples(path, limit, run):
                              {"context": r["context"], "story": r["context"],
                               "question": r["question"]}) for r in records]
     return sources, [r["answers"] for r in records]
-
-
-def translation_scores(hypotheses, references):
-    from keras_attention import metrics
-
-    return {"bleu": metrics.bleu(hypotheses, references),
-            "chrf": metrics.chrf(hypotheses, references)}
-
-
-def summarization_scores(hypotheses, references):
-    from keras_attention import metrics
-
-    return metrics.rouge(hypotheses, references)
-
-
-def question_answering_scores(hypotheses, references):
-    from keras_attention import metrics
-
-    return {"exact_match": metrics.exact_match(hypotheses, references),
-            "f1": metrics.f1_score(hypotheses, references)}
 
 
 __all__ = []

@@ -46,8 +46,9 @@ class Recipe:
         name: str, as `keras-attention train NAME` and `config.json` name it.
         examples: `examples(path, limit, run)` -> `(sources, references)`
             from an evaluation file of this recipe.
-        scores: `scores(hypotheses, references)` -> the scores dict of
-            `keras-attention evaluate`.
+        metrics: tuple of names of `keras_attention.metrics.METRICS`, what
+            the recipe's outputs are scored by (`metrics.scores`: its own
+            evaluation, `keras-attention evaluate`, `TextToText.score`).
         main: `main(argv)`, what `keras-attention train NAME` runs; `None`
             for the built-in recipes, whose `main` is
             `keras_attention.recipes.<name>.main`.
@@ -55,7 +56,7 @@ class Recipe:
 
     name: str
     examples: object
-    scores: object
+    metrics: tuple
     main: object = None
 
 
@@ -206,10 +207,12 @@ def kind_of_metadata(metadata):
 
 ## The built-in recipes and model kinds
 
-for _name in ("translation", "summarization", "question_answering"):
+for _name, _metrics in (("translation", ("bleu", "chrf")),
+                        ("summarization", ("rouge1", "rouge2", "rougeL")),
+                        ("question_answering", ("exact_match", "f1"))):
     register_recipe(Recipe(name=_name, examples=getattr(evaluation, f"{_name}_examples"),
-                           scores=getattr(evaluation, f"{_name}_scores")))
-del _name
+                           metrics=_metrics))
+del _name, _metrics
 
 register_model_kind(ModelKind(
     name="seq2seq", marker=None, description="a Seq2SeqModel (it decodes)",

@@ -301,8 +301,10 @@ class TextToText:
             ValueError: naming `data`, `strategy` or `num_beams`, before any
                 work.
         """
+        from keras_attention.metrics import check_metric_names
         from keras_attention.validation import check_positive_int
 
+        check_metric_names(registry.recipe(self.recipe).metrics)
         self._generation(strategy, num_beams)
         if isinstance(data, (str, os.PathLike)):
             sources, references = self.evaluation_examples(data, max_examples)
@@ -310,9 +312,27 @@ class TextToText:
             limit = check_positive_int("max_examples", max_examples, allow_none=True)
             sources, references = _pairs(data, limit)
         hypotheses = self.generate(sources, strategy, num_beams, verbose=verbose, truncate=True)
-        scores = registry.recipe(self.recipe).scores(hypotheses, references)
+        scores = self.score(hypotheses, references)
         scores["examples"] = len(sources)
         return scores
+
+    def score(self, hypotheses, references):
+        """The scores of outputs against references, by the metrics the
+        recipe registers (`registry.Recipe.metrics`: BLEU and chrF,
+        ROUGE's, or exact match and F1), through `metrics.scores`: the one
+        scoring path of `evaluate`, the recipes' evaluations and
+        `metrics.GenerationMetricsCallback`.
+
+        Args:
+            hypotheses: list of `N` strings.
+            references: list of `N` strings, or of `N` lists of strings.
+
+        Returns:
+            dict, each metric's score (0-100).
+        """
+        from keras_attention.metrics import scores
+
+        return scores(registry.recipe(self.recipe).metrics, hypotheses, references)
 
 
 def _checked_texts(texts):

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from keras_attention import cli, data, export, recipes, runs
+from keras_attention import cli, data, export, metrics, recipes, runs
 from keras_attention.models import transformer_seq2seq
 from keras_attention.runs import converted, evaluation, inference, registry
 
@@ -30,7 +30,7 @@ def test_the_built_in_recipes_and_kinds():
     for name in registry.recipe_names():  # the functions themselves; training in recipes
         recipe = registry.recipe(name)
         assert recipe.examples is getattr(evaluation, f"{name}_examples")
-        assert recipe.scores is getattr(evaluation, f"{name}_scores")
+        assert recipe.metrics and all(metric in metrics.METRICS for metric in recipe.metrics)
         assert recipe.main is None and recipes.recipe_spec(name).name == name
     for kind in registry.model_kinds():
         for hook in (kind.matches, kind.answer, kind.vocabularies, kind.tokenizers,
@@ -94,7 +94,7 @@ def test_a_new_model_kind_is_one_registration(converted_kind, tmp_path, capsys):
 def test_a_new_recipe_is_one_registration(monkeypatch):
     registry.register_recipe(registry.Recipe(
         name="poetry", examples=evaluation.translation_examples,
-        scores=evaluation.translation_scores, main=main))
+        metrics=("bleu",), main=main))
     try:
         assert "poetry" in registry.recipe_names()
         assert cli.main(["train", "poetry", "--epochs=1"]) == ["--epochs=1"]

@@ -11,7 +11,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_attention import data, runs
+from keras_attention import data, metrics, runs
 from keras_attention.models import transformer_seq2seq
 
 GENERATION = runs.GenerationConfig(source_length=24, target_length=8, strategy="beam",
@@ -65,6 +65,25 @@ def test_evaluate_pairs_in_python_and_in_a_file(translator, tmp_path):
                                         encoding="utf-8")
     assert translator.evaluate(str(tmp_path / "pairs.tsv")) == scores
     assert translator.evaluate(pairs, max_examples=1)["examples"] == 1
+    # One scoring path: the recipe's registered metrics through metrics.scores.
+    outputs = translator.generate(SOURCES)
+    expected = metrics.scores(["bleu", "chrf"], outputs, [t for _, t in pairs])
+    assert translator.score(outputs, [t for _, t in pairs]) == expected
+    assert {key: scores[key] for key in expected} == expected
+
+
+def test_a_recipe_with_an_unknown_metric_is_refused_before_generating(translator, monkeypatch):
+    from keras_attention.runs import registry
+
+    monkeypatch.setattr(translator, "generate", lambda *a, **k: pytest.fail("generated"))
+    recipe = registry.recipe("translation")
+    registry.register_recipe(registry.Recipe(name="translation", examples=recipe.examples,
+                                             metrics=("bleu", "meteor")))
+    try:
+        with pytest.raises(ValueError, match=r"`names`.*Received: names=\('bleu', 'meteor'\)"):
+            translator.evaluate([(SOURCES[0], "2021-03-03")])
+    finally:
+        registry.register_recipe(recipe)
 
 
 @pytest.mark.parametrize("call, message", [

@@ -48,6 +48,7 @@ from keras_attention.models import (
 )
 from keras_attention.recipes import checks, skeleton
 from keras_attention.recipes.question_answering import config as recipe_config
+from keras_attention.runs import registry
 from keras_attention.validation import check_positive_int
 
 BABI_TASKS = range(1, 21)
@@ -480,8 +481,10 @@ def decoding_settings(config, target_tokenizer):
 
 
 def score(predictions, test):
-    """Per-task accuracy (exact answer) and SQuAD exact match / F1 overall;
-    `test` holds `(source, gold answer, task)` triples."""
+    """Per-task accuracy (exact answer) and SQuAD exact match / F1 overall
+    (`metrics.scores` with the recipe's registered metrics, as `keras-attention
+    evaluate` scores a saved run); `test` holds `(source, gold answer, task)`
+    triples."""
     by_task = collections.defaultdict(list)
     for prediction, (_, gold, task) in zip(predictions, test):
         by_task[task].append(metrics.normalize_answer(prediction) == metrics.normalize_answer(gold))
@@ -490,8 +493,7 @@ def score(predictions, test):
     return {
         "per_task_accuracy": per_task,
         "mean_accuracy": float(np.mean(list(per_task.values()))),
-        "exact_match": metrics.exact_match(predictions, golds),
-        "f1": metrics.f1_score(predictions, golds),
+        **metrics.scores(registry.recipe("question_answering").metrics, predictions, golds),
     }
 
 

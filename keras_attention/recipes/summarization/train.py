@@ -34,7 +34,7 @@ import sys
 
 import keras
 
-from keras_attention import data, distribute, metrics, runs, runtime, settings, visualize
+from keras_attention import data, distribute, runs, runtime, settings, visualize
 from keras_attention.models import transformer_seq2seq
 from keras_attention.recipes import checks, fine_tuning, skeleton
 from keras_attention.recipes.summarization import config as recipe_config
@@ -166,11 +166,11 @@ def evaluate(trained, splits, config, decoding):
     test = splits[2]
     documents = [record["document"] for record in test]
     references = [record["summaries"] for record in test]
-    summaries = trained.text_to_text(decoding, "summarization", config).generate(
-        documents, verbose=1, truncate=True)
+    summarizer = trained.text_to_text(decoding, "summarization", config)
+    summaries = summarizer.generate(documents, verbose=1, truncate=True)
     scores = {
-        "model": metrics.rouge(summaries, references),
-        "lead_1": metrics.rouge([lead(d) for d in documents], references),
+        "model": summarizer.score(summaries, references),
+        "lead_1": summarizer.score([lead(d) for d in documents], references),
         "test_examples": len(test),
     }
     for name, rouge in (("model", scores["model"]), ("lead-1", scores["lead_1"])):

@@ -37,7 +37,6 @@ from keras_attention import (
     data,
     distribute,
     losses,
-    metrics,
     runs,
     runtime,
     schedules,
@@ -202,13 +201,9 @@ def evaluate(trained, splits, config, decoding):
     test = splits[2]
     sources = [s for s, _ in test]
     references = [t for _, t in test]
-    hypotheses = trained.text_to_text(decoding, "translation", config).generate(
-        sources, verbose=1, truncate=True)
-    scores = {
-        "bleu": metrics.bleu(hypotheses, references),
-        "chrf": metrics.chrf(hypotheses, references),
-        "test_examples": len(test),
-    }
+    translator = trained.text_to_text(decoding, "translation", config)
+    hypotheses = translator.generate(sources, verbose=1, truncate=True)
+    scores = {**translator.score(hypotheses, references), "test_examples": len(test)}
     print(f"\nTest BLEU {scores['bleu']:.1f}, chrF {scores['chrf']:.1f} "
           f"({decoding.strategy} decoding, sacrebleu, detokenized).")
     for source, hypothesis, reference in list(zip(sources, hypotheses, references))[:5]:
