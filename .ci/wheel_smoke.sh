@@ -110,7 +110,7 @@ grep -q '[0-9]' translations.txt || fail "no digit in the translations: $(cat tr
 echo "wheel_smoke: translations: $(paste -sd '|' translations.txt)"
 
 # With no backend chosen, generate runs on JAX where it is installed
-# (keras_attention.serving_backend; TensorFlow above, by KERAS_BACKEND): the
+# (keras_attention_launcher, the command's entry point; TensorFlow above, by KERAS_BACKEND): the
 # same answer, and the second call reads the compiled search that the first
 # kept (runtime.cache_compilations, on JAX). One sentence,
 # only the answer on stdout and nothing on stderr (no C++ log lines).

@@ -7,7 +7,7 @@ would be; the calls of the backends are interleaved, each backend with its
 own empty compilation cache at the start (`KERAS_ATTENTION_CACHE_DIR`), so
 that call 1 compiles and the later ones read the compiled search. Every call
 must print the same answer and nothing on stderr. `default` is the command
-with no backend chosen (`keras_attention.serving_backend`: JAX where it is
+with no backend chosen (`keras_attention_launcher`: JAX where it is
 installed).
 
 Run: `python bench/cli_start.py [--calls 3] [--run_dir RUN]` (a few minutes on

@@ -21,8 +21,12 @@ import os
 import sys
 import time
 
+import keras_attention_launcher
+
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+# TensorFlow's C++ start-up lines off stderr, as the `keras-attention` command keeps them
+# (TF_CPP_MIN_LOG_LEVEL=3 unless set; `TF_CPP_MIN_LOG_LEVEL=0 python ...` shows them).
+keras_attention_launcher.silence_tensorflow_start()
 
 import keras  # noqa: E402 (after the backend is chosen)
 import numpy as np  # noqa: E402 (after the backend is chosen)

@@ -35,22 +35,17 @@ first use (`keras_attention.metrics`, or `from keras_attention import
 metrics`), so TensorFlow, tensorflow-text, keras-hub, matplotlib, sacrebleu
 and rouge-score load only when they are used.
 
-`keras-attention generate`, `evaluate` and `serve` run on JAX where it is installed
-and no backend is chosen (`keras_attention.serving_backend`).
-
-TensorFlow's C++ start-up lines are kept off stderr
-(`keras_attention.native_logs`; `TF_CPP_MIN_LOG_LEVEL=0` shows them).
+Importing the package changes nothing in the process beyond importing: no
+environment variable, no import hook. The `keras-attention` command's own
+start-up (JAX for `generate`, `evaluate` and `serve` where it is installed and
+no backend is chosen; TensorFlow's C++ start-up lines kept off stderr) is
+`keras_attention_launcher`, its entry point, outside the package.
 """
 
 import importlib
 
-from keras_attention import native_logs, serving_backend
-
-serving_backend.choose_serving_backend()  # before Keras reads its backend
-native_logs.silence_tensorflow_start()  # before Keras may import TensorFlow
-
-from keras_attention import callbacks, decoding, layers, losses, masks, models, schedules  # noqa: E402
-from keras_attention.version import __version__  # noqa: E402
+from keras_attention import callbacks, decoding, layers, losses, masks, models, schedules
+from keras_attention.version import __version__
 
 _TOOLKIT_MODULES = (
     "data", "distribute", "export", "metrics", "pretrained", "runs", "runtime", "server",

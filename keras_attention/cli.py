@@ -26,7 +26,7 @@ import os
 import sys
 import warnings
 
-from keras_attention import files, native_logs, recipes, runs, runtime
+from keras_attention import files, recipes, runs, runtime
 from keras_attention.runs import registry
 
 # The errors the library raises for what a user gave it: a ValueError naming
@@ -330,8 +330,9 @@ def _bool(text):
 
 def _parser():
     parser = _Parser(prog="keras-attention", description=__doc__.split("\n")[0])
-    # Read when the package starts (keras_attention.native_logs), before this parser.
-    parser.add_argument(native_logs.VERBOSE_FLAG, action="store_true", help=(
+    # Acted on by the command's entry point (keras_attention_launcher.VERBOSE_FLAG),
+    # before the package is imported; accepted here so that the parser takes it.
+    parser.add_argument("--verbose", action="store_true", help=(
         "show TensorFlow's C++ start-up and log lines on stderr (hidden by default)"))
     commands = parser.add_subparsers(dest="command", required=True)
     # `train RECIPE --help` reaches the recipe's own parser, which lists its
@@ -461,7 +462,9 @@ def main(argv=None):
 
 
 def script():
-    """The `keras-attention` console script: `main()` with the command line;
+    """The `keras-attention` command after its start-up
+    (`keras_attention_launcher.script`, the console script, which calls
+    this): `main()` with the command line;
     once `generate` has written its answer (outputs flushed, files closed), or
     `serve` has answered every request it received, the process ends at once,
     without the interpreter's teardown (TensorFlow's and JAX's, most of a

@@ -11,8 +11,12 @@ ships in the package, so an installed wheel trains it too.
 
 import os
 
+import keras_attention_launcher
+
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+# TensorFlow's C++ start-up lines off stderr, as the `keras-attention` command keeps them
+# (TF_CPP_MIN_LOG_LEVEL=3 unless set; `TF_CPP_MIN_LOG_LEVEL=0 python ...` shows them).
+keras_attention_launcher.silence_tensorflow_start()
 
 from keras_attention import cli  # noqa: E402 (after the backend is chosen)
 from keras_attention.recipes import summarization  # noqa: E402

@@ -26,7 +26,7 @@ def _start(run_dir, *options):
     """A `keras-attention serve` process on a free port, once it is ready:
     `(process, url)`; its stderr's first line is the ready line."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "keras_attention.cli", "serve", str(run_dir), "--port", "0",
+        [sys.executable, "-m", "keras_attention_launcher", "serve", str(run_dir), "--port", "0",
          *options], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = process.stderr.readline().strip()
     match = READY.match(line)
@@ -127,7 +127,7 @@ def _wait_for_queued_rows(url, rows, timeout=30):
 def test_a_busy_port_fails_in_one_line_before_loading(quick_translation_run, server):
     port = server.rsplit(":", 1)[1]
     result = subprocess.run(
-        [sys.executable, "-m", "keras_attention.cli", "serve", str(quick_translation_run[0]),
+        [sys.executable, "-m", "keras_attention_launcher", "serve", str(quick_translation_run[0]),
          "--port", port], capture_output=True, text=True, timeout=120)
     assert result.returncode == 1 and result.stdout == ""
     assert result.stderr.count("\n") == 1
@@ -148,7 +148,7 @@ def test_verbose_shows_the_batching_the_warm_up_and_sigterm_during_it_exits_0(
     # the signal comes.
     environment = dict(os.environ, KERAS_ATTENTION_CACHE_DIR=str(tmp_path))
     process = subprocess.Popen(
-        [sys.executable, "-m", "keras_attention.cli", "serve", str(quick_translation_run[0]),
+        [sys.executable, "-m", "keras_attention_launcher", "serve", str(quick_translation_run[0]),
          "--port", "0", "--max_batch_size", "2", "--verbose", *options],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment)
     first, second = process.stderr.readline(), process.stderr.readline()
