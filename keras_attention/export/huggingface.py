@@ -191,7 +191,7 @@ def fairseq_token_order(model, unk_token_id):
     [2, 0, 3, 1, 4, 5, 6, 7]
     """
     config = model.config
-    if config.position_offset == config.pad_token_id + 1 or config.position_offset != 2:
+    if config.position_offset != 2 or config.pad_token_id == 1:
         return None
     first = [config.start_token_id, config.pad_token_id, config.end_token_id, unk_token_id]
     return first + [i for i in range(config.vocabulary_size) if i not in first]

@@ -48,6 +48,7 @@ from keras_attention.pretrained.checkpoint import (
     weight,
     weight_shape,
 )
+from keras_attention.pretrained.generation_config import renumber_token_ids
 from keras_attention.pretrained.weight_links import (
     WeightLink,
     attention_links,
@@ -407,8 +408,6 @@ def renumber_tokens(config, tensors, order):
     >>> config["pad_token_id"], tensors["model.shared.weight"].ravel().tolist()
     (1, [1.0, 0.0, 2.0])
     """
-    from keras_attention.pretrained.generation_config import renumber_token_ids
-
     order = np.asarray(order)
     size = config.get("vocab_size")
     if order.ndim != 1 or sorted(order.tolist()) != list(range(size if size else -1)):
