@@ -34,7 +34,7 @@ import os
 import warnings
 
 from keras_attention.pretrained.bart import renumber_tokens
-from keras_attention.pretrained.generation_config import (
+from keras_attention.pretrained.generation_json import (
     checkpoint_generation_config,
     renumber_token_ids,
 )

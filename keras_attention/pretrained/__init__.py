@@ -11,7 +11,7 @@
 tokenizers.
 """
 
-from keras_attention.pretrained.generation_config import generation_settings
+from keras_attention.pretrained.generation_json import generation_settings
 from keras_attention.pretrained.loading import load_pretrained
 from keras_attention.pretrained.saving import save_pretrained
 

@@ -48,7 +48,7 @@ from keras_attention.pretrained.checkpoint import (
     weight,
     weight_shape,
 )
-from keras_attention.pretrained.generation_config import renumber_token_ids
+from keras_attention.pretrained.generation_json import renumber_token_ids
 from keras_attention.pretrained.weight_links import (
     WeightLink,
     attention_links,
@@ -386,7 +386,7 @@ def renumber_tokens(config, tensors, order):
     """The same BART-style checkpoint with its tokens renumbered: the token
     of id `order[i]` gets id `i`. The token tables' rows (`TABLE_COPIES`,
     `lm_head.weight`) and `final_logits_bias`'s columns move with them, and
-    the config's token ids (`generation_config.renumber_token_ids`): the
+    the config's token ids (`generation_json.renumber_token_ids`): the
     checkpoint computes the same function of the renumbered tokens.
 
     Args:

@@ -20,7 +20,7 @@ from keras_attention.pretrained.checkpoint import (
     read_weights,
 )
 from keras_attention.pretrained.families import family_of
-from keras_attention.pretrained.generation_config import generation_settings
+from keras_attention.pretrained.generation_json import generation_settings
 
 
 def load_pretrained(folder):

@@ -15,7 +15,7 @@ import transformers
 from safetensors.numpy import load_file
 
 from keras_attention.pretrained import load_pretrained
-from keras_attention.pretrained.generation_config import (
+from keras_attention.pretrained.generation_json import (
     checkpoint_generation_config,
     generation_settings,
 )

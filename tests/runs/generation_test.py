@@ -9,7 +9,7 @@ import json
 import pytest
 
 from keras_attention.decoding.samplers import BeamSampler, GreedySampler, TopKSampler
-from keras_attention.pretrained.generation_config import generation_settings
+from keras_attention.pretrained.generation_json import generation_settings
 from keras_attention.runs import GenerationConfig
 
 pytestmark = pytest.mark.backend_independent("settings and samplers are plain Python")

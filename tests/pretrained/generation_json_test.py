@@ -9,7 +9,7 @@ import pytest
 from keras import ops
 
 from keras_attention import decoding
-from keras_attention.pretrained import generation_config as module
+from keras_attention.pretrained import generation_json as module
 from keras_attention.pretrained import generation_settings
 
 # Reading the configs is plain Python: those tests run under TensorFlow only.
