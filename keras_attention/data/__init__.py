@@ -64,8 +64,7 @@ if typing.TYPE_CHECKING:  # what the names are, for readers and tools; imported 
     )
     from keras_attention.data.tokenizers import (
         SentencePieceModel,
-        detokenize,
-        encode_sources,
+        as_tokenizer,
         load_tokenizer,
         never_generated_ids,
         save_tokenizer,
@@ -76,9 +75,8 @@ if typing.TYPE_CHECKING:  # what the names are, for readers and tools; imported 
 #: `{public name: the module of this package that defines it}`.
 _MODULE_OF = {
     "SentencePieceModel": "tokenizers",
-    "detokenize": "tokenizers",
+    "as_tokenizer": "tokenizers",
     "encode_sentence_documents": "sentence_documents",
-    "encode_sources": "tokenizers",
     "encode_stories": "pipeline",
     "gap_sentence_pairs": "sentence_selection",
     "load_babi": "babi",
@@ -116,9 +114,8 @@ _MODULES = frozenset(_MODULE_OF.values()) | {"text_files"}
 
 __all__ = [
     "SentencePieceModel",
-    "detokenize",
+    "as_tokenizer",
     "encode_sentence_documents",
-    "encode_sources",
     "encode_stories",
     "gap_sentence_pairs",
     "load_babi",

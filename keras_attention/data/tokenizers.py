@@ -10,16 +10,17 @@ Two readers of one saved model: `load_tokenizer` gives keras-hub's
 `SentencePieceTokenizer` (TensorFlow ops: for `tf.data` pipelines and
 exported graphs), `SentencePieceModel` the same ids and texts in plain Python
 (the `sentencepiece` package: what reading a run folder needs to answer a
-line, without loading TensorFlow or keras-hub).
+line, without loading TensorFlow or keras-hub), a
+`keras_attention.tokenizer.Tokenizer` as every checkpoint tokenizer is
+(`as_tokenizer` gives it for keras-hub's).
 """
 
 import contextlib
 import os
 import re
 
-import numpy as np
-
 from keras_attention.files import write_atomically
+from keras_attention.tokenizer import Tokenizer, id_rows
 from keras_attention.validation import check_positive_int
 
 
@@ -119,12 +120,19 @@ def load_tokenizer(path):
     return keras_hub.tokenizers.SentencePieceTokenizer(proto=path)
 
 
-class SentencePieceModel:
+class SentencePieceModel(Tokenizer):
     """A saved SentencePiece model in plain Python: the ids and texts of
     keras-hub's `SentencePieceTokenizer` of the same model (one C++ library
     under both: no sampling, no start or end token added), read with the
     `sentencepiece` package, so that neither TensorFlow nor keras-hub loads.
     `keras-attention generate` and `SavedRun` read a run's `.spm` files with it.
+
+    A `keras_attention.tokenizer.Tokenizer`: `tokenize` gives the pieces'
+    ids (a recipe's model takes its sources without start or end token),
+    `detokenize` the text of generated rows, cut at the end token, without
+    padding or start tokens. `pad_token_id`, `start_token_id`,
+    `end_token_id` and `unk_token_id` are the ids of `<pad>`, `<s>`, `</s>`
+    and `<unk>` (keras-hub's trainer: 0, 2, 3 and 1).
 
     Args:
         proto: the serialized model (bytes), or the path of a `.spm` file
@@ -141,7 +149,7 @@ class SentencePieceModel:
     >>> plain = data.SentencePieceModel(trained.proto)
     >>> plain("a cat") == [int(i) for i in trained("a cat")]
     True
-    >>> plain.detokenize([plain("a cat")])
+    >>> plain.detokenize([plain("a cat") + [plain.end_token_id, 5]])
     ['a cat']
     """
 
@@ -160,14 +168,18 @@ class SentencePieceModel:
         except (RuntimeError, OSError, TypeError) as error:
             raise ValueError(f"Argument `proto` must be a serialized SentencePiece model "
                              f"({error}). Received: {len(self.proto)} bytes") from None
+        self.pad_token_id = self.token_to_id("<pad>")
+        self.start_token_id = self.token_to_id("<s>")
+        self.end_token_id = self.token_to_id("</s>")
+        self.unk_token_id = self.token_to_id("<unk>")
 
     def __call__(self, texts):
         """`tokenize`."""
         return self.tokenize(texts)
 
     def tokenize(self, texts):
-        """Ids of a string (a list of int), or of a list of strings (a list
-        of lists)."""
+        """Ids of a list of strings (a list of lists of int), or of one
+        string (a list of int)."""
         if isinstance(texts, str):
             return self._processor.EncodeAsIds(texts)
         return [self._processor.EncodeAsIds(text) for text in texts]
@@ -178,8 +190,19 @@ class SentencePieceModel:
         return [self._processor.EncodeAsPieces(text) for text in texts]
 
     def detokenize(self, token_ids):
-        """The strings of a batch of id lists (a list of str)."""
-        return [self._processor.DecodeIds([int(i) for i in row]) for row in token_ids]
+        """The strings of generated rows `(N, L)` (a list of N str): each cut
+        at its end token, without padding or start tokens."""
+        dropped = (self.pad_token_id, self.start_token_id)
+        texts = []
+        for row in id_rows(token_ids):
+            kept = []
+            for token in row:
+                if token == self.end_token_id:
+                    break
+                if token not in dropped:
+                    kept.append(token)
+            texts.append(self._processor.DecodeIds(kept) if kept else "")
+        return texts
 
     def vocabulary_size(self):
         return self._processor.GetPieceSize()
@@ -202,39 +225,26 @@ class SentencePieceModel:
         return self._processor.IdToPiece(int(token_id))
 
 
-def encode_sources(texts, tokenizer, max_length):
-    """Source texts -> an int32 NumPy array `(N, L)` for `generate`, padded
-    with 0 (`<pad>`) to the longest row (each cut to `max_length` ids;
-    `max_length=None`: not cut; `tokenizer`: either reader of a model)."""
-    rows = [list(map(int, tokenizer(t)[:max_length])) for t in texts]
-    width = max(1, max(len(r) for r in rows))
-    out = np.zeros((len(rows), width), "int32")
-    for i, row in enumerate(rows):
-        out[i, : len(row)] = row
-    return out
+def as_tokenizer(tokenizer):
+    """`tokenizer` as a `keras_attention.tokenizer.Tokenizer`: itself, or
+    the `SentencePieceModel` of a keras-hub `SentencePieceTokenizer` (what
+    the recipes train: the same ids and texts).
 
-
-def detokenize(tokenizer, token_ids):
-    """Token ids `(B, L)` -> list of B strings, cut at the end token and
-    without padding or start tokens."""
-    ids = special_token_ids(tokenizer)
-    texts = []
-    for row in token_ids:
-        kept = []
-        for token in row:
-            token = int(token)
-            if token == ids["end_token_id"]:
-                break
-            if token not in (ids["pad_token_id"], ids["start_token_id"]):
-                kept.append(token)
-        texts.append(tokenizer.detokenize([kept])[0] if kept else "")
-    return [t.numpy().decode("utf-8") if hasattr(t, "numpy") else str(t) for t in texts]
+    Raises:
+        ValueError: naming `tokenizer`, for anything else.
+    """
+    if isinstance(tokenizer, Tokenizer):
+        return tokenizer
+    proto = getattr(tokenizer, "proto", None)
+    if isinstance(proto, (bytes, str)) and callable(getattr(tokenizer, "detokenize", None)):
+        return SentencePieceModel(proto)
+    raise ValueError("Argument `tokenizer` must be a `keras_attention.tokenizer.Tokenizer` or a "
+                     f"keras-hub `SentencePieceTokenizer`. Received: tokenizer={tokenizer!r}")
 
 
 __all__ = [
     "SentencePieceModel",
-    "detokenize",
-    "encode_sources",
+    "as_tokenizer",
     "load_tokenizer",
     "never_generated_ids",
     "save_tokenizer",

@@ -73,9 +73,9 @@ def converted_archive(run, strategy, num_beams):
     end_id = model.end_token_id
 
     def encode(inputs):
-        # As `runs.converted.checkpoint_ids`: a row longer than
-        # `source_length` keeps its first `source_length - 1` ids and its
-        # end token.
+        # As `tokenizer.encode_lines` (the checkpoint tokenizer's
+        # `truncate`): a row longer than `source_length` keeps its first
+        # `source_length - 1` ids and its end token.
         ids = source_tokens.encode(inputs)  # ragged (B, None)
         positions = tf.ragged.range(ids.row_lengths())
         last = tf.expand_dims(ids.row_lengths() - 1, 1)

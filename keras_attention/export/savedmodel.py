@@ -188,8 +188,8 @@ def _build_archive(model, source_tokenizer, target_tokenizer, generation):
                             suppress_token_ids=search["suppress_token_ids"]).token_ids
 
     def encode(inputs):
-        # Sources as `data.encode_sources` builds them: cut to
-        # `source_length` tokens.
+        # Sources as `tokenizer.encode_lines` builds them with a
+        # `data.SentencePieceModel`: cut to `source_length` tokens.
         return source_pieces.tokenize(inputs)[:, :source_length]  # ragged (B, <=S)
 
     def detokenize(tokens):

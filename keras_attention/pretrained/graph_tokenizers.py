@@ -164,7 +164,7 @@ class MarianGraphTokenizer(tf.Module):
 
     @tf.function(input_signature=[_TEXTS], autograph=False)
     def encode_target(self, texts):
-        """Target ids (`target.spm`), as `encode(texts, target=True)`."""
+        """Target ids (`target.spm`), as the Python tokenizer's `tokenize_targets`."""
         return self._encode(texts, self.target)
 
     @tf.function(input_signature=[_IDS], autograph=False)

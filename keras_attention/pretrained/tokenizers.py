@@ -20,10 +20,15 @@ vocabulary and merges, or the SentencePiece model of its Unigram pieces:
 `keras_attention.pretrained.tokenizer_json`), and gives the same ids either
 way. `files_in(folder)` names the files `from_folder` reads.
 
-All three: `encode(texts) -> list of id lists` (`target=True` for Marian's
-target side), `decode(ids) -> list of str` (special tokens and padding
-dropped, as `transformers`' `batch_decode(..., skip_special_tokens=True)`),
-and `pad_token_id`, `end_token_id`, `vocabulary_size`.
+Each is a `keras_attention.tokenizer.Tokenizer`: `tokenize(texts) -> list
+of id lists` (the special tokens of the checkpoint's template included;
+`tokenize_targets` for Marian's target side), `detokenize(ids) -> list of
+str` (special tokens and padding dropped, as `transformers`'
+`batch_decode(..., skip_special_tokens=True)`), `vocabulary_size()`, the
+special ids (`pad_token_id`, `end_token_id`, and `start_token_id` and
+`unk_token_id` where the vocabulary has them), and `truncate`, which keeps
+a cut row's last id (its end token, or mBART's language code after it).
+`largest_id` is the largest id `tokenize` can give.
 
 mBART (mBART-50), Pegasus and NLLB folders are read from their
 `tokenizer.json` by the `tokenizers` library (what `transformers` 5 runs
@@ -55,6 +60,7 @@ import numpy as np
 from keras_attention.pretrained import tokenizer_json
 from keras_attention.pretrained.checkpoint import checkpoint_file
 from keras_attention.pretrained.tokenizer_json import SPIECE_UNDERLINE
+from keras_attention.tokenizer import Tokenizer, id_rows, keep_last
 
 
 def _keras_hub_tokenizers():
@@ -73,13 +79,6 @@ def _texts(texts):
     if not all(isinstance(t, str) for t in texts):
         raise ValueError(f"`texts` must be a list of strings. Received: texts={texts!r}")
     return texts
-
-
-def _rows(token_ids):
-    """Rows of ids from a list of lists or a 1-D / 2-D integer array."""
-    if isinstance(token_ids, np.ndarray) and token_ids.ndim == 1:
-        token_ids = token_ids[None]
-    return [[int(i) for i in row] for row in token_ids]
 
 
 def _sentencepiece(model):
@@ -124,9 +123,11 @@ def _json_object(folder, name):
     return config
 
 
-class _FolderTokenizer:
+class _FolderTokenizer(Tokenizer):
     """What the tokenizers share: `LAYOUTS`, the sets of files each enough
-    for `from_folder` (the first complete one is read)."""
+    for `from_folder` (the first complete one is read), and `truncate`: each
+    appends its end token (mBART its language code after it), which a cut
+    row keeps last."""
 
     LAYOUTS = ()
 
@@ -134,6 +135,10 @@ class _FolderTokenizer:
     def files_in(cls, folder):
         """The names of the files `from_folder` reads in `folder`."""
         return _files_in(cls.LAYOUTS, folder)
+
+    def truncate(self, token_ids, max_length):
+        """`token_ids` cut to `max_length` ids, its last id kept last."""
+        return keep_last(token_ids, max_length)
 
 
 def _join_pieces(pieces):
@@ -153,8 +158,8 @@ class MarianTokenizer(_FolderTokenizer):
 
     ```python
     tokenizer = MarianTokenizer.from_folder("opus-mt-en-de")
-    ids = tokenizer.encode(["I am a small frog."])        # [[..., 0]] (</s> = 0)
-    tokenizer.decode(model.generate(ids_padded, ...))
+    ids = tokenizer.tokenize(["I am a small frog."])      # [[..., 0]] (</s> = 0)
+    tokenizer.detokenize(model.generate(ids_padded, ...))
     ```
     """
 
@@ -190,17 +195,23 @@ class MarianTokenizer(_FolderTokenizer):
         return cls(checkpoint_file(folder, "source.spm"), checkpoint_file(folder, "target.spm"),
                    vocabulary)
 
-    @property
     def vocabulary_size(self):
         return len(self.vocabulary)
 
     @property
     def largest_id(self):
-        """The largest id `encode` can give (a model needs more rows than it)."""
+        """The largest id `tokenize` can give (a model needs more rows than it)."""
         return max(self.vocabulary.values())
 
-    def encode(self, texts, target=False):
-        """Ids of each text, `</s>` appended; `target=True` uses `target.spm`."""
+    def tokenize(self, texts):
+        """Ids of each text by `source.spm`, `</s>` appended."""
+        return self._tokenize(texts, self.source)
+
+    def tokenize_targets(self, texts):
+        """Ids of each text by `target.spm`, `</s>` appended."""
+        return self._tokenize(texts, self.target)
+
+    def _tokenize(self, texts, sentencepiece):
         texts = _texts(texts)
         codes, rest = [], []
         for text in texts:
@@ -210,18 +221,18 @@ class MarianTokenizer(_FolderTokenizer):
                 code, text = [text[:end + 2]], text[end + 2:]
             codes.append(code)
             rest.append(text)
-        pieces = (self.target if target else self.source).pieces(rest)
+        pieces = sentencepiece.pieces(rest)
         return [
             [self.vocabulary.get(p, self.unk_token_id) for p in code + row] + [self.end_token_id]
             for code, row in zip(codes, pieces)
         ]
 
-    def decode(self, token_ids):
+    def detokenize(self, token_ids):
         """Text of each row of ids (special tokens dropped)."""
         return [
             _join_pieces([self.pieces[i] for i in row
                           if i not in self.special_ids and i in self.pieces])
-            for row in _rows(token_ids)
+            for row in id_rows(token_ids)
         ]
 
 
@@ -273,16 +284,15 @@ class BartTokenizer(_FolderTokenizer):
                        checkpoint_file(folder, "merges.txt"))
         return cls(*tokenizer_json.bpe_vocabulary_and_merges(tokenizer_json.read(folder)))
 
-    @property
     def vocabulary_size(self):
         return len(self.vocabulary)
 
     @property
     def largest_id(self):
-        """The largest id `encode` can give (a model needs more rows than it)."""
+        """The largest id `tokenize` can give (a model needs more rows than it)."""
         return max(self.vocabulary.values())
 
-    def encode(self, texts):
+    def tokenize(self, texts):
         """`<s>` + the BPE ids of each text + `</s>`."""
         texts = _texts(texts)
         ids = self.bpe.tokenize(texts) if texts else []
@@ -290,9 +300,9 @@ class BartTokenizer(_FolderTokenizer):
         return [[self.start_token_id] + [int(i) for i in row] + [self.end_token_id]
                 for row in ids]
 
-    def decode(self, token_ids):
+    def detokenize(self, token_ids):
         """Text of each row of ids (special tokens dropped)."""
-        rows = [[i for i in row if i not in self.special_ids] for row in _rows(token_ids)]
+        rows = [[i for i in row if i not in self.special_ids] for row in id_rows(token_ids)]
         texts = [self.bpe.detokenize([row]) if row else None for row in rows]
         return ["" if t is None else _string(t) for t in texts]
 
@@ -343,20 +353,19 @@ class T5Tokenizer(_FolderTokenizer):
                              f"<extra_id_0> last. Received: {shown} ...")
         return tokenizer
 
-    @property
     def vocabulary_size(self):
         return self.piece_count + self.extra_ids
 
     @property
     def largest_id(self):
-        """The largest id `encode` can give (a model needs more rows than it)."""
-        return self.vocabulary_size - 1
+        """The largest id `tokenize` can give (a model needs more rows than it)."""
+        return self.vocabulary_size() - 1
 
     def sentinel_id(self, n):
         """The id of `<extra_id_n>`."""
         return self.piece_count + self.extra_ids - 1 - n
 
-    def encode(self, texts):
+    def tokenize(self, texts):
         """Ids of each text (sentinels as their ids), `</s>` appended."""
         rows = []
         for text in _texts(texts):
@@ -377,10 +386,10 @@ class T5Tokenizer(_FolderTokenizer):
     def _spm_ids(self, texts):
         return [int(i) for i in self.spm.tokenize(texts)[0]]
 
-    def decode(self, token_ids):
+    def detokenize(self, token_ids):
         """Text of each row (special tokens and sentinels dropped)."""
         texts = []
-        for row in _rows(token_ids):
+        for row in id_rows(token_ids):
             kept = [i for i in row if i not in self.special_ids and i < self.piece_count]
             texts.append(self.spm.detokenize([kept])[0] if kept else "")
         return texts
@@ -447,6 +456,8 @@ class FastTokenizer(_FolderTokenizer):
                              f"clean_up_tokenization_spaces={clean_up_tokenization_spaces!r}")
         self.pad_token_id = self.tokenizer.token_to_id(pad_token)
         self.end_token_id = self.tokenizer.token_to_id(eos_token)
+        self.start_token_id = self.tokenizer.token_to_id("<s>")  # None where there is none
+        self.unk_token_id = self.tokenizer.token_to_id("<unk>")
         self.clean_up_tokenization_spaces = clean_up_tokenization_spaces
         self.special_ids = {i for i, token in self.tokenizer.get_added_tokens_decoder().items()
                             if token.special}
@@ -478,13 +489,12 @@ class FastTokenizer(_FolderTokenizer):
             tokenizer.clean_up_tokenization_spaces = False
         return tokenizer
 
-    @property
     def vocabulary_size(self):
         return self.tokenizer.get_vocab_size(with_added_tokens=True)
 
     @property
     def largest_id(self):
-        """The largest id `encode` can give (a model needs more rows than it)."""
+        """The largest id `tokenize` can give (a model needs more rows than it)."""
         return max(self.tokenizer.get_vocab(with_added_tokens=True).values())
 
     @property
@@ -492,15 +502,15 @@ class FastTokenizer(_FolderTokenizer):
         """The tokenizer's `tokenizer.json` object (what the graph twin reads)."""
         return json.loads(self.tokenizer.to_str())
 
-    def encode(self, texts):
+    def tokenize(self, texts):
         """Ids of each text, with the special tokens of the file's template."""
         texts = _texts(texts)
         return [list(encoding.ids) for encoding in self.tokenizer.encode_batch(texts)] \
             if texts else []
 
-    def decode(self, token_ids):
+    def detokenize(self, token_ids):
         """Text of each row of ids (special tokens dropped)."""
-        rows = _rows(token_ids)
+        rows = id_rows(token_ids)
         texts = self.tokenizer.decode_batch(rows, skip_special_tokens=True) if rows else []
         if self.clean_up_tokenization_spaces:
             for old, new in CLEAN_UPS:
@@ -598,16 +608,15 @@ class M2M100Tokenizer(_FolderTokenizer):
                     options[key] = config[key]
         return cls(checkpoint_file(folder, "sentencepiece.bpe.model"), vocabulary, **options)
 
-    @property
     def vocabulary_size(self):
         return len(self.vocabulary) + len(self.language_ids)
 
     @property
     def largest_id(self):
-        """The largest id `encode` can give (a model needs more rows than it)."""
+        """The largest id `tokenize` can give (a model needs more rows than it)."""
         return max(self.language_ids.values())
 
-    def encode(self, texts):
+    def tokenize(self, texts):
         """`__src__` + ids + `</s>` of each text."""
         parts = [self._parts(text) for text in _texts(texts)]
         pieces = iter(self.spm.pieces([p for row in parts for p in row if isinstance(p, str)]))
@@ -629,11 +638,11 @@ class M2M100Tokenizer(_FolderTokenizer):
             start = match.end()
         return [p for p in parts + [text[start:]] if p != ""]
 
-    def decode(self, token_ids):
+    def detokenize(self, token_ids):
         """Text of each row of ids (special and language tokens dropped)."""
         texts = [_join_pieces([self.pieces[i] for i in row
                                if i not in self.special_ids and i in self.pieces])
-                 for row in _rows(token_ids)]
+                 for row in id_rows(token_ids)]
         if self.clean_up_tokenization_spaces:
             for old, new in CLEAN_UPS:
                 texts = [text.replace(old, new) for text in texts]

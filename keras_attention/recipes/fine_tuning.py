@@ -114,25 +114,6 @@ def load_converted(run_dir, metadata):
     return model, tokenizer
 
 
-def encode(tokenizer, texts, target=False):
-    """Ids of `texts` (Marian's target side with its target model)."""
-    if target and "target" in _parameters(tokenizer.encode):
-        return tokenizer.encode(texts, target=True)
-    return tokenizer.encode(texts)
-
-
-def _parameters(function):
-    import inspect
-
-    return inspect.signature(function).parameters
-
-
-def _cut(row, max_length):
-    """`row` cut to `max_length` ids, its last (end) token kept."""
-    row = list(row)
-    return row[: max_length - 1] + row[-1:] if len(row) > max_length else row
-
-
 def make_examples(pairs, tokenizer, model, generation, max_length, max_target_length=None):
     """Teacher-forcing arrays of `(source, target)` text pairs: `({
     "encoder_token_ids": (N, S), "decoder_token_ids": (N, T)}, labels (N, T))`
@@ -145,9 +126,10 @@ def make_examples(pairs, tokenizer, model, generation, max_length, max_target_le
     pad = model.pad_token_id
     start = generation.decoder_start_token_id
     start = model.start_token_id if start is None else start
-    sources = [_cut(r, max_length) for r in encode(tokenizer, [s for s, _ in pairs])]
-    targets = [_cut(r, max_target_length or max_length)
-               for r in encode(tokenizer, [t for _, t in pairs], target=True)]
+    sources = [tokenizer.truncate(r, max_length)
+               for r in tokenizer.tokenize([s for s, _ in pairs])]
+    targets = [tokenizer.truncate(r, max_target_length or max_length)
+               for r in tokenizer.tokenize_targets([t for _, t in pairs])]
 
     def padded(rows):
         width = max(1, max(len(r) for r in rows))

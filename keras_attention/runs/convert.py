@@ -71,7 +71,7 @@ def convert_checkpoint(checkpoint_dir, run_dir, *, recipe=None, overwrite=False)
         extra={"converted_from": {
             "family": family, "checkpoint": os.fspath(checkpoint_dir),
             "architecture": FAMILIES[family].architecture,
-            "vocabulary_size": tokenizer.vocabulary_size,
+            "vocabulary_size": tokenizer.vocabulary_size(),
             "tokenizer_files": [os.path.basename(path) for path in paths],
         }},
     )

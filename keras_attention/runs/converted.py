@@ -21,7 +21,7 @@ CHECKPOINT_DECODING_KEYS = dict_keys("hf")
 
 def load_tokenizers(run):
     """`(tokenizer, tokenizer)`: the checkpoint's tokenizer (one object for
-    both sides; Marian's target side is `encode(..., target=True)`) from the
+    both sides; Marian's target side is `tokenize_targets`) from the
     folder's `tokenizer/`.
 
     Raises:
@@ -59,32 +59,9 @@ def vocabularies(run):
     """The tokenizer's size against the model's vocabularies: smaller is
     allowed (T5 pads its embedding to 32128 rows for 32100 ids), larger not."""
     name = run.metadata["tokenizers"]["source"]
-    size = run.source_tokenizer.vocabulary_size
+    size = run.source_tokenizer.vocabulary_size()
     return [(name, size, run.model.source_vocabulary_size, "source vocabulary", True),
             (name, size, run.model.target_vocabulary_size, "target vocabulary", True)]
 
 
-def checkpoint_ids(texts, tokenizer, source_length):
-    """`(N, S)` int32 ids of `texts`, padded with the tokenizer's pad id (the
-    model's `pad_token_id`) to the longest row; a row longer than
-    `source_length` keeps its first `source_length - 1` ids and its end
-    token (`source_length=None`: no row is cut)."""
-    import numpy as np
-
-    rows = tokenizer.encode(list(texts))
-    if source_length is not None:
-        rows = [row if len(row) <= source_length else row[:source_length - 1] + [row[-1]]
-                for row in rows]
-    ids = np.full((len(rows), max(map(len, rows))), tokenizer.pad_token_id, "int32")
-    for i, row in enumerate(rows):
-        ids[i, :len(row)] = row
-    return ids
-
-
-def checkpoint_texts(tokenizer, token_ids):
-    """The strings of generated ids, as `batch_decode(..., skip_special_tokens=True)`."""
-    return tokenizer.decode(token_ids)
-
-
-__all__ = ["CHECKPOINT_DECODING_KEYS", "checkpoint_ids", "checkpoint_texts", "load_tokenizers",
-           "vocabularies"]
+__all__ = ["CHECKPOINT_DECODING_KEYS", "load_tokenizers", "vocabularies"]

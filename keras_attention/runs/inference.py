@@ -8,22 +8,6 @@ names for the built-in model kinds). Each answer hook is called by
 ## The model kinds: what answers a line
 
 
-def sentencepiece_ids(texts, tokenizer, source_length):
-    """`(N, S)` int32 ids of `texts` by a recipe's SentencePiece tokenizer,
-    padded with 0 (its `<pad>`, the model's `pad_token_id`) to the longest
-    row, each cut to `source_length` ids (`None`: not cut)."""
-    from keras_attention import data
-
-    return data.encode_sources(texts, tokenizer, source_length)
-
-
-def sentencepiece_texts(tokenizer, token_ids):
-    """The strings of generated ids, cut at the end token."""
-    from keras_attention import data
-
-    return data.detokenize(tokenizer, token_ids)
-
-
 def generate_texts(text_to_text, texts, generation, verbose, *, truncate=False):
     """A decoding kind's outputs: encoded (a line longer than the model
     accepts refused, or cut with `truncate`), searched with `generation`'s

@@ -103,14 +103,10 @@ class ModelKind:
             of this kind saved before `config.json`'s `decoding` recorded
             its `length_penalty_form` are scored (and so the keys it may
             hold).
-        encode: `encode(texts, tokenizer, source_length)` -> int32 ids
-            `(N, S)` for `generate` (a decoding kind), each row padded at
-            the end with the model's `pad_token_id` to the longest row and
-            cut to `source_length` ids; `source_length=None`: not cut
-            (`TextToText.encode` then refuses a row longer than the model
-            accepts, or cuts it when asked to).
-        detokenize: `detokenize(tokenizer, token_ids)` -> the output strings
-            of generated ids (a decoding kind).
+
+    A decoding kind's lines are encoded and its outputs detokenized by its
+    tokenizers (`keras_attention.tokenizer.Tokenizer`: `encode_lines`,
+    `Tokenizer.detokenize`), whatever the kind.
     """
 
     name: str
@@ -124,8 +120,6 @@ class ModelKind:
     exports: bool
     tokenizers: object = inference.sentencepiece_tokenizers
     length_penalty_form: str = "gnmt"
-    encode: object = inference.sentencepiece_ids
-    detokenize: object = inference.sentencepiece_texts
 
 
 _RECIPES = {}
@@ -239,8 +233,7 @@ register_model_kind(ModelKind(
     description="a Seq2SeqModel converted from a Hugging Face checkpoint",
     matches=inference.is_seq2seq, answer=inference.generate_texts,
     vocabularies=converted.vocabularies, tokenizers=converted.load_tokenizers,
-    length_penalty_form="hf", encode=converted.checkpoint_ids,
-    detokenize=converted.checkpoint_texts,
+    length_penalty_form="hf",
     recipes=("translation", "summarization"), decodes=True, exports=True,
 ))
 

@@ -5,8 +5,10 @@ The one path from input lines to output lines: `keras-attention generate`
 and `evaluate` (through `SavedRun`, a `TextToText` read from a run folder),
 every recipe's evaluation, fine-tuned checkpoints and `keras_attention.export`
 (which compiles the same settings into a graph) go through it. How a line
-is encoded, searched and detokenized is the model kind's
-(`keras_attention.runs.registry.ModelKind`); how it is searched is the one
+is answered is the model kind's (`keras_attention.runs.registry.ModelKind`);
+a decoding kind's lines are encoded and its outputs detokenized by its
+tokenizers, all of one contract (`keras_attention.tokenizer.Tokenizer`:
+`encode_lines`, `Tokenizer.detokenize`), and searched with the one
 `GenerationConfig`. A line of more tokens than the model accepts
 (`source_limit`) is refused (`SourceTooLongError`, before any search) unless
 the caller asks for it to be cut (`truncate=True`).
@@ -14,9 +16,11 @@ the caller asks for it to be cut (`truncate=True`).
 
 import os
 
+from keras_attention.data.tokenizers import as_tokenizer
 from keras_attention.runs import registry
 from keras_attention.runs.generation import GenerationConfig
 from keras_attention.runs.source_length import check_source_length
+from keras_attention.tokenizer import encode_lines
 
 
 class TextToText:
@@ -28,9 +32,13 @@ class TextToText:
 
     Args:
         model: the Keras model (a `Seq2SeqModel` for the decoding kinds).
-        source_tokenizer: the tokenizer of the input lines.
-        target_tokenizer: the tokenizer of the outputs; default: the source
-            one (a shared vocabulary).
+        source_tokenizer: the tokenizer of the input lines: for a kind
+            that decodes, a `keras_attention.tokenizer.Tokenizer` (a
+            checkpoint's, a `data.SentencePieceModel`) or a keras-hub
+            `SentencePieceTokenizer`, read as its `data.SentencePieceModel`
+            (`data.as_tokenizer`).
+        target_tokenizer: the tokenizer of the outputs, as `source_tokenizer`;
+            default: the source one (a shared vocabulary).
         generation: a `GenerationConfig`, or a run folder's `decoding` dict;
             required for the kinds that decode.
         kind: the `registry.ModelKind` (or its name): `"seq2seq"` (a
@@ -90,9 +98,15 @@ class TextToText:
             raise ValueError(f"Argument `generation` must be a `GenerationConfig` (or a run's "
                              f"`decoding` dict) for {self.kind.description}. "
                              f"Received: generation={generation!r}")
+        if target_tokenizer is None:
+            target_tokenizer = source_tokenizer
+        if self.kind.decodes:
+            shared = target_tokenizer is source_tokenizer
+            source_tokenizer = as_tokenizer(source_tokenizer)
+            target_tokenizer = source_tokenizer if shared else as_tokenizer(target_tokenizer)
         self.model = model
         self.source_tokenizer = source_tokenizer
-        self.target_tokenizer = source_tokenizer if target_tokenizer is None else target_tokenizer
+        self.target_tokenizer = target_tokenizer
         self.generation = generation
         self.source_format = source_format
         self.config = dict(config or {})
@@ -109,14 +123,15 @@ class TextToText:
         return self.generation.source_length if self.kind.decodes else None
 
     def encode(self, texts, truncate=False):
-        """Token ids of input lines, encoded as the kind encodes them.
+        """Token ids of input lines: `encode_lines(source_tokenizer, texts)`.
 
         Args:
             texts: a non-empty list of str.
             truncate: bool. `False` (the default): a line longer than
                 `source_limit` tokens is refused (a line of exactly
                 `source_limit` tokens is not); `True`: it is cut to
-                `source_limit` tokens, as the kind's encode hook cuts it.
+                `source_limit` tokens, as the tokenizer cuts a line
+                (`Tokenizer.truncate`: a checkpoint's keeps its end token).
 
         Returns:
             int32 NumPy array `(N, S)` with `S <= source_limit`, each row
@@ -129,17 +144,14 @@ class TextToText:
             ValueError: naming `texts` or `truncate`, or for a kind that
                 does not decode (it does not encode its lines to ids).
         """
-        import numpy as np
-
         self._check_decodes("encode")
         texts = _checked_texts(texts)
         if not texts:
             raise ValueError("Argument `texts` must hold at least one line. Received: texts=[]")
         _check_bool("truncate", truncate)
         if truncate:
-            return np.asarray(self.kind.encode(texts, self.source_tokenizer,
-                                               self.source_limit), "int32")
-        token_ids = np.asarray(self.kind.encode(texts, self.source_tokenizer, None), "int32")
+            return encode_lines(self.source_tokenizer, texts, self.source_limit)
+        token_ids = encode_lines(self.source_tokenizer, texts)
         return check_source_length(token_ids, self.source_limit, self.model.pad_token_id)
 
     def generate_ids(self, token_ids, strategy=None, num_beams=None, *, batch_size=64,
@@ -203,8 +215,8 @@ class TextToText:
         return self.generation.with_search(strategy, num_beams)
 
     def detokenize(self, token_ids):
-        """Output strings of generated ids `(N, L)`, as the kind detokenizes."""
-        return self.kind.detokenize(self.target_tokenizer, token_ids)
+        """Output strings of generated ids `(N, L)`: `target_tokenizer.detokenize`."""
+        return self.target_tokenizer.detokenize(token_ids)
 
     def generate(self, texts, strategy=None, num_beams=None, verbose=0, *, truncate=False):
         """Outputs (translations, summaries or answers) for a list of input lines.

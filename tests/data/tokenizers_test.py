@@ -3,8 +3,7 @@ import pytest
 
 from keras_attention.data import (
     SentencePieceModel,
-    detokenize,
-    encode_sources,
+    as_tokenizer,
     load_tokenizer,
     make_dataset,
     make_date_pairs,
@@ -13,6 +12,7 @@ from keras_attention.data import (
     special_token_ids,
     train_tokenizer,
 )
+from keras_attention.tokenizer import Tokenizer, encode_lines
 
 PAIRS = make_date_pairs(300, seed=0)
 
@@ -29,9 +29,14 @@ def test_round_trip_is_lossless_and_ids_are_special(tokenizers):
     source, target = tokenizers
     ids = special_token_ids(target)
     assert ids == {"pad_token_id": 0, "start_token_id": 2, "end_token_id": 3}
-    encoded = encode_sources([t for _, t in PAIRS[:5]], target, 32)
-    with_end = np.concatenate([encoded, np.full((5, 1), 3), np.full((5, 2), 9)], 1)
-    assert detokenize(target, with_end) == [t for _, t in PAIRS[:5]]
+    plain = as_tokenizer(target)
+    assert (plain.pad_token_id, plain.unk_token_id, plain.start_token_id,
+            plain.end_token_id) == (0, 1, 2, 3)
+    encoded = encode_lines(plain, [t for _, t in PAIRS[:5]], 32)
+    assert encoded.dtype == np.int32 and 3 not in encoded  # no end token added to sources
+    with_end = np.concatenate([np.full((5, 1), 2), encoded, np.full((5, 1), 3),
+                               np.full((5, 2), 9)], 1)  # start, end, and ids after it
+    assert plain.detokenize(with_end) == [t for _, t in PAIRS[:5]]
 
 
 def test_never_generated_ids_are_pad_unk_and_start(tokenizers):
@@ -39,7 +44,7 @@ def test_never_generated_ids_are_pad_unk_and_start(tokenizers):
     ids = never_generated_ids(target)
     assert ids == [0, 1, 2] and all(type(i) is int for i in ids)  # JSON-able for run folders
     assert [target.id_to_token(i) for i in ids] == ["<pad>", "<unk>", "<s>"]
-    unknown = encode_sources(["\u263a"], target, 8)[0]  # a character the tokenizer never saw
+    unknown = encode_lines(as_tokenizer(target), ["\u263a"], 8)[0]  # a character never seen
     assert 1 in unknown.tolist()
 
 
@@ -62,10 +67,14 @@ def test_the_plain_reader_gives_keras_hubs_ids_and_texts(tokenizers, tmp_path):
     texts = [s for s, _ in PAIRS[:20]] + ["\u263a unseen \u00e9t\u00e9", "", "  spaced   out  "]
     assert plain.vocabulary_size() == source.vocabulary_size()
     assert plain.tokenize(texts) == [[int(i) for i in source(text)] for text in texts]
-    np.testing.assert_array_equal(encode_sources(texts, plain, 6),
-                                  encode_sources(texts, source, 6))
-    ids = encode_sources(texts, source, 32)
-    assert detokenize(plain, ids) == detokenize(source, ids)
+    ids = encode_lines(plain, texts, 6)
+    for text, row in zip(texts, ids.tolist()):
+        expected = [int(i) for i in source(text)][:6]
+        assert row == expected + [0] * (ids.shape[1] - len(expected))
+    ids = encode_lines(plain, texts, 32)
+    theirs = [source.detokenize(row[row != 0]) for row in ids]
+    assert plain.detokenize(ids) == [
+        t.numpy().decode("utf-8") if hasattr(t, "numpy") else str(t) for t in theirs]
     for token in ("<pad>", "<unk>", "<s>", "</s>", "not a piece"):
         assert plain.token_to_id(token) == source.token_to_id(token)
     size = plain.vocabulary_size()
@@ -102,3 +111,14 @@ def test_dataset_batches_shift_targets_and_pad(tokenizers):
 def test_train_tokenizer_rejects_empty_input():
     with pytest.raises(ValueError, match=r"texts.*Received"):
         train_tokenizer(["", ""], 10)
+
+
+def test_as_tokenizer_reads_keras_hubs_tokenizer_as_the_plain_one(tokenizers):
+    source, _ = tokenizers
+    plain = as_tokenizer(source)
+    assert isinstance(plain, SentencePieceModel) and isinstance(plain, Tokenizer)
+    assert as_tokenizer(plain) is plain
+    assert plain.tokenize(["a b"]) == [[int(i) for i in source("a b")]]
+    with pytest.raises(ValueError, match=r"`tokenizer` must be a .*Tokenizer.* "
+                                         r"Received: tokenizer=3"):
+        as_tokenizer(3)

@@ -95,11 +95,11 @@ def t5_json_folder(t5_folder, tmp_path_factory):
 def assert_same_as_transformers(ours, theirs, texts, **encode_options):
     target = encode_options.pop("target", False)
     expected = (theirs(text_target=texts) if target else theirs(texts))["input_ids"]
-    ids = ours.encode(texts, target=True) if target else ours.encode(texts)
+    ids = ours.tokenize_targets(texts) if target else ours.tokenize(texts)
     for text, mine, reference in zip(texts, ids, expected):
         assert mine == reference, text[:50]
     decoded = theirs.batch_decode(expected, skip_special_tokens=True)
-    assert ours.decode(expected) == decoded
+    assert ours.detokenize(expected) == decoded
     assert len(set(map(tuple, ids))) > len(texts) // 2  # not all the same ids
 
 
@@ -111,9 +111,9 @@ def test_marian(marian_folder):
     texts = TEXTS + [">>de<< Hello there.", ">>xx<< unknown code"]
     assert_same_as_transformers(ours, theirs, texts)
     assert_same_as_transformers(ours, theirs, texts + GERMAN[:5], target=True)
-    assert ours.encode([""]) == [[0]] and ours.end_token_id == 0
-    assert (ours.pad_token_id, ours.vocabulary_size) == (len(theirs) - 1, len(theirs))
-    unknown = ours.encode(["ж"])[0]  # a piece the joint vocabulary lacks is <unk>
+    assert ours.tokenize([""]) == [[0]] and ours.end_token_id == 0
+    assert (ours.pad_token_id, ours.vocabulary_size()) == (len(theirs) - 1, len(theirs))
+    unknown = ours.tokenize(["ж"])[0]  # a piece the joint vocabulary lacks is <unk>
     assert unknown == theirs(["ж"])["input_ids"][0] and ours.unk_token_id in unknown
 
 
@@ -121,28 +121,28 @@ def test_bart(bart_folder):
     theirs = transformers.BartTokenizer.from_pretrained(str(bart_folder))
     ours = tokenizers.BartTokenizer.from_folder(bart_folder)
     assert_same_as_transformers(ours, theirs, TEXTS)
-    assert ours.encode([""]) == [[0, 2]]
-    assert ours.vocabulary_size == len(theirs)
+    assert ours.tokenize([""]) == [[0, 2]]
+    assert ours.vocabulary_size() == len(theirs)
 
 
 def test_t5_with_sentinels(t5_folder):
     theirs = transformers.T5Tokenizer.from_pretrained(str(t5_folder))
     ours = tokenizers.T5Tokenizer.from_folder(t5_folder)
     assert_same_as_transformers(ours, theirs, TEXTS)
-    assert ours.vocabulary_size == len(theirs) == 160
+    assert ours.vocabulary_size() == len(theirs) == 160
     assert ours.sentinel_id(0) == 159 == theirs.convert_tokens_to_ids("<extra_id_0>")
     assert ours.sentinel_id(99) == 60
-    assert ours.encode(["<extra_id_0>"]) == [[159, 1]]
+    assert ours.tokenize(["<extra_id_0>"]) == [[159, 1]]
 
 
 def test_decode_takes_arrays_and_drops_padding(t5_folder):
     ours = tokenizers.T5Tokenizer.from_folder(t5_folder)
-    ids = ours.encode(["I am a small frog.", "Hello"])
+    ids = ours.tokenize(["I am a small frog.", "Hello"])
     padded = np.zeros((2, 30), "int32")
     for row, values in enumerate(ids):
         padded[row, :len(values)] = values
-    assert ours.decode(padded) == ["I am a small frog.", "Hello"]
-    assert ours.decode(padded[0]) == ["I am a small frog."]
+    assert ours.detokenize(padded) == ["I am a small frog.", "Hello"]
+    assert ours.detokenize(padded[0]) == ["I am a small frog."]
 
 
 def test_missing_files_and_bad_input_are_named(tmp_path, t5_folder):
@@ -154,9 +154,9 @@ def test_missing_files_and_bad_input_are_named(tmp_path, t5_folder):
         tokenizers.T5Tokenizer.from_folder(tmp_path)
     ours = tokenizers.T5Tokenizer.from_folder(t5_folder)
     with pytest.raises(ValueError, match=r"list of strings, not one string"):
-        ours.encode("one string")
+        ours.tokenize("one string")
     with pytest.raises(ValueError, match=r"Received: texts=\[1\]"):
-        ours.encode([1])
+        ours.tokenize([1])
     with pytest.raises(ValueError, match=r"Received: extra_ids=-1"):
         tokenizers.T5Tokenizer.from_folder(t5_folder, extra_ids=-1)
 
@@ -167,8 +167,8 @@ def test_bart_decodes_a_cut_character_as_transformers_does(bart_folder):
     theirs = transformers.BartTokenizer.from_pretrained(str(bart_folder))
     ours = tokenizers.BartTokenizer.from_folder(bart_folder)
     cut = [[ours.vocabulary["Ã"]], [ours.vocabulary["a"], ours.vocabulary["Ã"]]]
-    assert ours.decode(cut) == theirs.batch_decode(cut, skip_special_tokens=True)
-    assert ours.decode(cut)[0] == "\ufffd"
+    assert ours.detokenize(cut) == theirs.batch_decode(cut, skip_special_tokens=True)
+    assert ours.detokenize(cut)[0] == "\ufffd"
 
 
 def test_bart_from_tokenizer_json_alone(bart_folder, bart_json_folder):
@@ -179,8 +179,8 @@ def test_bart_from_tokenizer_json_alone(bart_folder, bart_json_folder):
     assert tokenizers.BartTokenizer.files_in(bart_json_folder) == ("tokenizer.json",)
     assert_same_as_transformers(ours, theirs, TEXTS)
     older = tokenizers.BartTokenizer.from_folder(bart_folder)
-    assert ours.encode(TEXTS) == older.encode(TEXTS)
-    assert ours.vocabulary == older.vocabulary and ours.vocabulary_size == len(theirs)
+    assert ours.tokenize(TEXTS) == older.tokenize(TEXTS)
+    assert ours.vocabulary == older.vocabulary and ours.vocabulary_size() == len(theirs)
 
 
 def test_t5_from_tokenizer_json_alone(t5_folder, t5_json_folder):
@@ -189,8 +189,8 @@ def test_t5_from_tokenizer_json_alone(t5_folder, t5_json_folder):
     assert tokenizers.T5Tokenizer.files_in(t5_json_folder) == ("tokenizer.json",)
     assert_same_as_transformers(ours, theirs, TEXTS)
     older = tokenizers.T5Tokenizer.from_folder(t5_folder)
-    assert ours.encode(TEXTS) == older.encode(TEXTS)
-    assert (ours.piece_count, ours.extra_ids, ours.vocabulary_size) == (60, 100, len(theirs))
+    assert ours.tokenize(TEXTS) == older.tokenize(TEXTS)
+    assert (ours.piece_count, ours.extra_ids, ours.vocabulary_size()) == (60, 100, len(theirs))
     assert ours.sentinel_id(0) == 159 == theirs.convert_tokens_to_ids("<extra_id_0>")
     with pytest.raises(ValueError, match=r"the 100 sentinels of the folder's tokenizer.json. "
                                          r"Received: extra_ids=10"):
@@ -209,7 +209,7 @@ def test_a_folder_with_both_layouts_gives_the_same_ids(family, request, tmp_path
     shutil.copy(request.getfixturevalue(f"{family}_json_folder") / "tokenizer.json", both)
     assert tokenizer_class.files_in(both) == tokenizer_class.FILES
     json_only = tokenizer_class.from_folder(request.getfixturevalue(f"{family}_json_folder"))
-    assert tokenizer_class.from_folder(both).encode(TEXTS) == json_only.encode(TEXTS)
+    assert tokenizer_class.from_folder(both).tokenize(TEXTS) == json_only.tokenize(TEXTS)
     (both / tokenizer_class.FILES[0]).unlink()  # an incomplete older layout: tokenizer.json
     assert tokenizer_class.files_in(both) == ("tokenizer.json",)
 
@@ -275,12 +275,12 @@ def test_a_tokenizer_json_gives_the_ids_and_texts_of_transformers(fast_folder):
                                                         "tokenizer_config.json")
     assert_same_as_transformers(ours, theirs, TEXTS + GERMAN[:5])
     assert (ours.pad_token_id, ours.end_token_id) == (theirs.pad_token_id, theirs.eos_token_id)
-    assert ours.vocabulary_size == len(theirs) and ours.largest_id == len(theirs) - 1
-    assert len(theirs) > 60 and ours.encode(["Hallo"])[0].count(theirs.unk_token_id) == 0
+    assert ours.vocabulary_size() == len(theirs) and ours.largest_id == len(theirs) - 1
+    assert len(theirs) > 60 and ours.tokenize(["Hallo"])[0].count(theirs.unk_token_id) == 0
     if name != "pegasus":  # the source language code the tokenizer was saved with
         code = theirs.convert_tokens_to_ids(FAST[name][1])
         assert code != theirs.unk_token_id
-        assert code in ours.encode(["Hallo"])[0] and code in ours.special_ids
+        assert code in ours.tokenize(["Hallo"])[0] and code in ours.special_ids
 
 
 def test_a_tokenizer_json_alone_reads_with_the_default_tokens(fast_folder, tmp_path):
@@ -290,7 +290,7 @@ def test_a_tokenizer_json_alone_reads_with_the_default_tokens(fast_folder, tmp_p
     shutil.copy(folder / "tokenizer.json", tmp_path)
     ours = tokenizers.FastTokenizer.from_folder(tmp_path)
     assert tokenizers.FastTokenizer.files_in(tmp_path) == ("tokenizer.json",)
-    assert ours.encode(TEXTS) == tokenizers.FastTokenizer.from_folder(folder).encode(TEXTS)
+    assert ours.tokenize(TEXTS) == tokenizers.FastTokenizer.from_folder(folder).tokenize(TEXTS)
 
 
 def test_a_bad_tokenizer_json_or_config_is_refused_naming_it(tmp_path, fast_folder):
@@ -355,8 +355,8 @@ def test_m2m100_own_files(m2m100_folder):
     assert tokenizers.M2M100Tokenizer.files_in(m2m100_folder) == (
         "vocab.json", "sentencepiece.bpe.model", "tokenizer_config.json")
     assert_same_as_transformers(ours, theirs, TEXTS + GERMAN[:5] + M2M100_EDGES)
-    assert ours.encode(["Hallo"])[0][0] == theirs.convert_tokens_to_ids("__fr__")  # src_lang
-    assert ours.vocabulary_size == len(theirs) and ours.largest_id == len(theirs) - 1
+    assert ours.tokenize(["Hallo"])[0][0] == theirs.convert_tokens_to_ids("__fr__")  # src_lang
+    assert ours.vocabulary_size() == len(theirs) and ours.largest_id == len(theirs) - 1
     assert (ours.pad_token_id, ours.end_token_id) == (theirs.pad_token_id, theirs.eos_token_id)
     # The family reads either layout: this one, or NLLB's tokenizer.json.
     family = families.FAMILIES["m2m_100"].tokenizer
@@ -368,7 +368,7 @@ def test_m2m100_bad_settings_are_named(m2m100_folder, tmp_path):
 
     for name in ("vocab.json", "sentencepiece.bpe.model"):
         shutil.copy(m2m100_folder / name, tmp_path)
-    assert tokenizers.M2M100Tokenizer.from_folder(tmp_path).encode(["a"])[0][0] == (
+    assert tokenizers.M2M100Tokenizer.from_folder(tmp_path).tokenize(["a"])[0][0] == (
         tokenizers.M2M100Tokenizer.from_folder(m2m100_folder).language_ids["__en__"])
     for config, message in (({"src_lang": "xx"}, r"`src_lang` must be a language code of "
                                                   r"'m2m100'. Received: src_lang='xx'"),
@@ -402,8 +402,8 @@ def test_an_older_mbart_folder_reads_as_transformers_5_reads_it(tokenizer_class,
     assert type(theirs).__name__ == tokenizer_class
     assert_same_as_transformers(ours, theirs, TEXTS + GERMAN[:5] + [
         "a </s> b", "de_DE Hallo", "<mask> x", "x "])
-    assert ours.encode(["Hallo"])[0].count(theirs.convert_tokens_to_ids("de_DE")) == 1
-    assert ours.vocabulary_size == len(theirs)
+    assert ours.tokenize(["Hallo"])[0].count(theirs.convert_tokens_to_ids("de_DE")) == 1
+    assert ours.vocabulary_size() == len(theirs)
 
 
 def pegasus_older_folder_files(folder, config=True):
@@ -427,7 +427,7 @@ def test_an_older_pegasus_folder_reads_as_transformers_5_reads_it(config, tmp_pa
     ours = family.from_folder(tmp_path)
     assert_same_as_transformers(ours, theirs, TEXTS + GERMAN[:5] + [
         "a </s> b", "<mask_1> x", "<unk_5> y", "x "])
-    assert ours.vocabulary_size == len(theirs) and ours.end_token_id == theirs.eos_token_id
+    assert ours.vocabulary_size() == len(theirs) and ours.end_token_id == theirs.eos_token_id
     (tmp_path / "tokenizer_config.json").write_text('{"offset": 100}', encoding="utf-8")
     with pytest.raises(ValueError, match=r"`offset` must be 103 .*Received: offset=100"):
         family.from_folder(tmp_path)
@@ -495,8 +495,8 @@ def test_an_older_nllb_folder_reads_as_transformers_5_reads_it(options, tmp_path
     assert_same_as_transformers(ours, theirs, TEXTS + GERMAN[:5] + [
         "a </s> b", "deu_Latn Hallo", "x <mask> y", "x "])
     code = theirs.convert_tokens_to_ids("deu_Latn")
-    assert code != theirs.unk_token_id and ours.encode(["Hallo"])[0].count(code) == 1
-    assert ours.vocabulary_size == len(theirs) == 102 + (
+    assert code != theirs.unk_token_id and ours.tokenize(["Hallo"])[0].count(code) == 1
+    assert ours.vocabulary_size() == len(theirs) == 102 + (
         202 if "codes" in options else len(NLLB_CODES))
 
 

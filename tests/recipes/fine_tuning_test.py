@@ -14,23 +14,30 @@ from keras_attention.recipes import fine_tuning
 from keras_attention.recipes.translation import config as translation_config
 from keras_attention.recipes.translation import train as translation
 from keras_attention.runs import GenerationConfig
+from keras_attention.tokenizer import Tokenizer, keep_last
 from tests.pretrained import hf_checkpoints
 
 
-class WordTokenizer:
+class WordTokenizer(Tokenizer):
     """Words `w3` ... `w30` as ids 3 ... 30, the checkpoint's end id appended
-    (a stand-in for the checkpoint's tokenizer, same interface)."""
+    (a stand-in for the checkpoint's tokenizer: the same contract, and its
+    `truncate`, which keeps the end token)."""
 
     def __init__(self, end_token_id, pad_token_id):
         self.end_token_id, self.pad_token_id = end_token_id, pad_token_id
-        self.vocabulary_size = hf_checkpoints.VOCAB
 
-    def encode(self, texts, target=False):
+    def tokenize(self, texts):
         return [[int(word[1:]) for word in text.split()] + [self.end_token_id]
                 for text in texts]
 
-    def decode(self, token_ids):
+    def detokenize(self, token_ids):
         return [" ".join(f"w{i}" for i in row if 3 <= i <= 30) for row in token_ids]
+
+    def vocabulary_size(self):
+        return hf_checkpoints.VOCAB
+
+    def truncate(self, token_ids, max_length):
+        return keep_last(token_ids, max_length)
 
 
 def synthetic_pairs(count=40, seed=0):

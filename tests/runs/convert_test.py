@@ -19,7 +19,7 @@ import transformers
 from keras_attention import cli, runs
 from keras_attention.pretrained.families import FAMILIES
 from keras_attention.runs.convert import convert_checkpoint
-from keras_attention.runs.converted import checkpoint_ids
+from keras_attention.tokenizer import encode_lines
 from tests.made_once import made_once
 from tests.pretrained import hf_checkpoints
 from tests.pretrained.tokenizers_test import (
@@ -265,7 +265,7 @@ def test_the_older_tokenizer_files_convert_to_the_same_run(family, tmp_path_fact
     assert shared.metadata["converted_from"]["tokenizer_files"] == ["tokenizer.json"]
     assert sorted(p.name for p in (tmp_path / "run" / "tokenizer").iterdir()) == sorted(files)
     ids = tokenizer(TEXTS)["input_ids"]
-    assert older.source_tokenizer.encode(TEXTS) == ids == shared.source_tokenizer.encode(TEXTS)
+    assert older.source_tokenizer.tokenize(TEXTS) == ids == shared.source_tokenizer.tokenize(TEXTS)
     for mine, theirs in zip(older.model.weights, shared.model.weights):
         np.testing.assert_array_equal(mine.numpy(), theirs.numpy())
 
@@ -331,7 +331,7 @@ def test_evaluate_gives_scores(converted, tmp_path):
 def test_a_line_longer_than_the_run_accepts_is_refused_unless_cut(converted, monkeypatch):
     """The converted kind: a line of more tokens than the run's source length
     is refused, naming it, before any search; cut (`truncate=True`), it keeps
-    its first ids and its end token, as the kind always cut it. Its tokenizer
+    its first ids and its end token, as the tokenizer cuts it (`encode_lines`). Its tokenizer
     pads with the model's pad id, which is how `encode` finds the long row."""
     family, _, _, run_dir = converted
     run = runs.SavedRun(run_dir)
@@ -339,7 +339,7 @@ def test_a_line_longer_than_the_run_accepts_is_refused_unless_cut(converted, mon
     assert limit == run.generation.source_length and tokenizer.pad_token_id == (
         run.model.pad_token_id)
     long = " ".join(TEXTS[:2] * limit)
-    length = len(tokenizer.encode([long])[0])
+    length = len(tokenizer.tokenize([long])[0])
     assert length > limit
     texts = [TEXTS[0], long]
     monkeypatch.setattr(run.model, "generate", None)  # never reached
@@ -350,10 +350,10 @@ def test_a_line_longer_than_the_run_accepts_is_refused_unless_cut(converted, mon
         assert f"line 2 has {length} tokens, more than the run's source length of {limit}" in (
             str(error.value)), family
     cut = run.encode(texts, truncate=True)
-    np.testing.assert_array_equal(cut, checkpoint_ids(texts, tokenizer, limit))
-    assert cut.shape == (2, limit) and cut[1, -1] == tokenizer.encode([long])[0][-1]
+    np.testing.assert_array_equal(cut, encode_lines(tokenizer, texts, limit))
+    assert cut.shape == (2, limit) and cut[1, -1] == tokenizer.tokenize([long])[0][-1]
     # A line of exactly the source length fits; one token fewer allowed does not.
-    fits = len(tokenizer.encode([TEXTS[4]])[0])
+    fits = len(tokenizer.tokenize([TEXTS[4]])[0])
     for source_length, refused in ((fits, False), (fits - 1, True)):
         exact = runs.TextToText(run.model, tokenizer, generation=run.generation.replace(
             source_length=source_length), kind=run.kind, recipe=run.recipe)
@@ -362,7 +362,7 @@ def test_a_line_longer_than_the_run_accepts_is_refused_unless_cut(converted, mon
                 exact.encode(TEXTS[3:])
         else:
             np.testing.assert_array_equal(exact.encode(TEXTS[3:]),
-                                          checkpoint_ids(TEXTS[3:], tokenizer, fits))
+                                          encode_lines(tokenizer, TEXTS[3:], fits))
 
 
 def test_folder_refusals(converted, tmp_path, capsys):
@@ -418,7 +418,7 @@ def test_a_swapped_tokenizer_is_one_run_folder_error(converted, tmp_path):
 def test_a_larger_tokenizer_is_refused_a_smaller_one_allowed(tmp_path_factory, tmp_path):
     folder, run_dir, _ = converted_run(tmp_path_factory, "t5", beam=False)
     run = runs.SavedRun(run_dir)  # 160 ids for 168 rows: allowed
-    assert run.source_tokenizer.vocabulary_size < run.model.target_vocabulary_size
+    assert run.source_tokenizer.vocabulary_size() < run.model.target_vocabulary_size
     small = tmp_path / "small"
     shutil.copytree(folder, small)
     hf_checkpoints.save_checkpoint(small, "t5", {"suppress_tokens": None}, vocab_size=150)

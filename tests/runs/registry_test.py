@@ -33,13 +33,14 @@ def test_the_built_in_recipes_and_kinds():
         assert recipe.metrics and all(metric in metrics.METRICS for metric in recipe.metrics)
         assert recipe.main is None and recipes.recipe_spec(name).name == name
     for kind in registry.model_kinds():
-        for hook in (kind.matches, kind.answer, kind.vocabularies, kind.tokenizers,
-                     kind.encode, kind.detokenize):
+        for hook in (kind.matches, kind.answer, kind.vocabularies, kind.tokenizers):
             assert callable(hook)
+        # One tokenizer contract: no kind encodes or detokenizes its own way.
+        assert not hasattr(kind, "encode") and not hasattr(kind, "detokenize")
         assert kind.length_penalty_form in ("gnmt", "hf")
         assert kind.exports == (kind.name in export.ARCHIVES)
     assert registry.model_kind("converted").length_penalty_form == "hf"
-    assert registry.model_kind("converted").encode is converted.checkpoint_ids
+    assert registry.model_kind("converted").tokenizers is converted.load_tokenizers
     assert registry.model_kind("seq2seq").tokenizers is inference.sentencepiece_tokenizers
 
 

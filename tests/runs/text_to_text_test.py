@@ -160,11 +160,13 @@ def test_a_line_of_exactly_the_source_length_is_accepted(translator, tokenizer):
 
 
 def test_truncate_cuts_as_the_kind_always_has(translator, tokenizer):
-    """`truncate=True`: the ids the kind's hook cuts to the source length,
-    so the outputs of the cut lines themselves."""
+    """`truncate=True`: the ids the tokenizer cuts to the source length
+    (`encode_lines`: a recipe's first ids), so the outputs of the cut lines
+    themselves."""
     texts = [ONE_TOO_MANY, SOURCES[0], " ".join(SOURCES * 3)]
     ids = translator.encode(texts, truncate=True)
-    np.testing.assert_array_equal(ids, data.encode_sources(texts, tokenizer, 24))
+    rows = [[int(i) for i in tokenizer(text)][:24] for text in texts]
+    np.testing.assert_array_equal(ids, [row + [0] * (24 - len(row)) for row in rows])
     assert ids.shape == (3, 24)
     cut = [tokenizer.detokenize([row[row != 0]])[0] for row in ids]
     np.testing.assert_array_equal(translator.encode(cut), ids)  # each cut line fits

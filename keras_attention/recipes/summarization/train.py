@@ -39,6 +39,7 @@ from keras_attention.models import transformer_seq2seq
 from keras_attention.recipes import checks, fine_tuning, skeleton
 from keras_attention.recipes.summarization import config as recipe_config
 from keras_attention.recipes.summarization import extractive
+from keras_attention.tokenizer import encode_lines
 
 ## Settings
 
@@ -276,8 +277,8 @@ def plot_sample_attention(trained, splits, config, decoding):
         return
     tokenizer = trained.source_tokenizer
     document = splits[2][0]["document"]
-    source_ids = [int(t) for t in data.encode_sources(
-        [document], tokenizer, config["max_source_length"])[0] if t != 0]
+    source_ids = [int(t) for t in encode_lines(
+        data.as_tokenizer(tokenizer), [document], config["max_source_length"])[0] if t != 0]
     summarizer = trained.text_to_text(decoding, "summarization", config)
     sample = summarizer.search([document], num_beams=1, truncate=True, return_attention=True)
     target_ids = [int(t) for t in sample.token_ids[0] if t != 0]

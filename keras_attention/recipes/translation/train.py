@@ -47,6 +47,7 @@ from keras_attention.callbacks import AverageLastEpochs
 from keras_attention.models import rnn_seq2seq, transformer_seq2seq
 from keras_attention.recipes import checks, fine_tuning, skeleton
 from keras_attention.recipes.translation import config as recipe_config
+from keras_attention.tokenizer import encode_lines
 
 ## Settings
 
@@ -282,8 +283,8 @@ def plot_sample_attention(trained, splits, config, decoding):
     translator = trained.text_to_text(decoding, "translation", config)
     sample = translator.search(sources, "greedy", truncate=True, return_attention=True)
     target_ids = [int(t) for t in sample.token_ids[0] if t != 0]
-    source_ids = [int(t) for t in data.encode_sources(sources, source_tokenizer,
-                                                      config["max_length"])[0] if t != 0]
+    source_ids = [int(t) for t in encode_lines(data.as_tokenizer(source_tokenizer), sources,
+                                               config["max_length"])[0] if t != 0]
     visualize.plot_attention(
         sample.attention[0, : len(target_ids), : len(source_ids)],
         [source_tokenizer.id_to_token(i) for i in source_ids],
