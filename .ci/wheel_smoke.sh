@@ -39,7 +39,8 @@ fail() { echo "wheel_smoke: FAILED: $*" >&2; exit 1; }
 #    nothing (build/, *.egg-info) in the checkout.
 step "building the wheel"
 mkdir "$WORK/src"
-cp -R "$ROOT/pyproject.toml" "$ROOT/README.md" "$ROOT/keras_attention" "$WORK/src/"
+cp -R "$ROOT/pyproject.toml" "$ROOT/README.md" "$ROOT/keras_attention" \
+  "$ROOT/keras_attention_launcher.py" "$WORK/src/"  # the package and the command's entry point
 [[ -f "$ROOT/LICENSE" ]] && cp "$ROOT/LICENSE" "$WORK/src/"
 build_options=()
 if [[ -n "$REUSED" ]] && "$PYTHON" -c 'import setuptools, sys
@@ -49,11 +50,12 @@ fi
 "$PYTHON" -m pip wheel --quiet --no-deps "${build_options[@]}" -w "$WORK/dist" "$WORK/src"
 wheel=("$WORK"/dist/keras_attention_kit-*.whl)
 [[ -f "${wheel[0]}" ]] || fail "no wheel in $WORK/dist"
-"$PYTHON" - "${wheel[0]}" <<'PY' || fail "the wheel does not ship the recipes"
+"$PYTHON" - "${wheel[0]}" <<'PY' || fail "the wheel does not ship the recipes and the entry point"
 import sys, zipfile
 names = set(zipfile.ZipFile(sys.argv[1]).namelist())
 for recipe in ("translation", "summarization", "question_answering"):
     assert f"keras_attention/recipes/{recipe}/train.py" in names, recipe
+assert "keras_attention_launcher.py" in names, "keras_attention_launcher.py"
 PY
 
 # 2. A fresh environment outside the checkout: no system site-packages, and

@@ -1,5 +1,6 @@
 """Test setup: the TensorFlow backend (unless KERAS_BACKEND says otherwise),
-quiet logs, seeded randomness, and the `tf_only` marker.
+quiet logs (`keras_attention_launcher.silence_tensorflow_start`), seeded
+randomness, and the `tf_only` marker.
 
 `@pytest.mark.tf_only("why")` marks a test that needs TensorFlow itself
 (tf.data, SavedModel export, tf.distribute, tensorflow-text, a symbolic
@@ -59,8 +60,12 @@ import collections
 import gc
 import os
 
+import keras_attention_launcher
+
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+# Quiet logs: TensorFlow's C++ start-up lines off stderr, as the command keeps
+# them (the package itself changes nothing on import).
+keras_attention_launcher.silence_tensorflow_start()
 
 
 def _load_triton_before_tensorflow():
