@@ -89,7 +89,7 @@ meanwhile ("others' CPU %", of one core, from /proc/stat: another user's work
 on a shared machine shows there), and the load average (in the JSON).
 
 **Correctness.** After the servers have run, one more process computes
-`keras_attention.runs.SavedRun(RUN_DIR).generate([line])` for every line, one
+`keras_attention.runs.open_run(RUN_DIR).generate([line])` for every line, one
 line per call, on the backend ours served with (seen in its loaded
 libraries) and the same ISA settings; every answer of every level is compared
 with it ("wrong"). For CTranslate2 the count is of answers that differ from
@@ -657,11 +657,11 @@ def build_checkpoint(folder, settings):
 
 
 def compute_reference(run_dir, lines, out_path):
-    """`SavedRun(run_dir).generate([line])` for every line, one per call."""
-    from keras_attention.runs import SavedRun
+    """`open_run(run_dir).generate([line])` for every line, one per call."""
+    from keras_attention.runs import open_run
 
     start = time.perf_counter()
-    run = SavedRun(run_dir)
+    run = open_run(run_dir)
     load_s = time.perf_counter() - start
     answers = {}
     for i, line in enumerate(lines):
@@ -1247,7 +1247,7 @@ def main(argv=None):
     reference_path = os.path.join(
         sub, f"reference-{backend}-{args.isa}{'-no-ynn' if args.no_ynn else ''}.json")
     if not os.path.isfile(reference_path):
-        log(f"reference: SavedRun.generate([line]) for {len(lines)} lines on {backend}")
+        log(f"reference: open_run(...).generate([line]) for {len(lines)} lines on {backend}")
         result = call_worker(args, "reference", {"run_dir": run_dir, "lines": lines,
                                                  "out": reference_path},
                              env=dict(env, KERAS_BACKEND=backend, OMP_WAIT_POLICY="PASSIVE"))

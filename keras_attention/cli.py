@@ -11,7 +11,7 @@ keras-attention serve RUN_DIR [--port 8501] [--max_batch_size 32]  # TensorFlow 
 ```
 
 A run directory is what a recipe saves (see `keras_attention.runs`); the
-commands read it through `keras_attention.runs.SavedRun`. `generate` refuses
+commands read it through `keras_attention.runs.open_run`. `generate` refuses
 an input line longer than the run's source length (before writing anything)
 unless `--truncate` asks for it to be cut to that length. Every failure a
 user can cause (a missing or corrupt run folder, a file that is not UTF-8, a
@@ -129,7 +129,7 @@ def generate(args):
 
     lines = _read_lines(args.input) if args.input else None
     runtime.cache_compilations()
-    run = runs.SavedRun(args.run_dir)
+    run = runs.open_run(args.run_dir)
     if lines is None and not args.output and _typed_at_a_terminal(sys.stdin):
         return _answer_as_typed(run, args, sys.stdin, sys.stdout)
     if lines is None:
@@ -195,7 +195,7 @@ def evaluate(args):
             f"Argument `--data` must be a file ({problem}). Received: --data={args.data!r}"
         )
     runtime.cache_compilations()
-    run = runs.SavedRun(args.run_dir)
+    run = runs.open_run(args.run_dir)
     # Keras writes its progress bar to stdout; stdout is for the scores alone,
     # so that `keras-attention evaluate ... > scores.json` is one JSON line.
     with contextlib.redirect_stdout(sys.stderr):

@@ -296,7 +296,7 @@ def check_metric_names(names):
 def scores(names, hypotheses, references):
     """`{name: score}` for each metric of `names`: the one scoring path of
     the recipes' evaluations, `keras-attention evaluate` and
-    `SavedRun.evaluate` (`runs.TextToText.score`, with the metrics the
+    `TextToText.evaluate` (`runs.TextToText.score`, with the metrics the
     recipe registers) and `GenerationMetricsCallback`. ROUGE is computed
     once for all its types.
 

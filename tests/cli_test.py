@@ -109,7 +109,7 @@ def test_generate_writes_one_line_per_input_line(run_dir, tmp_path, capsys):
         "--output", str(tmp_path / "out.txt")]))
     assert "cli.py" in toolkit_files and len(toolkit_files) <= 10, toolkit_files
     lines = (tmp_path / "out.txt").read_text(encoding="utf-8").splitlines()
-    assert lines == runs.SavedRun(run_dir).generate(["March 3, 2021", "mai 1er, 2003 ünïcode"])
+    assert lines == runs.open_run(run_dir).generate(["March 3, 2021", "mai 1er, 2003 ünïcode"])
     assert sorted(os.listdir(tmp_path)) == ["in.txt", "out.txt"]  # no temporary file left
 
 
@@ -143,7 +143,7 @@ def test_lines_typed_at_a_terminal_are_answered_one_by_one(run_dir, monkeypatch)
     monkeypatch.setattr(sys, "stdin", _Terminal(typed, stdout))
     monkeypatch.setattr(sys, "stdout", stdout)
     cli.main(["generate", str(run_dir)])
-    expected = runs.SavedRun(run_dir).generate([typed[0], typed[2]])
+    expected = runs.open_run(run_dir).generate([typed[0], typed[2]])
     assert stdout.getvalue().splitlines() == [expected[0], "", expected[1]]
 
 
@@ -155,7 +155,7 @@ def test_a_line_too_long_typed_at_a_terminal_is_one_error_line_and_the_next_is_r
     monkeypatch.setattr(sys, "stdout", stdout)
     monkeypatch.setattr(sys, "stderr", stderr)
     cli.main(["generate", str(run_dir)])
-    assert stdout.getvalue().splitlines() == runs.SavedRun(run_dir).generate(typed[::2])
+    assert stdout.getvalue().splitlines() == runs.open_run(run_dir).generate(typed[::2])
     [line] = stderr.getvalue().splitlines()
     assert line.startswith("keras-attention: error: Argument `texts` holds a line longer ")
     assert "line 1 has 25 tokens, more than the run's source length of 24" in line
@@ -165,7 +165,7 @@ def test_a_line_too_long_typed_at_a_terminal_is_one_error_line_and_the_next_is_r
     monkeypatch.setattr(sys, "stdout", stdout)
     monkeypatch.setattr(sys, "stderr", stderr)
     cli.main(["generate", str(run_dir), "--truncate"])
-    assert stdout.getvalue().splitlines() == runs.SavedRun(run_dir).generate(typed,
+    assert stdout.getvalue().splitlines() == runs.open_run(run_dir).generate(typed,
                                                                             truncate=True)
     assert "keras-attention: error" not in stderr.getvalue()
 
@@ -178,7 +178,7 @@ def test_the_console_script_ends_once_generate_has_answered(run_dir, monkeypatch
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"March 3, 2021\n")))
     monkeypatch.setattr(sys, "argv", ["keras-attention", "generate", str(run_dir)])
     cli.script()
-    expected = runs.SavedRun(run_dir).generate(["March 3, 2021"])[0] + "\n"
+    expected = runs.open_run(run_dir).generate(["March 3, 2021"])[0] + "\n"
     assert ended == [0] and capsys.readouterr().out == expected
     assert cli._command(["--verbose", "generate", "run"]) == "generate"
     assert cli._command(["--verbose"]) is None
@@ -200,12 +200,12 @@ def test_one_line_on_tensorflow_is_searched_without_xla(run_dir, tmp_path, monke
         cli.main(["generate", str(run_dir), "--input", str(tmp_path / "in.txt"),
                   "--output", str(tmp_path / "out.txt")])
         assert (tmp_path / "out.txt").read_text().splitlines() == (
-            runs.SavedRun(run_dir).generate(lines))
+            runs.open_run(run_dir).generate(lines))
     one_line_compiled = keras.config.backend() != "tensorflow"
     assert compiled == [one_line_compiled, True, True, True]
     with pytest.raises(ValueError, match=r"`jit_compile` must be a bool. Received: "
                                          r"jit_compile='no'"):
-        runs.TextToText(None, None, generation={}, jit_compile="no")
+        runs.TextGenerator(None, None, generation={}, jit_compile="no")
 
 
 @pytest.mark.parametrize("source", ["stdin", "file"])
@@ -239,7 +239,7 @@ def test_evaluate_sends_the_progress_bar_to_stderr(run_dir, monkeypatch, capsys,
         sys.stdout.write("1/1 ━━━━━━━━━━━━━━━━━━━━ 0s 4ms/batch\n")
         return list(texts)
 
-    monkeypatch.setattr(runs.SavedRun, "generate", generate_with_a_bar)
+    monkeypatch.setattr(runs.TextGenerator, "generate", generate_with_a_bar)
     scores = cli.main(["evaluate", str(run_dir), "--data", str(pairs_file),
                        "--max_examples=1"])
     out, err = capsys.readouterr()
@@ -404,7 +404,7 @@ def test_truncate_answers_a_line_too_long_with_its_first_tokens(run_dir, tmp_pat
     cli.main(["generate", str(run_dir), "--input", str(tmp_path / "in.txt"),
               "--output", str(tmp_path / "out.txt"), flag])
     answers = (tmp_path / "out.txt").read_text(encoding="utf-8").splitlines()
-    run = runs.SavedRun(run_dir)
+    run = runs.open_run(run_dir)
     assert answers == run.generate(lines, truncate=True)
     first_tokens = run.source_tokenizer.detokenize([run.source_tokenizer(TOO_LONG)[:24]])[0]
     assert answers[1] == run.generate([first_tokens])[0]
@@ -501,7 +501,7 @@ def test_generate_output_inside_a_run_folder_is_refused_before_any_work(run_dir,
     other.mkdir()
     (other / runs.MARKER).write_text("a run")
     before = {name: (run_dir / name).read_bytes() for name in os.listdir(run_dir)}
-    monkeypatch.setattr(runs, "SavedRun", lambda *a: pytest.fail("the run was loaded"))
+    monkeypatch.setattr(runs, "open_run", lambda *a: pytest.fail("the run was loaded"))
     for output in (run_dir / "model.keras", run_dir / "config.json", run_dir / "new.txt",
                    run_dir / "sub" / "out.txt", other / "out.txt"):
         code = _run_console_script(monkeypatch, "generate", str(run_dir), "--input",

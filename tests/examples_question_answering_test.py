@@ -154,8 +154,8 @@ def test_transformer_quick_config_and_the_cli_answers_the_same(tmp_path):
     lines = _cli_answers(cli, output, SOURCES, tmp_path)
     model, source_tokenizer, target_tokenizer, _ = recipe.runs.load_run(output)
     decoding = recipe.decoding_settings(config, target_tokenizer)
-    answerer = recipe.runs.TextToText(model, source_tokenizer, target_tokenizer, decoding,
-                                      recipe="question_answering")
+    answerer = recipe.runs.TextGenerator(model, source_tokenizer, target_tokenizer, decoding,
+                                         recipe="question_answering")
     assert lines == answerer.generate(SOURCES)
     _check_cli_evaluate(cli, output, tmp_path)
 

@@ -64,9 +64,9 @@ def test_cli_generate_equals_the_recipe_and_evaluate_reports_rouge(run_dir, tmp_
               "--output", str(tmp_path / "out.txt"), "--truncate"])
     lines = (tmp_path / "out.txt").read_text(encoding="utf-8").split("\n")[:-1]
     model, tokenizer, _, metadata = recipe.runs.load_run(output)
-    summarizer = recipe.runs.TextToText(model, tokenizer, tokenizer,
-                                        recipe.decoding_settings(metadata["config"], tokenizer),
-                                        recipe="summarization")
+    summarizer = recipe.runs.TextGenerator(model, tokenizer, tokenizer,
+                                           recipe.decoding_settings(metadata["config"], tokenizer),
+                                           recipe="summarization")
     assert lines == summarizer.generate(documents, truncate=True)
     records = [json.dumps({"document": d, "summary": "a summary"}) for d in documents]
     (tmp_path / "test.jsonl").write_text("\n".join(records) + "\n", encoding="utf-8")
@@ -146,7 +146,7 @@ def test_extractive_quick_config_saves_a_run_that_picks_a_sentence(extractive_ru
     assert len(lines) == 3
     for document, line in zip(documents, lines):
         assert line in data.split_sentences(document)
-    assert runs.SavedRun(output).generate(documents) == lines
+    assert runs.open_run(output).generate(documents) == lines
     records = [json.dumps({"document": d, "summary": "a summary"}) for d in documents]
     (tmp_path / "test.jsonl").write_text("\n".join(records) + "\n", encoding="utf-8")
     scores = cli.main(["evaluate", str(output), "--data", str(tmp_path / "test.jsonl")])

@@ -56,7 +56,7 @@ def test_cli_generate_matches_the_reloaded_model_and_evaluate_scores(
     # The same parts made in Python, with the recipe's settings: the CLI's
     # answer is the recipe's evaluation's.
     decoding = recipe.decoding_settings(dict(config, strategy="greedy"), target_tokenizer)
-    translator = recipe.runs.TextToText(model, source_tokenizer, target_tokenizer, decoding)
+    translator = recipe.runs.TextGenerator(model, source_tokenizer, target_tokenizer, decoding)
     assert lines == translator.generate(sources)
     (tmp_path / "pairs.tsv").write_text("March 3, 2021\t2021-03-03\n", encoding="utf-8")
     scores = cli.main(["evaluate", str(output), "--data", str(tmp_path / "pairs.tsv")])

@@ -189,7 +189,7 @@ def test_a_fine_tuned_marian_exports_the_same_strings_to_transformers_and_ctrans
         init_from=str(tmp_path / "run"), data=str(data), output_dir=str(tmp_path / "tuned"),
         epochs=2, batch_size=8, max_length=16, validation_fraction=0.1, test_fraction=0.1,
         precision="float32", jit_compile="false", fine_tune_learning_rate=3e-3))
-    tuned, original = runs.SavedRun(tmp_path / "tuned"), runs.SavedRun(tmp_path / "run")
+    tuned, original = runs.open_run(tmp_path / "tuned"), runs.open_run(tmp_path / "run")
     assert any(not np.array_equal(a, b) for a, b in zip(tuned.model.get_weights(),
                                                         original.model.get_weights()))
     table = tuned.model.target_embedding.token_embedding.embeddings.numpy()
@@ -226,7 +226,7 @@ def test_a_recipe_run_exports_as_m2m100_with_its_strings(quick_translation_run, 
     from keras_attention import data, runs
 
     run_dir = quick_translation_run[0]
-    run = runs.SavedRun(run_dir)
+    run = runs.open_run(run_dir)
     texts = [source for source, _ in data.make_date_pairs(12, seed=3)]
     export_huggingface(run_dir, tmp_path / "hf", strategy="greedy")
     assert not [w for w in recwarn if issubclass(w.category, CTranslate2Warning)]
@@ -262,7 +262,7 @@ def test_recipe_runs_no_architecture_computes_are_refused_naming_the_setting(
     from keras_attention.models import transformer_seq2seq
 
     run_dir = quick_translation_run[0]
-    run = runs.SavedRun(run_dir)
+    run = runs.open_run(run_dir)
     gnmt = run.generation.replace(length_penalty_form="gnmt").to_dict()
     unrecorded = {key: value for key, value in gnmt.items() if key != "length_penalty_form"}
     for name, decoding in (("gnmt", gnmt), ("unrecorded", unrecorded)):
@@ -270,7 +270,7 @@ def test_recipe_runs_no_architecture_computes_are_refused_naming_the_setting(
         config_path = tmp_path / name / "config.json"
         config = json.loads(config_path.read_text())
         config_path.write_text(json.dumps({**config, "decoding": decoding}))
-        assert runs.SavedRun(tmp_path / name).generation.length_penalty_form == "gnmt"
+        assert runs.open_run(tmp_path / name).generation.length_penalty_form == "gnmt"
         with pytest.raises(ValueError, match="GNMT's length.*Received: strategy='beam'"):
             export_huggingface(tmp_path / name, tmp_path / "beam", strategy="beam")
         shutil.rmtree(tmp_path / name)
@@ -295,7 +295,7 @@ def test_a_run_counting_positions_from_its_pad_id_keeps_its_ids_with_one_warning
     from keras_attention import runs
     from keras_attention.models import transformer_seq2seq
 
-    run = runs.SavedRun(quick_translation_run[0])
+    run = runs.open_run(quick_translation_run[0])
     c = run.model.config
     earlier = transformer_seq2seq(
         c.vocabulary_size, num_layers=1, hidden_dim=16, num_heads=2, intermediate_dim=32,

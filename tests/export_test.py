@@ -151,7 +151,7 @@ def exported(tmp_path_factory):
 def test_saved_model_serves_what_generate_outputs(exported, name):
     cases, results = exported
     run_dir, strategy, num_beams = cases[name]
-    expected = runs.SavedRun(run_dir).generate(TEXTS, strategy, num_beams, verbose=0,
+    expected = runs.open_run(run_dir).generate(TEXTS, strategy, num_beams, verbose=0,
                                                truncate=True)
     served = results[name]
     assert served["serve"] == expected
@@ -171,7 +171,7 @@ def test_saved_model_serves_any_batch_size(exported):
     cases, results = exported
     name = list(CASES)[-1]  # the last export loaded
     run_dir, strategy, num_beams = cases[name]
-    assert results["one_empty"] == runs.SavedRun(run_dir).generate([""], strategy, num_beams,
+    assert results["one_empty"] == runs.open_run(run_dir).generate([""], strategy, num_beams,
                                                                    verbose=0)
 
 
@@ -309,7 +309,7 @@ def test_export_to_a_full_disk_is_one_line_and_leaves_nothing(tmp_path, monkeypa
             raise tf.errors.ResourceExhaustedError(None, None, "saved_model.pb.tmp; No space "
                                                                "left on device")
 
-    monkeypatch.setattr(savedmodel, "_build_archive", lambda *args: HalfWritten())
+    monkeypatch.setitem(savedmodel.ARCHIVES, "seq2seq", lambda *args: HalfWritten())
     (tmp_path / "out").mkdir()
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["export", str(run_dir), str(tmp_path / "out")])

@@ -80,7 +80,7 @@ STEPS = [
         "from keras_attention.tokenizer import encode_lines",
         "ids = encode_lines(spm, ['a cat', 'a dog sat'], 16)",
         "assert spm.detokenize(ids) == ['a cat', 'a dog sat']",
-        "assert runs.SavedRun and runs.TextToText",
+        "assert runs.open_run and runs.TextGenerator",
     ])),
     # What a converted Marian, T5 or M2M100 run's tokenizer needs.
     ("converted_tokenizers", "\n".join([

@@ -95,7 +95,7 @@ def module_imports():
     """`{(importer module, imported module): [line, ...]}` over the whole
     package: `from keras_attention.runs import saved_run` names the module
     `keras_attention.runs.saved_run`, `from keras_attention.runs import
-    SavedRun` the package `keras_attention.runs` (its `__init__`)."""
+    open_run` the package `keras_attention.runs` (its `__init__`)."""
     modules = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         relative = path.relative_to(ROOT).with_suffix("")

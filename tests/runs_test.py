@@ -1,4 +1,4 @@
-"""Run folders never lose work, describe themselves, and have one reader (`SavedRun`)."""
+"""Run folders never lose work, describe themselves, and have one reader (`open_run`)."""
 
 import json
 import os
@@ -69,9 +69,9 @@ def test_save_writes_a_self_describing_run_that_loads(model, tokenizer, tmp_path
                          coverage_penalty=0.0),  # every key
         "source_format": "text", "answer_notes": "x",
     }
-    run = runs.SavedRun(tmp_path / "run")
-    assert (run.recipe, run.config, run.generation, run.source_format, run.answer_classes) == (
-        "translation", {"a": 1}, runs.GenerationConfig(**DECODING), "text", None)
+    run = runs.open_run(tmp_path / "run")
+    assert (run.recipe, run.config, run.generation, run.source_format, type(run)) == (
+        "translation", {"a": 1}, runs.GenerationConfig(**DECODING), "text", runs.TextGenerator)
     ids = {"encoder_token_ids": np.array([[5, 6]]), "decoder_token_ids": np.array([[2, 7]])}
     np.testing.assert_allclose(run.model(ids), model(ids), atol=1e-6)
     np.testing.assert_array_equal(run.source_tokenizer("May 1"), tokenizer("May 1"))
@@ -87,7 +87,7 @@ def keras_attention_version():
 
 
 def test_generate_of_no_lines_calls_no_model(model, tokenizer, tmp_path, monkeypatch):
-    run = runs.SavedRun(_save(tmp_path / "run", model, tokenizer))
+    run = runs.open_run(_save(tmp_path / "run", model, tokenizer))
     monkeypatch.setattr(run.model, "generate", _fail)
     assert run.generate([]) == []
     with pytest.raises(ValueError, match=r"`num_beams`.*Received: num_beams=0"):
@@ -112,7 +112,7 @@ def test_generate_never_generates_the_runs_suppressed_ids(model, tokenizer, tmp_
     saved = json.loads((pathlib.Path(_save(tmp_path / "run", model, tokenizer))
                         / "config.json").read_text())
     assert saved["decoding"]["suppress_token_ids"] == [0, 1, 2]
-    run = runs.SavedRun(tmp_path / "run")
+    run = runs.open_run(tmp_path / "run")
     assert list(run.generation.suppress_token_ids) == data.never_generated_ids(tokenizer)
     calls = _capture_generate(run, monkeypatch)
     assert run.generate(["May 1"], strategy="beam", num_beams=2) == [""]
@@ -120,7 +120,7 @@ def test_generate_never_generates_the_runs_suppressed_ids(model, tokenizer, tmp_
     assert calls[0]["sampler"] == BeamSampler(num_beams=2)
     # A folder saved without the key (before it existed) suppresses nothing.
     decoding = {k: v for k, v in DECODING.items() if k != "suppress_token_ids"}
-    run = runs.SavedRun(_save(tmp_path / "older", model, tokenizer, decoding=decoding))
+    run = runs.open_run(_save(tmp_path / "older", model, tokenizer, decoding=decoding))
     calls = _capture_generate(run, monkeypatch)
     run.generate(["May 1"])
     assert not calls[0].get("suppress_token_ids")  # nothing suppressed
@@ -300,12 +300,12 @@ def _copy(saved, tmp_path):
 
 def test_missing_pieces_are_named(saved, tmp_path):
     with pytest.raises(runs.RunFolderError, match=r"no such folder.*Received: run_dir="):
-        runs.SavedRun(tmp_path / "nothing")
+        runs.open_run(tmp_path / "nothing")
     for name in ("config.json", "model.keras", "target.spm"):
         run_dir = _copy(saved, tmp_path)
         os.remove(run_dir / name)
         with pytest.raises(runs.RunFolderError, match=rf"{name} is missing"):
-            runs.SavedRun(run_dir)
+            runs.open_run(run_dir)
         import shutil
 
         shutil.rmtree(run_dir)
@@ -324,7 +324,7 @@ def test_corrupt_files_are_named(saved, tmp_path, name, content, message):
     run_dir = _copy(saved, tmp_path)
     (run_dir / name).write_bytes(content)
     with pytest.raises(runs.RunFolderError, match=message) as error:
-        runs.SavedRun(run_dir)
+        runs.open_run(run_dir)
     assert str(run_dir / name) in str(error.value) and "Received: run_dir=" in str(error.value)
 
 
@@ -334,7 +334,7 @@ def test_truncated_or_corrupt_model_is_named_not_reported_missing(saved, tmp_pat
     (run_dir / "model.keras").write_bytes(model_bytes[: len(model_bytes) // 2])
     with pytest.raises(runs.RunFolderError, match=r"model.keras is not a .keras archive "
                                                   r"\(truncated or corrupt\)") as error:
-        runs.SavedRun(run_dir)
+        runs.open_run(run_dir)
     assert "not found" not in str(error.value).lower()
     import zipfile
 
@@ -342,7 +342,7 @@ def test_truncated_or_corrupt_model_is_named_not_reported_missing(saved, tmp_pat
         archive.writestr("config.json", "{not json")
     with pytest.raises(runs.RunFolderError, match=r"model.keras is a .keras archive that does "
                                                   r"not load"):
-        runs.SavedRun(run_dir)
+        runs.open_run(run_dir)
 
 
 ## Folders saved before format 1
@@ -365,7 +365,7 @@ def test_old_question_answering_folder_loads_and_evaluates(model, tokenizer, tmp
         "recipe": "question_answering", "config": config, "scores": {"f1": 1.0}})
     assert runs.is_run_folder(run_dir)
     runs.check_output_dir(run_dir, overwrite=True)  # a new run may replace it
-    run = runs.SavedRun(run_dir)
+    run = runs.open_run(run_dir)
     assert run.metadata["format_version"] == 0
     assert run.generation == runs.GenerationConfig(source_length=12, target_length=5)
     assert run.source_format == "{question} | {context}"
@@ -381,7 +381,7 @@ def test_old_translation_folder_decodes_as_its_config_says(model, tokenizer, tmp
     config = {"max_length": 10, "strategy": "beam", "num_beams": 3, "length_penalty": 0.6}
     run_dir = _save_legacy(tmp_path / "old", model, tokenizer, {
         "recipe": "translation", "config": config, "scores": {}})
-    run = runs.SavedRun(run_dir)
+    run = runs.open_run(run_dir)
     assert run.generation == runs.GenerationConfig(source_length=10, target_length=10,
                                                    strategy="beam", num_beams=3,
                                                    length_penalty=0.6)
@@ -391,7 +391,7 @@ def test_old_translation_folder_decodes_as_its_config_says(model, tokenizer, tmp
     assert run.evaluate(pairs, max_examples=1)["examples"] == 1
     (run_dir / "config.json").write_text(json.dumps({"recipe": "translation", "config": {}}))
     with pytest.raises(runs.RunFolderError, match=r"config.json has no 'max_length'"):
-        runs.SavedRun(run_dir)
+        runs.open_run(run_dir)
 
 
 def test_a_folder_with_other_files_is_not_a_run_folder(model, tokenizer, tmp_path):
@@ -413,7 +413,7 @@ def test_memory_network_run_answers_from_its_classes(tokenizer, tmp_path):
                              num_hops=1, max_memories=4, seed=0)
     runs.save_run(tmp_path / "qa", network, tokenizer, tokenizer, recipe="question_answering",
                   config={"max_memories": 4}, scores={}, extra={"answer_classes": classes})
-    run = runs.SavedRun(tmp_path / "qa")
+    run = runs.open_run(tmp_path / "qa")
     assert run.metadata["decoding"] is None and run.generation is None
     assert run.source_format == "{story} | {question}" and run.answer_classes == classes
     answers = run.generate(["Mary went to the kitchen. John left. | Where is Mary?", "| Who?"])
@@ -426,7 +426,7 @@ def test_memory_network_run_answers_from_its_classes(tokenizer, tmp_path):
     (tmp_path / "qa" / "config.json").write_text(json.dumps(dict(
         run.metadata, config={})))
     with pytest.raises(runs.RunFolderError, match=r"answer_classes without .*max_memories"):
-        runs.SavedRun(tmp_path / "qa")
+        runs.open_run(tmp_path / "qa")
 
 
 def test_extractive_run_answers_with_a_sentence_and_refuses_bad_selection(tokenizer, tmp_path):
@@ -437,7 +437,7 @@ def test_extractive_run_answers_with_a_sentence_and_refuses_bad_selection(tokeni
     selection = {"max_length": 40, "max_sentences": 3}
     runs.save_run(tmp_path / "ext", model, tokenizer, tokenizer, recipe="summarization",
                   config={}, scores={}, source_format="text", extra={"selection": selection})
-    run = runs.SavedRun(tmp_path / "ext")
+    run = runs.open_run(tmp_path / "ext")
     assert run.metadata["decoding"] is None and run.selection == selection
     documents = ["The cat sat. The dog ran far. A bird sang.", "Only one sentence here."]
     summaries = run.generate(documents)
@@ -447,4 +447,4 @@ def test_extractive_run_answers_with_a_sentence_and_refuses_bad_selection(tokeni
         (tmp_path / "ext" / "config.json").write_text(json.dumps(dict(
             run.metadata, selection=bad)))
         with pytest.raises(runs.RunFolderError, match=r"selection=.*Received: run_dir"):
-            runs.SavedRun(tmp_path / "ext")
+            runs.open_run(tmp_path / "ext")

@@ -125,7 +125,7 @@ class SentencePieceModel(Tokenizer):
     keras-hub's `SentencePieceTokenizer` of the same model (one C++ library
     under both: no sampling, no start or end token added), read with the
     `sentencepiece` package, so that neither TensorFlow nor keras-hub loads.
-    `keras-attention generate` and `SavedRun` read a run's `.spm` files with it.
+    `keras-attention generate` and `runs.open_run` read a run's `.spm` files with it.
 
     A `keras_attention.tokenizer.Tokenizer`: `tokenize` gives the pieces'
     ids (a recipe's model takes its sources without start or end token),

@@ -16,18 +16,19 @@ translator.serve(tf.constant(["March 3, 2021"]))  # tf.string (B,)
 This package uses TensorFlow directly: it is serving code, like the data
 pipelines, not a layer. `export_run` and how each model kind is exported
 (the table `ARCHIVES`; `register_archive` adds a kind) are in
-`export.savedmodel`: a recipe's run there (`recipe_archive`), a converted
-checkpoint's in `export.converted`; the serving graph both share in
-`export.serving_graph`; the Hugging Face folder in `export.huggingface`.
+`export.savedmodel` (a `TextGenerator`'s, recipe run or converted checkpoint:
+`text_generator_archive`, with its tokenizers' graph forms); the serving
+graph in `export.serving_graph`; the Hugging Face folder in
+`export.huggingface`.
 """
 
 from keras_attention.export.savedmodel import (
     ARCHIVES,
     export_run,
-    recipe_archive,
     register_archive,
+    text_generator_archive,
 )
 from keras_attention.export.serving_graph import SIGNATURE_INPUT, SIGNATURE_OUTPUT, serving_archive
 
-__all__ = ["ARCHIVES", "SIGNATURE_INPUT", "SIGNATURE_OUTPUT", "export_run", "recipe_archive",
-           "register_archive", "serving_archive"]
+__all__ = ["ARCHIVES", "SIGNATURE_INPUT", "SIGNATURE_OUTPUT", "export_run", "register_archive",
+           "serving_archive", "text_generator_archive"]

@@ -39,6 +39,7 @@ from keras_attention.pretrained.generation_json import (
     renumber_token_ids,
 )
 from keras_attention.pretrained.saving import check_checkpoint_dir, save_pretrained
+from keras_attention.runs.reader import path_in_run
 
 #: What the CLI's `--format` takes.
 FORMATS = ("savedmodel", "huggingface")
@@ -76,7 +77,7 @@ def export_huggingface(run_dir, export_dir, *, strategy=None, num_beams=None, ov
     from keras_attention import runs
 
     check_checkpoint_dir(export_dir, overwrite=overwrite, argument="export_dir")
-    run = runs.SavedRun(run_dir)
+    run = runs.open_run(run_dir)
     generation = run.generation.with_search(strategy, num_beams)
     if run.metadata.get("converted_from") is not None:
         outgoing = _converted_checkpoint(run)
@@ -117,7 +118,7 @@ def _converted_checkpoint(run):
     """A converted run: its checkpoint's family and config, its tokenizer
     files copied unchanged."""
     source = run.metadata["converted_from"]
-    files = tuple(run.path(os.path.join("tokenizer", name))
+    files = tuple(path_in_run(run.run_dir, os.path.join("tokenizer", name))
                   for name in source["tokenizer_files"])
     config = checkpoint_config_of(run)
     return _Outgoing(source["family"], run.model, config, config, copied=files)
@@ -145,9 +146,9 @@ def _recipe_checkpoint(run, generation):
     if not isinstance(run.model, TransformerSeq2Seq):
         raise ValueError(f"Argument `run_dir` must hold a transformer to export as a Hugging "
                          f"Face folder; its model is {run.kind.description}. {received}")
-    with open(run.path(TOKENIZER_FILES["source"]), "rb") as file:
+    with open(path_in_run(run.run_dir, TOKENIZER_FILES["source"]), "rb") as file:
         source = file.read()
-    with open(run.path(TOKENIZER_FILES["target"]), "rb") as file:
+    with open(path_in_run(run.run_dir, TOKENIZER_FILES["target"]), "rb") as file:
         if file.read() != source:
             raise ValueError(
                 "The run has a vocabulary per language, which no transformers architecture "

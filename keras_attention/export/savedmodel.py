@@ -2,17 +2,23 @@
 strings (`keras-attention export RUN_DIR EXPORT_DIR`, the default format).
 
 How each model kind builds its graph is one table, `ARCHIVES`
-(`register_archive` adds a kind): a recipe's run here (`recipe_archive`), a
-converted checkpoint's in `keras_attention.export.converted`; both serve
-through `serving_graph.serving_archive`.
+(`register_archive` adds a kind). A `TextGenerator`'s, recipe run and
+converted checkpoint alike, is `text_generator_archive`: its tokenizers'
+graph forms (`pretrained.graph_tokenizers.graph_tokenizer`: a recipe's
+SentencePiece models, a checkpoint's tokenizer), its `GenerationConfig`'s
+search and rules, served through `serving_graph.serving_archive`.
 """
 
-import hashlib
 import os
 
-from keras_attention.export.converted import converted_archive
 from keras_attention.export.serving_graph import serving_archive
-from keras_attention.runs.generation import SEARCH_STRATEGIES  # sampling is not exported
+from keras_attention.runs.generation import RULE_KEYS, SEARCH_STRATEGIES  # no sampling
+
+#: The `generate` keyword arguments the exported graph passes to the search
+#: itself, beyond `sampler` and `max_length`; the other `RULE_KEYS` of
+#: `GenerationConfig.generate_kwargs`'s output are `decoding.GenerationRules`.
+_SEARCH_KEYS = ("suppress_token_ids", "decoder_start_token_id")
+_RULE_KEYS = tuple(key for key in RULE_KEYS if key not in _SEARCH_KEYS)
 
 
 def export_run(run_dir, export_dir, *, strategy=None, num_beams=None):
@@ -34,9 +40,8 @@ def export_run(run_dir, export_dir, *, strategy=None, num_beams=None):
         run_dir: a run folder saved by the translation, summarization or
             question-answering recipe (a `Seq2SeqModel`: transformer, RNN or
             pointer-generator), or by `keras-attention convert` (its
-            checkpoint's tokenizer and generation settings; see
-            `keras_attention.export.converted`). The run's model kind
-            builds the graph (`ARCHIVES`).
+            checkpoint's tokenizer and generation settings). The run's
+            model kind builds the graph (`ARCHIVES`).
         export_dir: where to write the SavedModel; must not exist or be an
             empty folder (and not the working directory or a parent of it).
         strategy: `"greedy"` or `"beam"`; default: the recipe's.
@@ -105,7 +110,7 @@ def export_run(run_dir, export_dir, *, strategy=None, num_beams=None):
             f"or None (the recipe's). Received: strategy={strategy!r}"
         )
     num_beams = check_positive_int("num_beams", num_beams, allow_none=True)
-    run = runs.SavedRun(run_dir)
+    run = runs.open_run(run_dir)
     _check_model(run)
     archive = ARCHIVES[run.kind.name](run, strategy, num_beams)
     _write(archive, export_dir)
@@ -114,23 +119,14 @@ def export_run(run_dir, export_dir, *, strategy=None, num_beams=None):
 
 def register_archive(kind, build):
     """Makes the runs of the model kind named `kind`
-    (`keras_attention.runs.registry.ModelKind`, with `exports=True`)
+    (a `keras_attention.runs.TextToText` subclass with `exports=True`)
     exportable: `build(run, strategy, num_beams)` -> the
-    `keras.export.ExportArchive` of a `runs.SavedRun` (a bad setting is a
+    `keras.export.ExportArchive` of a run `runs.open_run` read (a bad setting is a
     `ValueError` raised before any work); returns `build`."""
     if not callable(build):
         raise ValueError(f"Argument `build` must be callable. Received: build={build!r}")
     ARCHIVES[kind] = build
     return build
-
-
-def recipe_archive(run, strategy, num_beams):
-    """How the `"seq2seq"` model kind exports (`ARCHIVES`): the
-    `keras.export.ExportArchive` of a recipe's run, its SentencePiece
-    `source.spm` / `target.spm` as TensorFlow Text ops, searching as the
-    run's `GenerationConfig` with `strategy` and `num_beams` says."""
-    generation = run.generation.with_search(strategy, num_beams)
-    return _build_archive(run.model, run.source_tokenizer, run.target_tokenizer, generation)
 
 
 def _write(archive, export_dir):
@@ -164,71 +160,87 @@ def _check_model(run):
         )
 
 
-def _build_archive(model, source_tokenizer, target_tokenizer, generation):
+def text_generator_archive(run, strategy, num_beams):
+    """How the `"seq2seq"` model kind (`runs.TextGenerator`) exports
+    (`ARCHIVES`): the `keras.export.ExportArchive` of a run whose graph
+    encodes with the graph form of its source tokenizer, cut to the source
+    length as the tokenizer cuts a line (`Tokenizer.truncate`: a recipe's
+    SentencePiece model keeps its first ids, a checkpoint's tokenizer its
+    end token), searches as the run's `GenerationConfig` with `strategy` and
+    `num_beams` says (its Hugging Face or GNMT beam scoring, its generation
+    rules, `decoder_start_token_id`, the suppressed ids) through
+    `Seq2SeqModel.search` compiled with XLA, and detokenizes the tokens
+    before the first end token with the target tokenizer's graph form (as
+    `keras-attention generate`, and `batch_decode(...,
+    skip_special_tokens=True)` for a checkpoint).
+
+    Args:
+        run: a `runs.TextGenerator` read by `runs.open_run`.
+        strategy: `"greedy"`, `"beam"` or None (the run's).
+        num_beams: positive int or None (the run's).
+
+    Raises:
+        ValueError: before any work, for a setting the graph cannot honour
+            (naming it: `Received: name=value`), e.g. a beam sampler
+            returning several sequences.
+    """
     import tensorflow as tf
 
-    from keras_attention import data
+    from keras_attention.decoding import GenerationRules
+    from keras_attention.pretrained.graph_tokenizers import graph_tokenizer
 
-    source_proto, target_proto = _proto(source_tokenizer), _proto(target_tokenizer)
-    source_pieces = _sentencepiece(source_proto)
-    target_pieces = (
-        source_pieces if target_proto == source_proto  # one shared vocabulary
-        else _sentencepiece(target_proto)
-    )
-    special = data.special_token_ids(target_tokenizer)
-    source_length = generation.source_length
-    search = generation.generate_kwargs()  # max_length, sampler, suppress_token_ids
+    generation = run.generation.with_search(strategy, num_beams)
+    kwargs = generation.generate_kwargs()
+    sampler, max_length = kwargs.pop("sampler"), kwargs.pop("max_length")
+    unknown = sorted(set(kwargs) - set(_SEARCH_KEYS) - set(_RULE_KEYS))
+    if unknown:
+        raise ValueError(
+            f"Argument `run_dir`: the exported graph cannot honour the generation setting "
+            f"{unknown[0]!r}. Received: {unknown[0]}={kwargs[unknown[0]]!r}")
+    if getattr(sampler, "num_return_sequences", 1) != 1:
+        raise ValueError(
+            "Argument `num_beams`: the exported graph answers each line with one line. "
+            f"Received: num_return_sequences={sampler.num_return_sequences}")
+    rules = {key: kwargs[key] for key in _RULE_KEYS if key in kwargs}
+    rules = GenerationRules(**rules) if rules else None
+    search = {key: kwargs[key] for key in _SEARCH_KEYS if key in kwargs}
+    model, source_length, end_id = run.model, generation.source_length, run.model.end_token_id
+    source_tokens = graph_tokenizer(run.source_tokenizer)
+    target_tokens = (source_tokens if _one_model(run.source_tokenizer, run.target_tokenizer)
+                     else graph_tokenizer(run.target_tokenizer))
+
+    def encode(inputs):
+        # As `tokenizer.encode_lines` with the run's tokenizer: ragged
+        # (B, <=S), each row cut as `Tokenizer.truncate` cuts it.
+        return source_tokens.truncate(source_tokens.encode(inputs), source_length)
 
     @tf.function(jit_compile=True, autograph=False)
     def generate(source):
         # The model's own cached search, as `generate` runs it, on int32
         # `source (B, S)` with `B` and `S` known only at run time: the best
         # hypothesis of each row `(B, L)`, padded after its end token.
-        return model.search(source, search["sampler"], search["max_length"],
-                            suppress_token_ids=search["suppress_token_ids"]).token_ids
-
-    def encode(inputs):
-        # Sources as `tokenizer.encode_lines` builds them with a
-        # `data.SentencePieceModel`: cut to `source_length` tokens.
-        return source_pieces.tokenize(inputs)[:, :source_length]  # ragged (B, <=S)
+        return model.search(source, sampler, max_length, rules=rules, **search).token_ids
 
     def detokenize(tokens):
-        # Keep the tokens before the first end token, without pad or start.
-        ended = tf.cumsum(tf.cast(tokens == special["end_token_id"], tf.int32), axis=1)
-        keep = (ended == 0) & (tokens != special["pad_token_id"]) & (
-            tokens != special["start_token_id"])
-        return target_pieces.detokenize(tf.ragged.boolean_mask(tokens, keep))
+        # The tokens before the first end token (the graph tokenizer drops
+        # padding and the special tokens).
+        tokens = tf.cast(tokens, tf.int32)
+        ended = tf.cumsum(tf.cast(tokens == end_id, tf.int32), axis=1)
+        return target_tokens.decode(tf.ragged.boolean_mask(tokens, ended == 0))
 
-    return serving_archive(model, encode, generate, detokenize,
-                           trackables=[source_pieces, target_pieces])
-
-
-def _proto(tokenizer):
-    """The serialized SentencePiece model of a keras-hub tokenizer (what
-    `data.save_tokenizer` writes to `source.spm` / `target.spm`)."""
-    proto = tokenizer.proto
-    if isinstance(proto, str):  # loaded from a path
-        with open(proto, "rb") as f:
-            proto = f.read()
-    return bytes(proto)
+    trackables = [source_tokens] + ([] if target_tokens is source_tokens else [target_tokens])
+    return serving_archive(model, encode, generate, detokenize, trackables=trackables)
 
 
-def _sentencepiece(proto):
-    """A TensorFlow Text tokenizer over a serialized SentencePiece model.
-
-    Its op is named after the model's hash: within one reloaded SavedModel,
-    SentencePiece model resources created under the same op name are one
-    resource, so the source and target models would silently share the first
-    one loaded (TensorFlow Text 2.21).
-    """
-    import tensorflow as tf
-    import tensorflow_text as tf_text
-
-    name = f"sentencepiece_{hashlib.sha256(proto).hexdigest()[:16]}"
-    return tf_text.SentencepieceTokenizer(model=proto, out_type=tf.int32, name=name)
+def _one_model(source_tokenizer, target_tokenizer):
+    """Whether both sides are one tokenizer (one object, or SentencePiece
+    models of the same bytes: a shared vocabulary), served by one graph."""
+    proto = getattr(source_tokenizer, "proto", None)
+    return target_tokenizer is source_tokenizer or (
+        isinstance(proto, bytes) and proto == getattr(target_tokenizer, "proto", None))
 
 
 #: `{model kind name: build(run, strategy, num_beams)}`: how each kind exports.
-ARCHIVES = {"seq2seq": recipe_archive, "converted": converted_archive}
+ARCHIVES = {"seq2seq": text_generator_archive}
 
-__all__ = ["ARCHIVES", "export_run", "recipe_archive", "register_archive"]
+__all__ = ["ARCHIVES", "export_run", "register_archive", "text_generator_archive"]

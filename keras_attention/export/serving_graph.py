@@ -3,8 +3,8 @@
 tokenized lines as `Seq2SeqModel.generate` does and wraps the steps in a
 `keras.export.ExportArchive` with TensorFlow Serving's signature
 (`SIGNATURE_INPUT` -> `SIGNATURE_OUTPUT`). How each model kind encodes,
-generates and detokenizes is its own module's (`savedmodel.recipe_archive`,
-`converted.converted_archive`)."""
+generates and detokenizes is its builder's (`savedmodel.ARCHIVES`:
+`savedmodel.text_generator_archive`)."""
 
 SIGNATURE_INPUT = "inputs"  # the serving signature's input name
 SIGNATURE_OUTPUT = "outputs"  # ... and its output name

@@ -1,11 +1,18 @@
-"""The checkpoints' tokenizers as TensorFlow graphs, for a SavedModel.
+"""Our tokenizers as TensorFlow graphs, for a SavedModel: the graph form of
+the tokenizer contract (`keras_attention.tokenizer.Tokenizer`).
 
-`graph_tokenizer(tokenizer)` turns a tokenizer of
-`keras_attention.pretrained.tokenizers` into a `tf.Module` whose
-`encode(texts)` (tf.string `(B,)` -> int32 `tf.RaggedTensor` `(B, None)`) and
-`decode(token_ids)` (int `(B, L)`, dense or ragged -> tf.string `(B,)`) are
-`tf.function`s giving the ids and texts of the Python tokenizer (and so of
-`transformers`' tokenizer), made only of TensorFlow and TensorFlow Text ops:
+`graph_tokenizer(tokenizer)` turns a recipe's `data.SentencePieceModel` or a
+checkpoint tokenizer of `keras_attention.pretrained.tokenizers` into a
+`tf.Module` whose `encode(texts)` (tf.string `(B,)` -> int32
+`tf.RaggedTensor` `(B, None)`) and `decode(token_ids)` (int `(B, L)`, dense
+or ragged -> tf.string `(B,)`) are `tf.function`s giving the ids and texts
+of the Python tokenizer (and so of `transformers`' tokenizer), and whose
+`truncate(token_ids, max_length)` cuts encoded rows as the Python
+tokenizer's `truncate` does; made only of TensorFlow and TensorFlow Text ops:
+
+- A recipe's SentencePiece model: TensorFlow Text SentencePiece ids (no
+  start or end token added); a cut row keeps its first ids; decoding drops
+  padding, start and end tokens.
 
 - Marian: TensorFlow Text SentencePiece pieces (`source.spm`, or
   `target.spm` with `target=True`), a `tf.lookup` table of `vocab.json`
@@ -48,23 +55,27 @@ import re
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from keras_attention.data.tokenizers import SentencePieceModel
 from keras_attention.pretrained import tokenizer_json, tokenizers
 
 __all__ = ["BartGraphTokenizer", "FastGraphTokenizer", "M2M100GraphTokenizer",
-           "MarianGraphTokenizer", "T5GraphTokenizer", "graph_tokenizer"]
+           "MarianGraphTokenizer", "SentencePieceGraphTokenizer", "T5GraphTokenizer",
+           "graph_tokenizer"]
 
 _TEXTS = tf.TensorSpec((None,), tf.string)
 _IDS = tf.RaggedTensorSpec((None, None), tf.int32, ragged_rank=1)
 
 
 def graph_tokenizer(tokenizer):
-    """The graph twin of a `keras_attention.pretrained.tokenizers` object.
+    """The graph twin of a `data.SentencePieceModel` or a
+    `keras_attention.pretrained.tokenizers` object.
 
     Raises:
         ValueError: naming the type of another object, or the field of a
             `tokenizer.json` that TensorFlow's SentencePiece cannot reproduce.
     """
-    for python, graph in ((tokenizers.MarianTokenizer, MarianGraphTokenizer),
+    for python, graph in ((SentencePieceModel, SentencePieceGraphTokenizer),
+                          (tokenizers.MarianTokenizer, MarianGraphTokenizer),
                           (tokenizers.BartTokenizer, BartGraphTokenizer),
                           (tokenizers.T5Tokenizer, T5GraphTokenizer),
                           (tokenizers.FastTokenizer, FastGraphTokenizer),
@@ -72,8 +83,9 @@ def graph_tokenizer(tokenizer):
         if isinstance(tokenizer, python):
             return graph(tokenizer)
     raise ValueError(
-        "Argument `tokenizer` must be a MarianTokenizer, BartTokenizer, T5Tokenizer, "
-        "FastTokenizer or M2M100Tokenizer of keras_attention.pretrained.tokenizers. "
+        "Argument `tokenizer` must be a data.SentencePieceModel, or a MarianTokenizer, "
+        "BartTokenizer, T5Tokenizer, FastTokenizer or M2M100Tokenizer of "
+        "keras_attention.pretrained.tokenizers. "
         f"Received: tokenizer={type(tokenizer).__name__}"
     )
 
@@ -135,7 +147,48 @@ def _wrap(token_ids, start=(), end=()):
     return tf.concat(parts, axis=1)
 
 
-class MarianGraphTokenizer(tf.Module):
+class _GraphTokenizer(tf.Module):
+    """What every graph tokenizer shares: a checkpoint tokenizer appends its
+    end token, and a cut row keeps it last (`tokenizer.keep_last`)."""
+
+    def truncate(self, token_ids, max_length):
+        """Ragged int32 rows `(B, None)` of `encode`, each cut to at most
+        `max_length` ids: its first `max_length - 1` and its last."""
+        positions = tf.ragged.range(token_ids.row_lengths())
+        last = tf.expand_dims(token_ids.row_lengths() - 1, 1)
+        keep = (positions < max_length - 1) | (positions == last)
+        return tf.ragged.boolean_mask(token_ids, keep)
+
+
+class SentencePieceGraphTokenizer(_GraphTokenizer):
+    """A recipe's `data.SentencePieceModel` as TensorFlow graphs (see the
+    module docstring)."""
+
+    def __init__(self, tokenizer):
+        super().__init__(name="sentencepiece_tokenizer")
+        self.spm = _sentencepiece(_proto(tokenizer), tf.int32)
+        self.special_ids = sorted({tokenizer.pad_token_id, tokenizer.start_token_id,
+                                   tokenizer.end_token_id})
+
+    @tf.function(input_signature=[_TEXTS], autograph=False)
+    def encode(self, texts):
+        """The pieces' ids `(B, None)` of `texts (B,)`, nothing added."""
+        return _ragged(self.spm.tokenize(texts))
+
+    def truncate(self, token_ids, max_length):
+        """Rows cut to their first `max_length` ids (`Tokenizer.truncate`)."""
+        return token_ids[:, :max_length]
+
+    @tf.function(input_signature=[_IDS], autograph=False)
+    def _decode(self, token_ids):
+        return self.spm.detokenize(_keep(token_ids, self.special_ids))
+
+    def decode(self, token_ids):
+        """Texts tf.string `(B,)` of int ids `(B, L)` (dense or ragged)."""
+        return self._decode(_ragged(token_ids))
+
+
+class MarianGraphTokenizer(_GraphTokenizer):
     """A `MarianTokenizer` as TensorFlow graphs (see the module docstring)."""
 
     def __init__(self, tokenizer):
@@ -179,7 +232,7 @@ class MarianGraphTokenizer(tf.Module):
         return self._decode(_ragged(token_ids))
 
 
-class BartGraphTokenizer(tf.Module):
+class BartGraphTokenizer(_GraphTokenizer):
     """A `BartTokenizer` as TensorFlow graphs (see the module docstring)."""
 
     def __init__(self, tokenizer):
@@ -206,7 +259,7 @@ class BartGraphTokenizer(tf.Module):
         return self._decode(_ragged(token_ids))
 
 
-class T5GraphTokenizer(tf.Module):
+class T5GraphTokenizer(_GraphTokenizer):
     """A `T5Tokenizer` as TensorFlow graphs (see the module docstring)."""
 
     def __init__(self, tokenizer):
@@ -287,7 +340,7 @@ class _AddedTokens(tf.Module):
         return parts.with_flat_values(ids).merge_dims(1, 2)
 
 
-class FastGraphTokenizer(tf.Module):
+class FastGraphTokenizer(_GraphTokenizer):
     """A `FastTokenizer` (a SentencePiece `tokenizer.json`) as TensorFlow
     graphs (see the module docstring)."""
 
@@ -340,7 +393,7 @@ class FastGraphTokenizer(tf.Module):
         return self._decode(_ragged(token_ids))
 
 
-class M2M100GraphTokenizer(tf.Module):
+class M2M100GraphTokenizer(_GraphTokenizer):
     """An `M2M100Tokenizer` (`vocab.json` + `sentencepiece.bpe.model`) as
     TensorFlow graphs: SentencePiece pieces, a `tf.lookup` table of
     `vocab.json` (`<unk>` for a piece it lacks), the special and language

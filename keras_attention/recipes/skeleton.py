@@ -60,10 +60,12 @@ class Trained:
     tokenizer_files: list | None = None
 
     def text_to_text(self, generation, recipe, config=None, source_format="text"):
-        """The `runs.TextToText` of the trained parts: the model, tokenizers
-        and generation settings the run folder will hold, of the kind
-        `extra` describes (a fine-tuned checkpoint is `"converted"`, a
-        memory network an answer classifier). The recipes evaluate through it.
+        """The model kind of the trained parts (a `runs.TextToText`): the
+        model, tokenizers and generation settings the run folder will hold,
+        of the kind `extra` describes (a memory network's `answer_classes`
+        make an `AnswerClassifier`, an extractive summarizer's `selection` a
+        `SentenceSelector`; else a `TextGenerator`, fine-tuned checkpoints
+        included). The recipes evaluate through it.
 
         Args:
             generation: the recipe's `GenerationConfig` (`decoding_settings`),
@@ -72,11 +74,10 @@ class Trained:
             config: dict, the recipe's settings.
             source_format: how one input line is made.
         """
-        return runs.TextToText(
+        return registry.kind_of_metadata(self.extra).from_run_parts(
             self.model, self.source_tokenizer, self.target_tokenizer, generation,
-            kind=registry.kind_of_metadata(self.extra), recipe=recipe,
-            source_format=source_format, config=config,
-            answer_classes=self.extra.get("answer_classes"), selection=self.extra.get("selection"))
+            recipe=recipe, source_format=source_format, config=dict(config or {}),
+            metadata=self.extra)
 
 
 @dataclasses.dataclass(frozen=True)

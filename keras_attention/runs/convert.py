@@ -1,20 +1,24 @@
 """`convert_checkpoint`: a local Hugging Face checkpoint folder as a run folder
 (`keras-attention convert HF_DIR RUN_DIR`), which `keras-attention generate`,
-`evaluate` and `keras_attention.runs.SavedRun` read like a trained run.
+`evaluate` and `keras_attention.runs.open_run` read like a trained run.
 
 The run folder holds `model.keras` (the converted `Seq2SeqModel`), the
 checkpoint's tokenizer files copied unchanged into `tokenizer/` (Marian:
 `source.spm`, `target.spm`, `vocab.json`; BART: `vocab.json`, `merges.txt`;
 T5: `spiece.model`), `config.json` and the run marker. `config.json` is a
-run's (`recipe`, `decoding`, ...) plus `converted_from`, the marker of the
-`"converted"` model kind: `{"family", "checkpoint", "architecture",
-"vocabulary_size", "tokenizer_files"}`. Its `decoding` holds the checkpoint's
-generation settings (`keras_attention.runs.converted.CHECKPOINT_DECODING_KEYS`).
+run's (`recipe`, `decoding`, ...) plus `converted_from`: `{"family",
+"checkpoint", "architecture", "vocabulary_size", "tokenizer_files"}`, which
+tells `open_run` to read the checkpoint's tokenizer from `tokenizer/`. The
+model kind is a `TextGenerator`, as a recipe's run. Its `decoding` holds the
+checkpoint's generation settings
+(`keras_attention.runs.layout.CHECKPOINT_DECODING_KEYS`, Hugging Face's beam
+scoring).
 """
 
 import os
 
 from keras_attention.pretrained.families import FAMILIES, names_with_tokenizers
+from keras_attention.runs.layout import CONVERTED_RECIPES
 
 #: The source length recorded when the checkpoint has no position limit (T5).
 DEFAULT_SOURCE_LENGTH = 512
@@ -78,12 +82,12 @@ def convert_checkpoint(checkpoint_dir, run_dir, *, recipe=None, overwrite=False)
 
 
 def load_checkpoint(checkpoint_dir, recipe=None):
-    """A Hugging Face checkpoint folder as a `TextToText` of the `"converted"`
-    kind, checked as `convert_checkpoint` checks it (`open_checkpoint` gives the
-    `TextToText` alone).
+    """A Hugging Face checkpoint folder as a `TextGenerator`, checked as
+    `convert_checkpoint` checks it (`open_checkpoint` gives the
+    `TextGenerator` alone).
 
     Returns:
-        `(text_to_text, family, config, tokenizer_paths)`: the `TextToText`,
+        `(text_generator, family, config, tokenizer_paths)`: the `TextGenerator`,
         the family (`"marian"`, `"bart"` or `"t5"`), the checkpoint's
         `config.json` dict and its tokenizer files.
 
@@ -94,7 +98,7 @@ def load_checkpoint(checkpoint_dir, recipe=None):
     from keras_attention.pretrained.families import load_checkpoint_tokenizer, tokenizer_files
     from keras_attention.pretrained.loading import load_pretrained
     from keras_attention.runs.generation import GenerationConfig
-    from keras_attention.runs.text_to_text import TextToText
+    from keras_attention.runs.text_generator import TextGenerator
 
     _check_recipe(recipe)
     config = read_config(checkpoint_dir)
@@ -119,21 +123,21 @@ def load_checkpoint(checkpoint_dir, recipe=None):
             f"checkpoint_dir={os.fspath(checkpoint_dir)!r}")
     source_length = config.get("max_position_embeddings") or DEFAULT_SOURCE_LENGTH
     generation = GenerationConfig.from_generate_kwargs(info["generation"], source_length)
-    converted = TextToText(model, tokenizer, tokenizer, generation, kind="converted",
-                           recipe=recipe or FAMILIES[family].recipe)
+    converted = TextGenerator(model, tokenizer, tokenizer, generation,
+                              recipe=recipe or FAMILIES[family].recipe)
     return converted, family, config, paths
 
 
 def _check_recipe(recipe):
-    if recipe is not None and recipe not in ("translation", "summarization"):
+    if recipe is not None and recipe not in CONVERTED_RECIPES:
         raise ValueError("Argument `recipe` must be 'translation' or 'summarization' for a "
                          f"converted checkpoint. Received: recipe={recipe!r}")
 
 
 def open_checkpoint(checkpoint_dir, *, recipe=None):
-    """The `TextToText` of a Hugging Face checkpoint folder, converted in
+    """The `TextGenerator` of a Hugging Face checkpoint folder, converted in
     memory: its model, tokenizer and generation config, checked as
-    `keras-attention convert` checks them; what `runs.SavedRun` is to a run
+    `keras-attention convert` checks them; what `runs.open_run` is to a run
     folder. `recipe`: as `convert_checkpoint`'s.
 
     Raises:

@@ -1,4 +1,4 @@
-"""The evaluation examples of each recipe's file format (`SavedRun.evaluate`,
+"""The evaluation examples of each recipe's file format (`TextToText.evaluate`,
 `keras-attention evaluate`; the functions `keras_attention.runs.registry`
 holds). The scores go through `keras_attention.metrics.scores`, with the
 metrics each recipe registers."""

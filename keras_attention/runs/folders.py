@@ -10,16 +10,23 @@ import time
 
 from keras_attention import files
 from keras_attention.runs import registry
+from keras_attention.runs.generation import GenerationConfig
 from keras_attention.runs.layout import (
     FORMAT_VERSION,
     MARKER,
     MODEL_FILE,
     RUN_CONFIG_FILE,
-    RUN_FILES,
     TOKENIZER_FILES,
     TOKENIZER_FOLDER,
 )
-from keras_attention.runs.metadata import make_metadata
+from keras_attention.runs.legacy import LEGACY_DECODING, legacy_source_format
+from keras_attention.runs.reader import is_run_folder
+from keras_attention.runs.source_formats import check_source_format
+from keras_attention.version import __version__
+
+#: The keys `config.json` sets itself (`save_run`'s `extra` may not).
+RESERVED_KEYS = ("format_version", "keras_attention", "recipe", "config", "scores",
+                 "tokenizers", "decoding", "source_format")
 
 _MARKER_TEXT = (
     "This folder is a keras_attention run folder (format {version}).\n"
@@ -40,31 +47,6 @@ class RunNotSavedError(OSError):
     def __init__(self, message, rescue_dir=None):
         super().__init__(message)
         self.rescue_dir = rescue_dir
-
-
-def is_run_folder(path):
-    """Whether `path` is a run folder a new run may replace.
-
-    That is a folder holding the marker file `.keras_attention_run`, or a
-    folder saved before the marker existed: `model.keras`, `source.spm`,
-    `target.spm` and a `config.json` naming a recipe, with nothing else but
-    `.png` plots.
-    """
-    path = os.fspath(path)
-    if not os.path.isdir(path):
-        return False
-    if os.path.isfile(os.path.join(path, MARKER)):
-        return True
-    names = set(os.listdir(path))
-    if not set(RUN_FILES) <= names or any(
-            not name.endswith(".png") for name in names - set(RUN_FILES)):
-        return False
-    try:
-        with open(os.path.join(path, RUN_CONFIG_FILE), encoding="utf-8") as file:
-            metadata = json.load(file)
-    except (OSError, ValueError):
-        return False
-    return isinstance(metadata, dict) and metadata.get("recipe") in registry.recipe_names()
 
 
 def check_output_dir(output_dir, *, overwrite=False):
@@ -124,6 +106,55 @@ parents: a run replaces its whole folder. Received: output_dir='.'
     _check_writable(os.path.dirname(os.path.abspath(shown)), received)
 
 
+def make_metadata(recipe, config, scores, decoding, source_format, extra, tokenizers=None):
+    """The contents of `config.json`, checked (see `save_run`); `tokenizers`:
+    its `{"source": name, "target": name}` (default `TOKENIZER_FILES`)."""
+    if recipe not in registry.recipe_names():
+        raise ValueError(
+            f"Argument `recipe` must be one of {', '.join(map(repr, registry.recipe_names()))}. "
+            f"Received: recipe={recipe!r}"
+        )
+    for name, value in (("config", config), ("scores", scores), ("extra", extra)):
+        if not isinstance(value, dict):
+            raise ValueError(f"Argument `{name}` must be a dict. Received: {name}={value!r}")
+    clashes = sorted(set(extra) & set(RESERVED_KEYS))
+    if clashes:
+        raise ValueError(
+            f"Argument `extra` must not set keys config.json uses itself ({', '.join(clashes)}). "
+            f"Received: extra keys {sorted(extra)}"
+        )
+    kind = registry.kind_of_metadata(extra)
+    memory = extra.get("answer_classes") is not None
+    if decoding is None and kind.decodes:
+        try:
+            decoding = LEGACY_DECODING[recipe](config)
+        except KeyError as error:
+            raise ValueError(
+                f"Argument `decoding` must be given: `config` has no {error} to read the "
+                f"{recipe} recipe's decoding settings from. Received: decoding=None"
+            ) from None
+    if decoding is not None:
+        form = "hf" if extra.get("converted_from") is not None else "gnmt"
+        decoding = _check_decoding(decoding, form).to_dict()
+    if source_format is None:
+        source_format = legacy_source_format(recipe, config, memory)
+    check_source_format(source_format)
+    return {
+        "format_version": FORMAT_VERSION, "keras_attention": __version__, "recipe": recipe,
+        "config": config, "scores": scores, "tokenizers": dict(tokenizers or TOKENIZER_FILES),
+        "decoding": decoding, "source_format": source_format, **extra,
+    }
+
+
+def _check_decoding(decoding, length_penalty_form):
+    """`decoding` (a `GenerationConfig`, or the dict of its JSON form) as a
+    `GenerationConfig`, or a `ValueError` naming what is wrong with it;
+    `length_penalty_form`: the form of a dict that does not record its own."""
+    if isinstance(decoding, GenerationConfig):
+        return decoding
+    return GenerationConfig.from_dict(decoding, length_penalty_form)
+
+
 def _check_writable(folder, received):
     """Creates and removes a file in the nearest existing ancestor of `folder`."""
     ancestor = folder
@@ -177,7 +208,7 @@ def save_run(output_dir, model, source_tokenizer, target_tokenizer, *, recipe, c
         source_format: how one input line is made: `"text"` (the line is the
             source) or a template naming `SOURCE_FIELDS`, e.g.
             `"{context} | {question}"`; `None`: the recipe's (see
-            `SavedRun`).
+            `runs.open_run`).
         extra: dict merged into `config.json`, e.g. the `answer_classes` of
             a memory-network run, or the `selection` of an extractive
             summarizer (`{"max_length": T, "max_sentences": S}`: it reads
@@ -307,7 +338,7 @@ def save_run_or_rescue(output_dir, model, source_tokenizer, target_tokenizer, **
         rescue_dir=rescue) from None
 
 
-__all__ = ["RunNotSavedError", "check_output_dir", "is_run_folder", "rescue_dir_for",
+__all__ = ["RunNotSavedError", "check_output_dir", "make_metadata", "rescue_dir_for",
            "save_run", "save_run_or_rescue"]
 
 

@@ -1,12 +1,12 @@
 """`GenerationConfig`: how a run turns a line into an output, in one object.
 
 A run folder's `config.json` holds it once, as its `decoding` dict
-(`to_dict`); `SavedRun` reads it once (`from_dict`); a recipe makes it from
+(`to_dict`); `runs.open_run` reads it once (`from_dict`); a recipe makes it from
 its settings (each recipe's `decoding_settings`), a converted checkpoint
 from its `generation_config.json` (`from_generate_kwargs`); the CLI's
 `--strategy` and `--num_beams` and `export_run`'s arguments map onto it in
 one place (`with_search`); and `generate_kwargs` is the one mapping to
-`Seq2SeqModel.generate` (`TextToText`, the recipes' evaluation and
+`Seq2SeqModel.generate` (`TextGenerator`, the recipes' evaluation and
 `keras_attention.export` use it, and nothing else builds a sampler for a
 run).
 
@@ -16,7 +16,8 @@ saved by earlier versions use, and the way `transformers` does (`"hf"`, with
 `early_stopping`), which converted Hugging Face checkpoints and the
 translation recipe use, and which an exported run's `generate` computes. A
 run folder records its form (`to_dict`); a folder saved before it did gets
-its model kind's (`runs.registry.ModelKind.length_penalty_form`).
+the form it was scored with: GNMT's for a recipe's run, Hugging Face's for a
+converted checkpoint (`runs.open_run`).
 """
 
 import dataclasses

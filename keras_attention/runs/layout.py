@@ -10,6 +10,11 @@ TOKENIZER_FILES = {"source": "source.spm", "target": "target.spm"}
 TOKENIZER_FOLDER = "tokenizer"  # a converted checkpoint's tokenizer files, unchanged
 RUN_FILES = (MODEL_FILE, TOKENIZER_FILES["source"], TOKENIZER_FILES["target"], RUN_CONFIG_FILE)
 RECIPE_DECODING_KEYS = dict_keys("gnmt")  # a recipe run's `decoding` (`GenerationConfig.to_dict`)
+#: The keys of a converted checkpoint's `decoding` (`GenerationConfig.to_dict`
+#: of the `"hf"` form).
+CHECKPOINT_DECODING_KEYS = dict_keys("hf")
+#: The recipes a converted checkpoint's run may name (`converted_from` set).
+CONVERTED_RECIPES = ("translation", "summarization")
 
 
 class RunFolderError(ValueError):
@@ -20,5 +25,6 @@ class RunFolderError(ValueError):
     """
 
 
-__all__ = ["RUN_CONFIG_FILE", "RECIPE_DECODING_KEYS", "FORMAT_VERSION", "MARKER", "MODEL_FILE",
-           "RUN_FILES", "RunFolderError", "TOKENIZER_FILES", "TOKENIZER_FOLDER"]
+__all__ = ["CHECKPOINT_DECODING_KEYS", "CONVERTED_RECIPES", "FORMAT_VERSION", "MARKER",
+           "MODEL_FILE", "RECIPE_DECODING_KEYS", "RUN_CONFIG_FILE", "RUN_FILES", "RunFolderError",
+           "TOKENIZER_FILES", "TOKENIZER_FOLDER"]

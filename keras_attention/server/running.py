@@ -175,7 +175,7 @@ def serve(run_dir, settings=None, *, stderr=None):
         runtime.cache_compilations()
         try:
             with _stopped_by_signals() as signalled:
-                served = ServedModel(runs.SavedRun(run_dir),
+                served = ServedModel(runs.open_run(run_dir),
                                      max_batch_size=settings.max_batch_size,
                                      strategy=settings.strategy, num_beams=settings.num_beams,
                                      max_source_tokens=settings.max_source_tokens,

@@ -29,7 +29,7 @@ import numpy as np
 
 from keras_attention.models.continuous_decoder import ContinuousDecoder
 from keras_attention.models.seq2seq_model import SOURCE_BUCKET
-from keras_attention.runs.source_length import check_source_length
+from keras_attention.runs.text_generator import check_source_length
 
 __all__ = ["ServedModel", "powers_of_two_up_to"]
 
@@ -44,7 +44,7 @@ def powers_of_two_up_to(limit, smallest=1):
 
 
 class ServedModel:
-    """A `TextToText` (a run folder's `SavedRun`) answering rows in bucketed shapes.
+    """A `TextToText` (a run folder's, `runs.open_run`) answering rows in bucketed shapes.
 
     Args:
         text_to_text: a `keras_attention.runs.TextToText`.
@@ -106,7 +106,7 @@ class ServedModel:
 
         Raises:
             SourceTooLongError: naming the first line longer than the model
-                accepts (`TextToText.encode`).
+                accepts (`TextGenerator.encode`).
         """
         if not self.decodes:
             return list(lines)

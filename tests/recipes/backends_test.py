@@ -70,9 +70,9 @@ try:
 except ValueError as error:
     refusal = str(error)
 print(json.dumps({
-    "generated": runs.SavedRun(folder / "translation").generate(json.loads(sys.argv[3]),
+    "generated": runs.open_run(folder / "translation").generate(json.loads(sys.argv[3]),
                                                                 "greedy"),
-    "answers": runs.SavedRun(folder / "question_answering").generate(json.loads(sys.argv[4])),
+    "answers": runs.open_run(folder / "question_answering").generate(json.loads(sys.argv[4])),
     "strategy": [type(single).__name__, single.num_replicas_in_sync, distribute.is_chief(single)],
     "refusal": refusal,
     "auto_jit": runtime.fast_defaults(gpu=False)["jit_compile"],
@@ -155,7 +155,7 @@ def test_jax_trains_and_saves_the_translation_run(jax_run):
 
 def test_a_jax_run_generates_the_same_on_tensorflow_and_jax(jax_run, on_jax):
     run_dir, stdout = jax_run
-    saved = runs.SavedRun(run_dir)
+    saved = runs.open_run(run_dir)
     on_tensorflow = saved.generate(TEXTS, "greedy")
     assert on_tensorflow == on_jax["generated"]
     assert len(set(on_tensorflow)) > 1  # trained enough for the check to mean something
@@ -171,7 +171,7 @@ def test_a_jax_run_exports_and_serves_under_tensorflow(jax_run, tmp_path):
     export_dir = export_run(run_dir, tmp_path / "export")
     loaded = tf.saved_model.load(export_dir)  # kept: its functions use its variables
     served = loaded.serve(tf.constant(TEXTS))
-    expected = runs.SavedRun(run_dir).generate(TEXTS)  # the run's decoding: greedy
+    expected = runs.open_run(run_dir).generate(TEXTS)  # the run's decoding: greedy
     assert [t.decode("utf-8") for t in served.numpy()] == expected
 
 
@@ -181,7 +181,7 @@ def test_a_jax_memory_network_answers_the_same_on_tensorflow_and_jax(jax_qa_run,
     metadata = json.loads((run_dir / "config.json").read_text())
     assert metadata["recipe"] == "question_answering"
     assert 0 <= metadata["scores"]["mean_accuracy"] <= 100
-    answers = runs.SavedRun(run_dir).generate(QUESTIONS)
+    answers = runs.open_run(run_dir).generate(QUESTIONS)
     assert answers == on_jax["answers"]
     assert all(answer.strip() for answer in answers)
 
@@ -204,7 +204,7 @@ def test_jax_data_parallel_trains_the_translation_recipe_on_two_devices(jax_run)
     # The run generates here (TensorFlow, one device) what it generated on JAX after training.
     samples = _recipe_samples(stdout)
     assert len(samples) == 5
-    assert runs.SavedRun(run_dir).generate(list(samples), "greedy") == list(samples.values())
+    assert runs.open_run(run_dir).generate(list(samples), "greedy") == list(samples.values())
 
 
 def test_jax_data_parallel_trains_the_extractive_summarizer_on_uneven_splits(jax_runs):
@@ -215,7 +215,7 @@ def test_jax_data_parallel_trains_the_extractive_summarizer_on_uneven_splits(jax
     # Scored on every test document, not a trimmed split.
     assert metadata["scores"]["test_examples"] == 10, metadata["scores"]
     document = "We study attention. We propose a new layer. It is fast."
-    [summary] = runs.SavedRun(run_dir).generate([document])
+    [summary] = runs.open_run(run_dir).generate([document])
     assert summary in {"We study attention.", "We propose a new layer.", "It is fast."}
 
 

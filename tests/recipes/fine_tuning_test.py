@@ -126,7 +126,7 @@ def test_without_init_from_nothing_changes():
 @pytest.mark.parametrize("family", ["marian"])
 def test_train_translation_init_from_a_converted_run(tmp_path_factory, tmp_path, family):
     """`train translation --init_from=RUN_DIR`: 40 pairs fine-tune the
-    converted model; the saved run is a converted one, `SavedRun.generate`
+    converted model; the saved run is a converted one, `open_run(...).generate`
     answers with the checkpoint's tokenizer and settings, and the weights
     are not the converted ones. The converted run is convert_test.py's
     (`converted_run`, made once per test run), read only."""
@@ -146,9 +146,10 @@ def test_train_translation_init_from_a_converted_run(tmp_path_factory, tmp_path,
         max_length=16, validation_fraction=0.1, test_fraction=0.1, precision="float32",
         jit_compile="false"))
     assert np.isfinite(scores["bleu"])
-    run = runs.SavedRun(output)
-    original = runs.SavedRun(converted)
-    assert run.kind.name == "converted" and run.generation == original.generation
+    run = runs.open_run(output)
+    original = runs.open_run(converted)
+    assert run.kind is runs.TextGenerator and run.generation == original.generation
+    assert run.metadata["converted_from"]
     assert run.metadata["fine_tuned_from"] == converted
     outputs = run.generate(["I am a small frog.", "Hello, world!"])
     assert len(outputs) == 2 and all(isinstance(text, str) for text in outputs)
@@ -179,8 +180,9 @@ def test_train_summarization_init_from_a_converted_t5_run(tmp_path_factory, tmp_
         summarization.check_config({**config, "summarizer": "extractive"})
     scores = summarization.train_and_evaluate(config)
     assert np.isfinite(scores["model"]["rouge1"])
-    run = runs.SavedRun(output)
-    assert run.kind.name == "converted" and run.metadata["recipe"] == "summarization"
+    run = runs.open_run(output)
+    assert run.kind is runs.TextGenerator and run.metadata["recipe"] == "summarization"
+    assert run.metadata["converted_from"]
     assert len(run.generate(["A short document. It has two sentences."])) == 1
     assert any(not np.allclose(a, b) for a, b in zip(
-        run.model.get_weights(), runs.SavedRun(converted).model.get_weights()))
+        run.model.get_weights(), runs.open_run(converted).model.get_weights()))

@@ -99,7 +99,7 @@ def test_a_full_disk_at_save_keeps_the_trained_run_in_a_rescue_folder(tokenizer,
         skeleton.run_recipe(_spec(tokenizer, []), _config(tmp_path / "run"))
     rescue = _rescue_of(error.value, tmp_path)
     assert not (tmp_path / "run").exists()
-    run = runs.SavedRun(rescue)  # a complete run folder
+    run = runs.open_run(rescue)  # a complete run folder
     assert run.recipe == "translation" and run.metadata["scores"]["bleu"] == 1.0
 
 
@@ -117,7 +117,7 @@ def test_a_run_appearing_in_the_output_folder_is_kept_and_so_is_the_new_one(toke
         skeleton.run_recipe(_spec(tokenizer, []), _config(output), callbacks=[AnotherRun()])
     rescue = _rescue_of(error.value, tmp_path)
     assert (output / "model.keras").read_bytes() == b"theirs"
-    assert runs.SavedRun(rescue).metadata["decoding"]["target_length"] == 6
+    assert runs.open_run(rescue).metadata["decoding"]["target_length"] == 6
 
 
 def test_a_rescue_folder_never_replaces_one_already_there(tokenizer, tmp_path, monkeypatch):
@@ -159,6 +159,6 @@ def test_a_recipe_run_appearing_during_training_is_rescued(tmp_path):
     with pytest.raises(runs.RunNotSavedError) as error:
         recipe.train_and_evaluate(config, callbacks=[AnotherRun()])
     rescue = _rescue_of(error.value, tmp_path)
-    run = runs.SavedRun(rescue)
+    run = runs.open_run(rescue)
     assert run.kind.name == "answer_classifier" and run.metadata["scores"]["parameters"] > 0
     assert os.listdir(output) == [runs.MARKER]

@@ -234,8 +234,8 @@ def converted(request, tmp_path_factory):
 
 def test_the_run_folder(converted):
     family, _, folder, run_dir = converted
-    run = runs.SavedRun(run_dir)
-    assert run.kind.name == "converted"
+    run = runs.open_run(run_dir)
+    assert run.kind is runs.TextGenerator and run.metadata["converted_from"]
     assert run.recipe == ("translation" if family == "marian" else "summarization")
     assert run.metadata["converted_from"]["family"] == family
     assert run.metadata["tokenizers"] == {"source": "tokenizer", "target": "tokenizer"}
@@ -259,7 +259,7 @@ def test_the_older_tokenizer_files_convert_to_the_same_run(family, tmp_path_fact
     _, shared_run, _ = converted_run(tmp_path_factory, family)
     model, tokenizer = make_checkpoint(tmp_path / "checkpoint", family, BEAM)
     convert_checkpoint(tmp_path / "checkpoint", tmp_path / "run")
-    older, shared = runs.SavedRun(tmp_path / "run"), runs.SavedRun(shared_run)
+    older, shared = runs.open_run(tmp_path / "run"), runs.open_run(shared_run)
     files = list(FAMILIES[family].tokenizer_layouts[0])
     assert older.metadata["converted_from"]["tokenizer_files"] == files
     assert shared.metadata["converted_from"]["tokenizer_files"] == ["tokenizer.json"]
@@ -288,7 +288,7 @@ def test_generate_gives_the_strings_of_transformers(converted, tmp_path):
     assert cli_generate(run_dir, TEXTS, tmp_path, "--strategy", "greedy") == greedy
     assert any(greedy) and len(set(greedy)) > 1  # the strings depend on the source
     in_memory = runs.open_checkpoint(folder)
-    saved = runs.SavedRun(run_dir)
+    saved = runs.open_run(run_dir)
     assert in_memory.kind is saved.kind and in_memory.recipe == saved.recipe
     assert in_memory.generation == saved.generation
     # The saved run's strings are the CLI's above.
@@ -304,7 +304,7 @@ def test_greedy_checkpoint_and_generation_rules(tmp_path):
     model, tokenizer = make_checkpoint(folder, "marian", {"no_repeat_ngram_size": 2,
                                                           "min_length": 5, "max_length": 10})
     run_dir = convert_checkpoint(folder, tmp_path / "run")
-    generation = runs.SavedRun(run_dir).generation
+    generation = runs.open_run(run_dir).generation
     assert generation.strategy == "greedy" and generation.no_repeat_ngram_size == 2
     assert generation.min_length == 4
     assert cli_generate(run_dir, TEXTS, tmp_path) == reference_strings(model, tokenizer, TEXTS)
@@ -329,12 +329,12 @@ def test_evaluate_gives_scores(converted, tmp_path):
 
 
 def test_a_line_longer_than_the_run_accepts_is_refused_unless_cut(converted, monkeypatch):
-    """The converted kind: a line of more tokens than the run's source length
+    """A converted run: a line of more tokens than the run's source length
     is refused, naming it, before any search; cut (`truncate=True`), it keeps
     its first ids and its end token, as the tokenizer cuts it (`encode_lines`). Its tokenizer
     pads with the model's pad id, which is how `encode` finds the long row."""
     family, _, _, run_dir = converted
-    run = runs.SavedRun(run_dir)
+    run = runs.open_run(run_dir)
     tokenizer, limit = run.source_tokenizer, run.source_limit
     assert limit == run.generation.source_length and tokenizer.pad_token_id == (
         run.model.pad_token_id)
@@ -355,8 +355,8 @@ def test_a_line_longer_than_the_run_accepts_is_refused_unless_cut(converted, mon
     # A line of exactly the source length fits; one token fewer allowed does not.
     fits = len(tokenizer.tokenize([TEXTS[4]])[0])
     for source_length, refused in ((fits, False), (fits - 1, True)):
-        exact = runs.TextToText(run.model, tokenizer, generation=run.generation.replace(
-            source_length=source_length), kind=run.kind, recipe=run.recipe)
+        exact = runs.TextGenerator(run.model, tokenizer, generation=run.generation.replace(
+            source_length=source_length), recipe=run.recipe)
         if refused:
             with pytest.raises(runs.SourceTooLongError, match=rf"has {fits} tokens"):
                 exact.encode(TEXTS[3:])
@@ -380,7 +380,7 @@ def test_folder_refusals(converted, tmp_path, capsys):
     shutil.copytree(run_dir, copy)
     (copy / "model.keras").write_bytes(b"old")
     cli.main(["convert", str(folder), str(copy), "--overwrite=true"])
-    assert runs.SavedRun(copy).kind.name == "converted"
+    assert runs.open_run(copy).metadata["converted_from"]
 
 
 def test_another_architecture_is_one_line(tmp_path):
@@ -408,7 +408,7 @@ def test_a_swapped_tokenizer_is_one_run_folder_error(converted, tmp_path):
     {"marian": _marian_tokenizer, "bart": _bart_tokenizer, "t5": _t5_tokenizer}[other](
         swapped / "tokenizer")
     with pytest.raises(runs.RunFolderError) as error:
-        runs.SavedRun(swapped)
+        runs.open_run(swapped)
     message = str(error.value)
     assert "\n" not in message and "tokenizer" in message
     assert message.endswith(f"Received: run_dir={str(swapped)!r}")
@@ -417,7 +417,7 @@ def test_a_swapped_tokenizer_is_one_run_folder_error(converted, tmp_path):
 @pytest.mark.large
 def test_a_larger_tokenizer_is_refused_a_smaller_one_allowed(tmp_path_factory, tmp_path):
     folder, run_dir, _ = converted_run(tmp_path_factory, "t5", beam=False)
-    run = runs.SavedRun(run_dir)  # 160 ids for 168 rows: allowed
+    run = runs.open_run(run_dir)  # 160 ids for 168 rows: allowed
     assert run.source_tokenizer.vocabulary_size() < run.model.target_vocabulary_size
     small = tmp_path / "small"
     shutil.copytree(folder, small)
@@ -433,7 +433,7 @@ def test_a_larger_tokenizer_is_refused_a_smaller_one_allowed(tmp_path_factory, t
     model, _ = load_pretrained(small)
     model.save(str(other / "model.keras"))
     with pytest.raises(runs.RunFolderError, match="more than the 150 ids of model.keras"):
-        runs.SavedRun(other)
+        runs.open_run(other)
 
 
 @pytest.mark.parametrize("family", ["mbart", "pegasus", "m2m_100"])
@@ -470,7 +470,7 @@ def test_tokenizer_json_families_generate_the_strings_of_transformers(family, la
     strings, beam 4 with a length penalty and greedy (the exported
     SavedModel: export_converted_test.py)."""
     _, run_dir, strings = converted_run(tmp_path_factory, family, layout=layout)
-    run = runs.SavedRun(run_dir)
+    run = runs.open_run(run_dir)
     assert run.recipe == ("summarization" if family == "pegasus" else "translation")
     assert sorted(run.metadata["converted_from"]["tokenizer_files"]) == {
         "vocab.json": ["sentencepiece.bpe.model", "tokenizer_config.json", "vocab.json"],

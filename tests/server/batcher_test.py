@@ -274,14 +274,17 @@ def test_continuous_stop_answers_the_running_and_the_waiting_rows():
     batcher = ContinuousBatcher(engine, batch_timeout_ms=0)
     batcher.start()
 
+    stopper = threading.Thread(target=batcher.stop, args=(10,))
+
     async def clients():
         pending = [asyncio.ensure_future(batcher.answer([f"r{i}:3"])) for i in range(3)]
         await asyncio.sleep(0.03)
-        threading.Thread(target=batcher.stop, args=(10,)).start()
+        stopper.start()
         return await asyncio.gather(*pending)
 
     assert asyncio.run(clients()) == [["R0"], ["R1"], ["R2"]]
-    assert not batcher._thread.is_alive()
+    stopper.join(10)  # the answers may arrive before the worker thread has returned
+    assert not stopper.is_alive() and not batcher._thread.is_alive()
 
 
 def test_continuous_on_batch_sees_the_rows_of_every_step():

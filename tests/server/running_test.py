@@ -15,7 +15,7 @@ import urllib.request
 
 import pytest
 
-from keras_attention.runs import SavedRun
+from keras_attention.runs import open_run
 from keras_attention.server.running import ServerSettings
 
 LINES = ["March 3, 2021", "1981/10/29", "September 11, 1991", "12.01.1999", "", "May 5"]
@@ -55,7 +55,7 @@ def _request(url, body=None, timeout=60):
 @pytest.fixture(scope="module")
 def expected(quick_translation_run):
     """What `keras-attention generate` prints for each of LINES."""
-    return dict(zip(LINES, SavedRun(quick_translation_run[0]).generate(LINES)))
+    return dict(zip(LINES, open_run(quick_translation_run[0]).generate(LINES)))
 
 
 @pytest.fixture(scope="module")

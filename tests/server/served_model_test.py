@@ -3,7 +3,7 @@
 import keras
 import pytest
 
-from keras_attention.runs import SavedRun, SourceTooLongError
+from keras_attention.runs import SourceTooLongError, open_run
 from keras_attention.server.served_model import ServedModel, powers_of_two_up_to
 
 LINES = ["March 3, 2021", "1981/10/29", "", "September 11, 1991", "12.01.1999"]
@@ -19,7 +19,7 @@ def test_buckets_are_powers_of_two_and_the_limit(limit, smallest, sizes):
 
 @pytest.fixture(scope="module")
 def served(quick_translation_run):
-    run = SavedRun(quick_translation_run[0])
+    run = open_run(quick_translation_run[0])
     served = ServedModel(run, max_batch_size=3)
     served.warm_up()
     return served
@@ -67,7 +67,7 @@ def test_a_line_longer_than_the_model_takes_is_refused(served):
 
 
 def test_max_source_tokens_caps_the_buckets_and_the_lines(quick_translation_run):
-    run = SavedRun(quick_translation_run[0])
+    run = open_run(quick_translation_run[0])
     capped = ServedModel(run, max_batch_size=1, max_source_tokens=12)
     assert (capped.source_limit, capped.source_buckets) == (12, [8, 12])
     assert capped.shapes() == [(1, 8), (1, 12)]
@@ -80,7 +80,7 @@ def test_max_source_tokens_caps_the_buckets_and_the_lines(quick_translation_run)
 
 
 def test_a_bad_search_is_refused_before_any_work(quick_translation_run):
-    run = SavedRun(quick_translation_run[0])
+    run = open_run(quick_translation_run[0])
     with pytest.raises(ValueError, match="strategy"):
         ServedModel(run, max_batch_size=2, strategy="nucleus")
     with pytest.raises(ValueError, match="num_beams"):
@@ -89,7 +89,7 @@ def test_a_bad_search_is_refused_before_any_work(quick_translation_run):
 
 @pytest.fixture(scope="module")
 def continuous(quick_translation_run):
-    served = ServedModel(SavedRun(quick_translation_run[0]), max_batch_size=3, continuous=True)
+    served = ServedModel(open_run(quick_translation_run[0]), max_batch_size=3, continuous=True)
     served.warm_up()
     return served
 
@@ -119,7 +119,7 @@ def test_continuous_answers_equal_generate_line_by_line(continuous):
 
 
 def test_continuous_is_off_where_the_search_needs_whole_batches(quick_translation_run):
-    run = SavedRun(quick_translation_run[0])
+    run = open_run(quick_translation_run[0])
     beam = ServedModel(run, max_batch_size=2, strategy="beam", num_beams=2, continuous=True)
     assert beam.continuous is None and "must be greedy" in beam.continuous_off
     assert ServedModel(run, max_batch_size=2).continuous_off == "not asked for"

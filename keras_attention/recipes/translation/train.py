@@ -299,7 +299,7 @@ SPEC = skeleton.RecipeSpec(
     check_config=check_config, load_data=load_data, execution=execution_defaults,
     build_model=build_model, train=train, decoding_settings=decoding_settings,
     evaluate=evaluate, finish=plot_sample_attention,
-    model_kind=lambda config: "converted" if config["init_from"] else "seq2seq",
+    model_kind=lambda config: "seq2seq",
 )
 
 

@@ -1,4 +1,4 @@
-"""`SavedRun` checks a run folder's parts against each other before any work:
+"""`open_run` checks a run folder's parts against each other before any work:
 a tokenizer or `model.keras` of another run is one line naming the file; a
 model that does not decode refuses a beam search instead of ignoring it."""
 
@@ -55,14 +55,14 @@ def _copy(folders, name, tmp_path):
 
 def _refused(run_dir, match):
     with pytest.raises(runs.RunFolderError, match=match) as error:
-        runs.SavedRun(run_dir)
+        runs.open_run(run_dir)
     assert "\n" not in str(error.value)
     return str(error.value)
 
 
 def test_matching_parts_load(folders):
     for name in folders:
-        runs.SavedRun(folders[name])
+        runs.open_run(folders[name])
 
 
 NOT_A_NAME = r"has tokenizers\['source'\]='{}', not a file name in the folder"
@@ -95,7 +95,7 @@ def test_a_run_set_aside_by_an_interrupted_replacement_is_found_again(folders, t
     `.NAME.previous-*` and no run folder: the next read restores it, and so
     does the next write (which then refuses to replace it without overwrite)."""
     shutil.copytree(folders["translation"], tmp_path / ".translation.previous-5f3a")
-    run = runs.SavedRun(tmp_path / "translation")
+    run = runs.open_run(tmp_path / "translation")
     assert run.model is not None and os.listdir(tmp_path) == ["translation"]
     os.rename(tmp_path / "translation", tmp_path / ".translation.previous-77aa")
     with pytest.raises(ValueError, match=r"holds a run already"):
@@ -151,7 +151,7 @@ def test_a_translation_model_in_a_memory_network_run_is_named(folders, tmp_path)
 @pytest.mark.parametrize("argument, value", [("strategy", "beam"), ("num_beams", 4)])
 def test_a_memory_network_refuses_a_beam_search(folders, argument, value, tmp_path, capsys,
                                                 monkeypatch):
-    run = runs.SavedRun(folders["memory"])
+    run = runs.open_run(folders["memory"])
     line = "Mary went to the kitchen. | Where is Mary?"
     assert run.generate([line], strategy="greedy", num_beams=1)[0] in CLASSES
     with pytest.raises(ValueError, match=rf"Argument `{argument}` must be left unset for this "
@@ -169,15 +169,24 @@ def test_a_memory_network_refuses_a_beam_search(folders, argument, value, tmp_pa
 
 def test_a_memory_network_reads_long_lines_as_before_and_encodes_none(folders):
     """A kind that does not decode has no source limit: a story of any length
-    is answered, `truncate` or not; `encode` and `search` are refused, naming
-    the kind."""
-    run = runs.SavedRun(folders["memory"])
-    assert run.source_limit is None
+    is answered, `truncate` or not; it is an `AnswerClassifier`, which has no
+    `encode`, `search` or `source_limit` (one class per model kind)."""
+    run = runs.open_run(folders["memory"])
+    assert type(run) is runs.AnswerClassifier and run.generation is None
+    assert not any(hasattr(run, name) for name in ("encode", "search", "source_limit"))
     story = " ".join(["Mary went to the kitchen. John went to the office."] * 20)
     line = f"{story} | Where is Mary?"
     answers = run.generate([line])
     assert answers[0] in CLASSES and run.generate([line], truncate=True) == answers
-    for call in (lambda: run.encode([line]), lambda: run.search([line], truncate=True)):
-        with pytest.raises(ValueError, match=r"neither encodes its lines to ids nor decodes: "
-                                             r".*Received: kind='answer_classifier'"):
-            call()
+
+
+def test_a_converted_runs_bad_decoding_in_config_json_is_one_run_folder_error(tmp_path):
+    """(Converting and decoding real checkpoints: tests/runs/convert_test.py.)"""
+    (tmp_path / "config.json").write_text(json.dumps({
+        "format_version": 1, "recipe": "translation", "config": {}, "scores": {},
+        "tokenizers": {"source": "tokenizer", "target": "tokenizer"},
+        "decoding": {"source_length": 8, "target_length": 8, "strategy": "sample"},
+        "source_format": "text", "converted_from": {"family": "marian"}}))
+    with pytest.raises(runs.RunFolderError, match=r"config.json has bad settings .*"
+                                                  r"Received: strategy='sample'"):
+        runs.read_metadata(str(tmp_path))

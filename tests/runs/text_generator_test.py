@@ -1,8 +1,8 @@
-"""`TextToText`: made in Python from a model, tokenizers and a
-`GenerationConfig`, it answers as the run folder saved from the same parts
-(`SavedRun`, the CLI's path) does, evaluates pairs or a file, refuses bad
-arguments before any work, and a line longer than its source length unless
-asked to cut it. (Made from a converted checkpoint:
+"""`TextGenerator` (the model kind that decodes, a `TextToText`): made in
+Python from a model, tokenizers and a `GenerationConfig`, it answers as the
+run folder saved from the same parts (`open_run`, the CLI's path) does,
+evaluates pairs or a file, refuses bad arguments before any work, and a
+line longer than its source length unless asked to cut it. (Made from a converted checkpoint:
 tests/runs/convert_test.py.)"""
 
 import pickle
@@ -35,15 +35,16 @@ def translator(tokenizer):
     model = transformer_seq2seq(tokenizer.vocabulary_size(), num_layers=1, hidden_dim=16,
                                 num_heads=2, intermediate_dim=16, max_length=32,
                                 **data.special_token_ids(tokenizer))
-    return runs.TextToText(model, tokenizer, tokenizer, GENERATION)
+    return runs.TextGenerator(model, tokenizer, tokenizer, GENERATION)
 
 
 def test_the_parts_answer_as_their_run_folder(translator, tmp_path):
     runs.save_run(tmp_path / "run", translator.model, translator.source_tokenizer,
                   translator.target_tokenizer, recipe="translation", config={}, scores={},
                   decoding=translator.generation)
-    saved = runs.SavedRun(tmp_path / "run")
-    assert isinstance(saved, runs.SavedRun) and saved.generation == GENERATION
+    saved = runs.open_run(tmp_path / "run")
+    assert type(saved) is runs.TextGenerator and saved.generation == GENERATION
+    assert saved.run_dir == str(tmp_path / "run") and saved.metadata["recipe"] == "translation"
     for search in ({}, {"strategy": "greedy"}, {"num_beams": 3}):
         outputs = translator.generate(SOURCES, **search)
         assert len(outputs) == 3 and all(isinstance(text, str) for text in outputs)
@@ -102,13 +103,12 @@ def test_bad_arguments_are_refused_before_any_work(translator, monkeypatch, call
 def test_bad_parts_are_refused_at_construction(translator):
     model, tokenizer = translator.model, translator.source_tokenizer
     with pytest.raises(ValueError, match=r"`generation` must be a `GenerationConfig`"):
-        runs.TextToText(model, tokenizer)
-    with pytest.raises(ValueError, match=r"Received: kind='tagger'"):
-        runs.TextToText(model, tokenizer, generation=GENERATION, kind="tagger")
+        runs.TextGenerator(model, tokenizer)
     with pytest.raises(ValueError, match=r"`recipe` must be one this model kind serves"):
-        runs.TextToText(model, tokenizer, generation=GENERATION, kind="converted",
-                        recipe="question_answering")
-    as_dict = runs.TextToText(model, tokenizer, generation=GENERATION.to_dict())
+        runs.TextGenerator(model, tokenizer, generation=GENERATION, recipe="poetry")
+    with pytest.raises(ValueError, match=r"`jit_compile` must be a bool"):
+        runs.TextGenerator(model, tokenizer, generation=GENERATION, jit_compile=1)
+    as_dict = runs.TextGenerator(model, tokenizer, generation=GENERATION.to_dict())
     assert as_dict.generation == GENERATION and as_dict.target_tokenizer is tokenizer
 
 
