@@ -22,7 +22,7 @@ CORE = ("keras_attention/layers/", "keras_attention/models/", "keras_attention/d
 #: What `generate` runs today, outside the core (the docs list the same).
 GENERATE_FILES = (
     "keras_attention/cli.py",
-    "keras_attention/data/tokenizers.py",
+    "keras_attention/data/subwords.py",
     "keras_attention/files.py",
     "keras_attention/runs/generation.py",
     "keras_attention/runs/reader.py",

@@ -10,7 +10,7 @@ One module per job:
 - `text_files`: the line reader and line-numbered errors the loaders share.
 - `sentence_documents`: `encode_sentence_documents`, documents as numbered
   sentences for extractive summarizers, and their oracle labels.
-- `sentence_selection`, `tokenizers`, `pipeline`, `synthetic`.
+- `sentence_selection`, `subwords` (SentencePiece tokenizers), `pipeline`, `synthetic`.
 - `packing`: `pack_examples`, several short examples per row with segment ids.
 
 The loaders are pure Python: each reads one local UTF-8 file (nothing is
@@ -53,6 +53,15 @@ if typing.TYPE_CHECKING:  # what the names are, for readers and tools; imported 
     )
     from keras_attention.data.splitting import split_examples
     from keras_attention.data.squad import load_squad
+    from keras_attention.data.subwords import (
+        SentencePieceModel,
+        as_tokenizer,
+        load_tokenizer,
+        never_generated_ids,
+        save_tokenizer,
+        special_token_ids,
+        train_tokenizer,
+    )
     from keras_attention.data.summaries import load_summaries
     from keras_attention.data.synthetic import (
         make_abstracts,
@@ -62,20 +71,11 @@ if typing.TYPE_CHECKING:  # what the names are, for readers and tools; imported 
         sequence_accuracy,
         strip_special,
     )
-    from keras_attention.data.tokenizers import (
-        SentencePieceModel,
-        as_tokenizer,
-        load_tokenizer,
-        never_generated_ids,
-        save_tokenizer,
-        special_token_ids,
-        train_tokenizer,
-    )
 
 #: `{public name: the module of this package that defines it}`.
 _MODULE_OF = {
-    "SentencePieceModel": "tokenizers",
-    "as_tokenizer": "tokenizers",
+    "SentencePieceModel": "subwords",
+    "as_tokenizer": "subwords",
     "encode_sentence_documents": "sentence_documents",
     "encode_stories": "pipeline",
     "gap_sentence_pairs": "sentence_selection",
@@ -84,22 +84,22 @@ _MODULE_OF = {
     "load_sentence_pairs": "sentence_pairs",
     "load_squad": "squad",
     "load_summaries": "summaries",
-    "load_tokenizer": "tokenizers",
+    "load_tokenizer": "subwords",
     "make_abstracts": "synthetic",
     "make_dataset": "pipeline",
     "make_date_pairs": "synthetic",
     "make_stories": "synthetic",
     "make_task": "synthetic",
-    "never_generated_ids": "tokenizers",
+    "never_generated_ids": "subwords",
     "oracle_sentence": "sentence_selection",
     "oracle_sentence_index": "sentence_selection",
     "oracle_sentence_indices": "sentence_documents",
     "oracle_sentence_pairs": "sentence_selection",
     "pack_examples": "packing",
     "principal_sentences": "sentence_selection",
-    "save_tokenizer": "tokenizers",
+    "save_tokenizer": "subwords",
     "sequence_accuracy": "synthetic",
-    "special_token_ids": "tokenizers",
+    "special_token_ids": "subwords",
     "split_examples": "splitting",
     "split_sentences": "sentence_selection",
     "story_from_source": "pipeline",
@@ -107,7 +107,7 @@ _MODULE_OF = {
     "story_texts": "pipeline",
     "strip_special": "synthetic",
     "tokenize_pairs": "pipeline",
-    "train_tokenizer": "tokenizers",
+    "train_tokenizer": "subwords",
     "unpack_rows": "packing",
 }
 _MODULES = frozenset(_MODULE_OF.values()) | {"text_files"}

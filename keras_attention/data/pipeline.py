@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from keras_attention.data.packing import PACKED_KEYS, pack_examples
 from keras_attention.data.sentence_selection import split_sentences
-from keras_attention.data.tokenizers import special_token_ids
+from keras_attention.data.subwords import special_token_ids
 from keras_attention.validation import check_positive_int
 
 

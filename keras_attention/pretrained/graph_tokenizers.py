@@ -55,7 +55,7 @@ import re
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from keras_attention.data.tokenizers import SentencePieceModel
+from keras_attention.data.subwords import SentencePieceModel
 from keras_attention.pretrained import tokenizer_json, tokenizers
 
 __all__ = ["BartGraphTokenizer", "FastGraphTokenizer", "M2M100GraphTokenizer",

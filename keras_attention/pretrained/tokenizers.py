@@ -85,7 +85,7 @@ def _sentencepiece(model):
     """A SentencePiece model (a path or its bytes) read with the
     `sentencepiece` package (`data.SentencePieceModel`: keras-hub's ids and
     pieces, without loading TensorFlow)."""
-    from keras_attention.data.tokenizers import SentencePieceModel
+    from keras_attention.data.subwords import SentencePieceModel
 
     return SentencePieceModel(model)
 

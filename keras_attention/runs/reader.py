@@ -158,7 +158,7 @@ def _sentencepiece_tokenizers(run_dir, metadata):
     """`(source, target)`: the SentencePiece models `config.json`'s
     `tokenizers` names (the recipes' runs), as `data.SentencePieceModel`s:
     plain Python, no TensorFlow."""
-    from keras_attention.data.tokenizers import SentencePieceModel
+    from keras_attention.data.subwords import SentencePieceModel
 
     def load(name):
         path = path_in_run(run_dir, name)

@@ -11,7 +11,7 @@ caller asks for it to be cut (`truncate=True`, `--truncate`): a line is
 never cut without a word.
 """
 
-from keras_attention.data.tokenizers import as_tokenizer
+from keras_attention.data.subwords import as_tokenizer
 from keras_attention.runs import registry
 from keras_attention.runs.generation import GenerationConfig
 from keras_attention.runs.text_to_text import TextToText, check_bool, checked_texts

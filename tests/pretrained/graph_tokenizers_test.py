@@ -193,3 +193,39 @@ def test_a_tokenizer_json_sentencepiece_cannot_reproduce_is_refused_naming_it(tm
     with pytest.raises(ValueError, match=r"tokenizer.json: `model.type` must be 'Unigram'.*"
                                          r"Received: model.type='WordLevel'$"):
         graph_tokenizers.graph_tokenizer(tokenizers.FastTokenizer.from_folder(tmp_path))
+
+
+def test_a_recipes_sentencepiece_model_and_its_truncation():
+    """The recipes' `data.SentencePieceModel` has a graph form too (the one
+    export builder serves every tokenizer through it): its ids, its texts cut
+    at the end token without padding or start tokens, and a cut row keeping
+    its first ids, as the Python tokenizer's `truncate`; a checkpoint's keeps
+    its end token."""
+    from keras_attention import data
+    from keras_attention.tokenizer import encode_lines
+
+    texts = ["a cat sat on the mat", "a dog ran", ""]
+    ours = data.SentencePieceModel(data.train_tokenizer(texts + ["the cat ran"], 30).proto)
+    graph = graph_tokenizers.graph_tokenizer(ours)
+    ids = tf.function(graph.encode, autograph=False)(tf.constant(texts))
+    assert ids.to_list() == ours.tokenize(texts)
+    cut = graph.truncate(ids, 3).to_list()
+    assert cut == [ours.truncate(row, 3) for row in ours.tokenize(texts)]
+    assert [row + [ours.pad_token_id] * (3 - len(row)) for row in cut] == encode_lines(
+        ours, texts, 3).tolist()
+    rows = [[ours.start_token_id] + ours("a cat") + [ours.end_token_id, 7],
+            ours("a dog ran") + [ours.pad_token_id]]
+    width = max(map(len, rows))
+    rows = np.array([row + [ours.pad_token_id] * (width - len(row)) for row in rows], "int32")
+    ended = tf.cumsum(tf.cast(rows == ours.end_token_id, tf.int32), axis=1)
+    decoded = graph.decode(tf.ragged.boolean_mask(tf.constant(rows), ended == 0))
+    assert [t.decode("utf-8") for t in decoded.numpy()] == ours.detokenize(rows)
+
+
+def test_a_checkpoint_tokenizers_cut_keeps_its_end_token(t5_folder):  # noqa: F811
+    ours = tokenizers.T5Tokenizer.from_folder(t5_folder)
+    graph = graph_tokenizers.graph_tokenizer(ours)
+    texts = ["a long line of several words", "short"]
+    ids = graph.encode(tf.constant(texts))
+    assert graph.truncate(ids, 4).to_list() == [ours.truncate(row, 4)
+                                                for row in ours.tokenize(texts)]
