@@ -18,6 +18,7 @@ from keras_attention.runs.layout import (
     RUN_CONFIG_FILE,
     TOKENIZER_FILES,
     TOKENIZER_FOLDER,
+    unrecorded_length_penalty_form,
 )
 from keras_attention.runs.legacy import LEGACY_DECODING, legacy_source_format
 from keras_attention.runs.reader import is_run_folder
@@ -134,8 +135,7 @@ def make_metadata(recipe, config, scores, decoding, source_format, extra, tokeni
                 f"{recipe} recipe's decoding settings from. Received: decoding=None"
             ) from None
     if decoding is not None:
-        form = "hf" if extra.get("converted_from") is not None else "gnmt"
-        decoding = _check_decoding(decoding, form).to_dict()
+        decoding = _check_decoding(decoding, unrecorded_length_penalty_form(extra)).to_dict()
     if source_format is None:
         source_format = legacy_source_format(recipe, config, memory)
     check_source_format(source_format)

@@ -19,6 +19,7 @@ from keras_attention.runs.layout import (
     RUN_CONFIG_FILE,
     RUN_FILES,
     RunFolderError,
+    unrecorded_length_penalty_form,
 )
 from keras_attention.runs.legacy import from_legacy
 from keras_attention.runs.source_formats import check_source_format
@@ -78,7 +79,7 @@ saved by a recipe (no such folder). Received: run_dir='no-such-folder'
     converted = metadata.get("converted_from") is not None
     decoding = metadata["decoding"]
     generation = None if decoding is None else GenerationConfig.from_dict(
-        decoding, "hf" if converted else "gnmt")
+        decoding, unrecorded_length_penalty_form(metadata))
     path_in_run(run_dir, MODEL_FILE)
     read_tokenizers = _checkpoint_tokenizers if converted else _sentencepiece_tokenizers
     source_tokenizer, target_tokenizer = read_tokenizers(run_dir, metadata)
@@ -335,10 +336,10 @@ def check_metadata(metadata, path, received):
                      f"max_sentences")
     kind = registry.kind_of_metadata(metadata)
     _check_recipe_of(metadata, kind, refuse)
-    converted = metadata.get("converted_from") is not None
     try:
         if metadata.get("decoding") is not None or kind.decodes:
-            GenerationConfig.from_dict(metadata.get("decoding"), "hf" if converted else "gnmt")
+            GenerationConfig.from_dict(metadata.get("decoding"),
+                                       unrecorded_length_penalty_form(metadata))
         check_source_format(metadata.get("source_format"))
     except ValueError as error:
         raise refuse(f"has bad settings ({error})") from None
