@@ -18,10 +18,9 @@ from keras_attention.runs.layout import (
     RUN_CONFIG_FILE,
     TOKENIZER_FILES,
     TOKENIZER_FOLDER,
-    unrecorded_length_penalty_form,
 )
 from keras_attention.runs.legacy import LEGACY_DECODING, legacy_source_format
-from keras_attention.runs.reader import is_run_folder
+from keras_attention.runs.reader import is_run_folder, unrecorded_length_penalty_form
 from keras_attention.runs.source_formats import check_source_format
 from keras_attention.version import __version__
 

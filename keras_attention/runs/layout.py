@@ -17,14 +17,6 @@ CHECKPOINT_DECODING_KEYS = dict_keys("hf")
 CONVERTED_RECIPES = ("translation", "summarization")
 
 
-def unrecorded_length_penalty_form(metadata):
-    """How the beams of a `config.json` (a dict) whose `decoding` records no
-    `length_penalty_form` are scored: a converted checkpoint's (it sets
-    `converted_from`) the Hugging Face way, a recipe's the GNMT way (what
-    runs saved before the form was recorded were trained and evaluated with)."""
-    return "hf" if metadata.get("converted_from") is not None else "gnmt"
-
-
 class RunFolderError(ValueError):
     """A run folder that cannot be read: a file missing, corrupt or truncated,
     or parts that do not belong together (a tokenizer or model of another run).
@@ -35,4 +27,4 @@ class RunFolderError(ValueError):
 
 __all__ = ["CHECKPOINT_DECODING_KEYS", "CONVERTED_RECIPES", "FORMAT_VERSION", "MARKER",
            "MODEL_FILE", "RECIPE_DECODING_KEYS", "RUN_CONFIG_FILE", "RUN_FILES", "RunFolderError",
-           "TOKENIZER_FILES", "TOKENIZER_FOLDER", "unrecorded_length_penalty_form"]
+           "TOKENIZER_FILES", "TOKENIZER_FOLDER"]

@@ -19,7 +19,6 @@ from keras_attention.runs.layout import (
     RUN_CONFIG_FILE,
     RUN_FILES,
     RunFolderError,
-    unrecorded_length_penalty_form,
 )
 from keras_attention.runs.legacy import from_legacy
 from keras_attention.runs.source_formats import check_source_format
@@ -347,6 +346,14 @@ def check_metadata(metadata, path, received):
         raise refuse("gives a memory network a source format other than '{story} | {question}'")
 
 
+def unrecorded_length_penalty_form(metadata):
+    """How the beams of a `config.json` (a dict) whose `decoding` records no
+    `length_penalty_form` are scored: a converted checkpoint's (it sets
+    `converted_from`) the Hugging Face way, a recipe's the GNMT way (what
+    runs saved before the form was recorded were trained and evaluated with)."""
+    return "hf" if metadata.get("converted_from") is not None else "gnmt"
+
+
 def _check_recipe_of(metadata, kind, refuse):
     """The recipe is one the kind serves (a converted checkpoint: translation
     or summarization)."""
@@ -360,4 +367,4 @@ def _check_recipe_of(metadata, kind, refuse):
 
 
 __all__ = ["check_metadata", "folder_error", "is_run_folder", "load_run", "open_run",
-           "path_in_run", "read_metadata"]
+           "path_in_run", "read_metadata", "unrecorded_length_penalty_form"]
