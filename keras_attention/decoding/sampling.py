@@ -107,6 +107,25 @@ def top_p_logits(logits, p):
     return ops.where(ops.greater_equal(logits, threshold), logits, float("-inf"))
 
 
+def first_max_index(values):
+    """`argmax` over the last axis, int32: the first of equal maxima, and
+    the first NaN in a row that has one, as `ops.argmax`. Two vectorized
+    reductions (the maximum, then the least index that holds it): XLA's
+    CPU argmax reduces value-index pairs one by one, three times slower
+    over a (16, 58101) row of logits.
+
+    Args:
+        values: float `(..., V)`.
+
+    Returns:
+        int32 `(...)`.
+    """
+    size = ops.shape(values)[-1]
+    best = ops.max(values, axis=-1, keepdims=True)
+    holds = ops.logical_or(values == best, ops.isnan(values))
+    return ops.min(ops.where(holds, ops.arange(size, dtype="int32"), size), axis=-1)
+
+
 def select_tokens(logits, *, strategy, k, p, temperature, seed, step):
     """Picks one token per row.
 
@@ -123,7 +142,7 @@ def select_tokens(logits, *, strategy, k, p, temperature, seed, step):
         int32 `(N,)`.
     """
     logits = ops.cast(logits, "float32")
-    greedy = ops.cast(ops.argmax(logits, axis=-1), "int32")
+    greedy = first_max_index(logits)
     if strategy == "greedy":
         return greedy
     if strategy == "top_k":
@@ -135,5 +154,5 @@ def select_tokens(logits, *, strategy, k, p, temperature, seed, step):
     noise = stateless_random.gumbel(seed, step, ops.shape(logits)[0], ops.shape(logits)[1])
     # Gumbel-max: argmax(logits / T + G) is a sample of softmax(logits / T);
     # -inf logits stay -inf, so banned tokens are never drawn.
-    sampled = ops.cast(ops.argmax(scaled + noise, axis=-1), "int32")
+    sampled = first_max_index(scaled + noise)
     return ops.where(temperature > 0.0, sampled, greedy)

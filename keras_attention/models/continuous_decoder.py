@@ -28,12 +28,15 @@ later call compiles. New rows are encoded in their own source bucket
 (once per (rows, source bucket)), then padded to the running memory.
 """
 
+import functools
+
 import keras
 import numpy as np
 from keras import ops, tree
 
 from keras_attention.decoding.generation_rules import GenerationRules
 from keras_attention.decoding.samplers import get_sampler
+from keras_attention.decoding.sampling import first_max_index
 from keras_attention.decoding.search import SOURCE_STATE
 from keras_attention.decoding.token_suppression import check_suppress_token_ids, suppress_tokens
 from keras_attention.models.decoder_caches import resize_cross_caches, shift_self_caches
@@ -130,6 +133,8 @@ class ContinuousDecoder:
         self._encode_function = model.compile_function(self._encode, jit_compile)
         self._insert_function = model.compile_function(self._insert, jit_compile,
                                                        donate_first=True)
+        self._jit_compile = jit_compile
+        self._widen_functions = {}  # memory width -> compiled `_widen`
         self._state = None
         self._keys = []  # per slot: the key of its running row, or None
         self._needs = []  # per slot: the source bucket its row needs (0 when free)
@@ -273,7 +278,7 @@ class ContinuousDecoder:
         logits = ops.cast(logits, "float32")
         if self._process is not None:
             logits = self._process(logits, steps[:, None], tokens)
-        chosen = ops.cast(ops.argmax(logits, axis=-1), "int32")
+        chosen = first_max_index(logits)
         here = ops.logical_and(
             ops.arange(self.max_length, dtype="int32")[None, :] == steps[:, None],
             active[:, None])
@@ -335,14 +340,20 @@ class ContinuousDecoder:
         new = self._widened(self._encode_function(array), self._width())
         self._state = self._insert_function(self._state, slot_ids, new, np.int32(self._index))
 
-    @staticmethod
-    def _widened(new, width):
-        """Encoded rows padded (masked) to a memory of `width` positions."""
-        return resize_cross_caches({SOURCE_STATE: new}, width)[SOURCE_STATE]
+    def _widened(self, new, width):
+        """Encoded rows padded (masked) to a memory of `width` positions,
+        by a compiled function per width (a pad per cache, run one by one,
+        would cost more than the encoder)."""
+        if _memory_width(new) == width:
+            return new
+        if width not in self._widen_functions:
+            self._widen_functions[width] = self.model.compile_function(
+                functools.partial(_widen, width=width), self._jit_compile)
+        return self._widen_functions[width](new)
 
     def _width(self):
         """The source length of the running memory."""
-        return self._state["model"][SOURCE_STATE]["cross_caches"][0]["memory_mask"].shape[1]
+        return _memory_width(self._state["model"][SOURCE_STATE])
 
     def _make_room(self, rows, width):
         """Slots for `rows` running rows and a memory of `width` positions,
@@ -416,6 +427,17 @@ class ContinuousDecoder:
             "tokens": ops.full((slots, self.max_length), self.model.pad_token_id, "int32"),
             "active": ops.zeros((slots,), "bool"),
         }
+
+
+def _memory_width(source_state):
+    """The source length of a decoding state's source part."""
+    return source_state["cross_caches"][0]["memory_mask"].shape[1]
+
+
+def _widen(new, width):
+    """`new` (a decoding state's source part) padded (masked) to `width`
+    source positions."""
+    return resize_cross_caches({SOURCE_STATE: new}, width)[SOURCE_STATE]
 
 
 def _distinct(state):

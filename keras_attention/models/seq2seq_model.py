@@ -110,6 +110,14 @@ class _TraceCounter:
         self.count = 0
 
 
+class _VariableList:
+    """The model's variables, listed once for its compiled functions (held
+    outside Keras' attribute tracking, which would count them twice)."""
+
+    def __init__(self):
+        self.variables = None
+
+
 class Seq2SeqModel(keras.Model):
     """An encoder-decoder model made with the functional API, plus `generate`.
 
@@ -165,6 +173,7 @@ class Seq2SeqModel(keras.Model):
         self.end_token_id = end_token_id
         self._generate_functions = {}
         self._generate_traces = _TraceCounter()
+        self._compiled_variables = _VariableList()  # `_variables_once()`
         # The sublayers a saved quantized model had quantized: the model is
         # rebuilt from its constructor arguments, in float, so they are
         # quantized again before the file's variables are loaded.
@@ -675,23 +684,27 @@ class Seq2SeqModel(keras.Model):
         compiled program serves any weights of the same shapes."""
         import jax
 
-        def stateless(trainable, non_trainable, *args):
-            mapping = list(zip(self.trainable_variables, trainable)) + list(
-                zip(self.non_trainable_variables, non_trainable)
-            )
+        def stateless(values, *args):
+            mapping = list(zip(self._variables_once(), values))
             with keras.StatelessScope(state_mapping=mapping):
                 return traced(*args)
 
-        compiled = jax.jit(stateless, donate_argnums=(2,) if donate_first else ())
+        compiled = jax.jit(stateless, donate_argnums=(1,) if donate_first else ())
 
         def call(*args):
-            return compiled(
-                [v.value for v in self.trainable_variables],
-                [v.value for v in self.non_trainable_variables],
-                *args,
-            )
+            return compiled([v.value for v in self._variables_once()], *args)
 
         return call
+
+    def _variables_once(self):
+        """Every variable of the model, listed once: listing them walks
+        every sublayer, milliseconds that a decoding step called per token
+        (`ContinuousDecoder`) would pay at each call. Listed again after a
+        quantization (`quantize`, `load_own_variables`), which replaces
+        variables."""
+        if self._compiled_variables.variables is None:
+            self._compiled_variables.variables = list(self.variables)
+        return self._compiled_variables.variables
 
     def generate_trace_count(self):
         """How many times the compiled generation functions were traced (0
@@ -704,6 +717,7 @@ class Seq2SeqModel(keras.Model):
         functions: they hold the float weights the quantization replaced."""
         super().quantize(mode, config=config, filters=filters, **kwargs)
         self._generate_functions = {}
+        self._compiled_variables.variables = None
 
     def load_own_variables(self, store):
         """Quantizes the sublayers the saved config lists (`quantized_sublayers`)
@@ -711,6 +725,7 @@ class Seq2SeqModel(keras.Model):
         restore_quantization(self, self._saved_quantization)
         self._saved_quantization = {}
         self._generate_functions = {}
+        self._compiled_variables.variables = None
         super().load_own_variables(store)
 
     def get_config(self):

@@ -1,10 +1,11 @@
+import keras
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from keras_attention.decoding import sampling_search, select_tokens, top_k_logits, top_p_logits
-from keras_attention.decoding.sampling import validate_generation_args
+from keras_attention.decoding.sampling import first_max_index, validate_generation_args
 from tests.decoding.scripted import END, PAD, START, log_table, row_state, table_step_fn
 from tests.decoding.scripted import compiled as compile_fn
 
@@ -130,3 +131,16 @@ def test_invalid_generation_args(kwargs, pattern):
     args.update(kwargs)
     with pytest.raises(ValueError, match=pattern):
         validate_generation_args(**args)
+
+
+def test_first_max_index_is_argmax_with_ties_infinities_and_nans():
+    rng = np.random.default_rng(0)
+    values = rng.integers(-3, 4, size=(64, 57)).astype("float32")  # many ties
+    values[1] = -np.inf
+    values[2, [5, 9]] = np.inf
+    values[3, [7, 30]] = np.nan
+    values[4, :] = np.nan
+    got = keras.ops.convert_to_numpy(first_max_index(values))
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, np.argmax(values, axis=-1))
+    assert got[1] == 0 and got[2] == 5 and got[3] == 7 and got[4] == 0

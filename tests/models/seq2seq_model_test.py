@@ -657,6 +657,23 @@ def test_a_quantized_model_round_trips_through_a_keras_file(architecture, tmp_pa
     np.testing.assert_array_equal(result.logits, expected.logits)
 
 
+def test_compiled_generate_reads_the_weights_at_each_call():
+    """The variables are listed once, their values read at every call: new
+    weights are used at once, without a new trace."""
+    keras.utils.set_random_seed(0)
+    model = transformer_seq2seq(20, target_vocabulary_size=24, **SMALL)
+    keras.utils.set_random_seed(1)
+    other = transformer_seq2seq(20, target_vocabulary_size=24, **SMALL)
+    before = model.generate(SOURCE, 6, return_logits=True).logits
+    traces = model.generate_trace_count()
+    model.set_weights(other.get_weights())
+    after = model.generate(SOURCE, 6, return_logits=True).logits
+    assert not np.allclose(after, before)
+    np.testing.assert_allclose(after, other.generate(SOURCE, 6, return_logits=True).logits,
+                               atol=1e-5)
+    assert model.generate_trace_count() == traces
+
+
 @pytest.mark.large
 @pytest.mark.slow_on("jax", reason=(
     "generates eagerly: JAX compiles each op per shape; which compiled function generate "
