@@ -296,7 +296,8 @@ def _add_serve_parser(commands):
     sub.add_argument("--max_batch_size", type=_positive_int, default=32,
                      help="the most lines decoded together (default 32; 1: no batching)")
     sub.add_argument("--batch_timeout_ms", type=_non_negative_float, default=5.0,
-                     help="the longest a line waits for others to join its batch (default 5)")
+                     help="how long a batch that is not full waits for one more line; while lines "
+                          "keep arriving, up to 4 times as long (default 5)")
     sub.add_argument("--max_queue", type=_positive_int, default=1024,
                      help="the most lines waiting; beyond it 503 with Retry-After (default 1024)")
     sub.add_argument("--max_source_tokens", type=_positive_int, default=None,

@@ -5,12 +5,16 @@ thread (a compiled search releases Python's lock, so the loop keeps taking
 requests meanwhile). A request is a list of rows (one per input line). The
 worker takes up to `max_batch_size` waiting rows, from as many requests as it
 takes, and hands them to `answer_rows` in one call. A batch that is not
-full waits for more rows until `batch_timeout_ms` after the later of the
-oldest waiting row's arrival and the end of the previous batch. So a lone
-request waits at most the timeout, and the clients answered by one batch
-(who send their next request at once: closed-loop clients, a pipeline) join
-the next batch instead of leaving it half empty while the rows that arrived
-during the decoding run alone. A request larger than
+full waits for more rows until `batch_timeout_ms` after the latest of the
+oldest waiting row's arrival, the end of the previous batch and the newest
+row's arrival, but never more than `GATHER_LIMIT` timeouts after the first
+two. So a lone request waits at most the timeout; the clients answered by
+one batch (who send their next request at once: closed-loop clients, a
+pipeline) join the next batch instead of leaving it half empty, even when
+their requests come back spread over more than one timeout (16 answers and
+16 new requests through one event loop on a busy machine take longer than
+5 ms); and rows that keep arriving delay a batch by at most
+`GATHER_LIMIT` timeouts. A request larger than
 `max_batch_size` is split across batches; its answers come back in its order
 once all of its rows are answered.
 
@@ -33,6 +37,9 @@ import threading
 import time
 
 __all__ = ["Batcher", "ContinuousBatcher", "QueueFull"]
+
+#: The longest a batch waits for rows that keep arriving, in batch timeouts.
+GATHER_LIMIT = 4
 
 
 class QueueFull(Exception):
@@ -89,8 +96,9 @@ class Batcher:
             order; called on the worker thread with 1 to `max_batch_size`
             rows. An exception fails the requests of that batch only.
         max_batch_size: positive int, the most rows in one call.
-        batch_timeout_ms: float >= 0, how long the oldest waiting row may wait
-            for more rows to join it.
+        batch_timeout_ms: float >= 0, how long a batch that is not full
+            waits for one more row (while rows keep arriving, up to
+            `GATHER_LIMIT` times as long).
         max_queue: positive int, the most rows waiting (not yet in a batch).
         on_batch: optional `on_batch(rows, seconds)`, called after each batch
             (metrics).
@@ -173,9 +181,7 @@ class Batcher:
             while True:
                 self._drop_abandoned()
                 if self._waiting:
-                    deadline = max(self._waiting[0][0].arrived,
-                                   self._idle_since) + self.batch_timeout_s
-                    left = deadline - time.monotonic()
+                    left = self._gathering_deadline() - time.monotonic()
                     if len(self._waiting) >= self.max_batch_size or left <= 0 or self._stopping:
                         count = min(self.max_batch_size, len(self._waiting))
                         return [self._waiting.popleft() for _ in range(count)]
@@ -184,6 +190,16 @@ class Batcher:
                     return None
                 else:
                     self._condition.wait()
+
+    def _gathering_deadline(self):
+        """When a batch that is not full stops waiting for more rows
+        (`time.monotonic()`): a timeout after the latest of the oldest
+        waiting row's arrival, the previous batch's end and the newest row's
+        arrival, and at most `GATHER_LIMIT` timeouts after the first two."""
+        start = max(self._waiting[0][0].arrived, self._idle_since)
+        newest = self._waiting[-1][0].arrived
+        return min(max(start, newest) + self.batch_timeout_s,
+                   start + GATHER_LIMIT * self.batch_timeout_s)
 
     def _drop_abandoned(self):
         while self._waiting and self._waiting[0][0].abandoned():
@@ -276,9 +292,7 @@ class ContinuousBatcher(Batcher):
                 self._drop_abandoned()
                 free = self.engine.free
                 if self._waiting and free:
-                    deadline = max(self._waiting[0][0].arrived,
-                                   self._idle_since) + self.batch_timeout_s
-                    left = deadline - time.monotonic()
+                    left = self._gathering_deadline() - time.monotonic()
                     if (self._in_flight or len(self._waiting) >= free or left <= 0
                             or self._stopping):
                         return [self._waiting.popleft()

@@ -37,8 +37,9 @@ class ServerSettings:
             the run folder's name).
         max_batch_size: positive int, the most lines decoded together (1:
             no batching).
-        batch_timeout_ms: number >= 0, the longest a line waits for others to
-            join its batch.
+        batch_timeout_ms: number >= 0, how long a batch that is not full
+            waits for one more line (while lines keep arriving, up to 4
+            times as long: `server.batcher.GATHER_LIMIT`).
         max_queue: positive int, the most lines waiting; a request beyond it
             gets 503 with `Retry-After`.
         strategy: `"greedy"`, `"beam"` or None (the run's).

@@ -80,6 +80,44 @@ def test_clients_answered_by_a_batch_join_the_next_one():
     assert [len(batch) for batch in recorder.batches] == [4, 4, 4]
 
 
+def test_rows_that_keep_arriving_within_the_timeout_share_a_batch():
+    """Five requests 100 ms apart, a 300 ms timeout: spread over 400 ms, more
+    than one timeout, yet each arrives within the timeout of the one before
+    (closed-loop clients answered by one batch come back spread out)."""
+    recorder = _Recorder()
+    batcher = Batcher(recorder, max_batch_size=8, batch_timeout_ms=300)
+
+    async def later(name, delay):
+        await asyncio.sleep(delay)
+        return await batcher.answer([name])
+
+    async def clients():
+        return await asyncio.gather(*(later(name, 0.1 * i) for i, name in enumerate("abcde")))
+
+    assert _run(batcher, clients()) == [["A"], ["B"], ["C"], ["D"], ["E"]]
+    assert recorder.batches == [["a", "b", "c", "d", "e"]]
+
+
+def test_rows_that_keep_arriving_delay_a_batch_at_most_the_gather_limit():
+    """A request every 20 ms for 1.2 s, a 50 ms timeout: the first batch
+    starts within GATHER_LIMIT timeouts (200 ms) of the first row, not
+    when the arrivals stop."""
+    recorder = _Recorder()
+    batcher = Batcher(recorder, max_batch_size=100, batch_timeout_ms=50)
+
+    async def later(name, delay):
+        await asyncio.sleep(delay)
+        return await batcher.answer([name])
+
+    async def clients():
+        return await asyncio.gather(*(later(f"r{i}", 0.02 * i) for i in range(60)))
+
+    answers = _run(batcher, clients())
+    assert answers == [[f"R{i}"] for i in range(60)]
+    assert len(recorder.batches) >= 2
+    assert sum(len(batch) for batch in recorder.batches) == 60
+
+
 def test_batching_off_answers_one_row_per_call():
     recorder = _Recorder()
     batcher = Batcher(recorder, max_batch_size=1, batch_timeout_ms=100)
