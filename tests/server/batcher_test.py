@@ -80,21 +80,23 @@ def test_clients_answered_by_a_batch_join_the_next_one():
     assert [len(batch) for batch in recorder.batches] == [4, 4, 4]
 
 
+async def _spaced(batcher, rows, seconds):
+    """One request per row, `seconds` apart; their answers, in order."""
+    async def later(row, delay):
+        await asyncio.sleep(delay)
+        return await batcher.answer([row])
+
+    return await asyncio.gather(*(later(row, seconds * i) for i, row in enumerate(rows)))
+
+
 def test_rows_that_keep_arriving_within_the_timeout_share_a_batch():
     """Five requests 100 ms apart, a 300 ms timeout: spread over 400 ms, more
     than one timeout, yet each arrives within the timeout of the one before
     (closed-loop clients answered by one batch come back spread out)."""
     recorder = _Recorder()
     batcher = Batcher(recorder, max_batch_size=8, batch_timeout_ms=300)
-
-    async def later(name, delay):
-        await asyncio.sleep(delay)
-        return await batcher.answer([name])
-
-    async def clients():
-        return await asyncio.gather(*(later(name, 0.1 * i) for i, name in enumerate("abcde")))
-
-    assert _run(batcher, clients()) == [["A"], ["B"], ["C"], ["D"], ["E"]]
+    assert _run(batcher, _spaced(batcher, list("abcde"), 0.1)) == [["A"], ["B"], ["C"], ["D"],
+                                                                   ["E"]]
     assert recorder.batches == [["a", "b", "c", "d", "e"]]
 
 
@@ -104,15 +106,7 @@ def test_rows_that_keep_arriving_delay_a_batch_at_most_the_gather_limit():
     when the arrivals stop."""
     recorder = _Recorder()
     batcher = Batcher(recorder, max_batch_size=100, batch_timeout_ms=50)
-
-    async def later(name, delay):
-        await asyncio.sleep(delay)
-        return await batcher.answer([name])
-
-    async def clients():
-        return await asyncio.gather(*(later(f"r{i}", 0.02 * i) for i in range(60)))
-
-    answers = _run(batcher, clients())
+    answers = _run(batcher, _spaced(batcher, [f"r{i}" for i in range(60)], 0.02))
     assert answers == [[f"R{i}"] for i in range(60)]
     assert len(recorder.batches) >= 2
     assert sum(len(batch) for batch in recorder.batches) == 60
