@@ -241,9 +241,9 @@ class ContinuousBatcher(Batcher):
             ended), `drop(keys)` (stop rows whose callers went away) and
             `reset()` (drop every running row): a `ServedModel` with
             continuous batching. Called on the worker thread only.
-        batch_timeout_ms: float >= 0, how long the oldest waiting row may
-            wait for more rows while nothing runs (while rows run, waiting
-            rows join at the next step).
+        batch_timeout_ms: float >= 0, while nothing runs, how long the
+            waiting rows wait for one more row (as `Batcher`'s); while rows
+            run, waiting rows join at the next step.
         max_queue: positive int, the most rows waiting (not yet admitted).
         on_batch: optional `on_batch(rows, seconds)`, called after each step
             (metrics: the rows the step decoded).
