@@ -696,6 +696,12 @@ class Seq2SeqModel(keras.Model):
 
         return call
 
+    def _forget_compiled_functions(self):
+        """Drops the compiled generation functions and the variable list
+        they read (a quantization replaces variables)."""
+        self._generate_functions = {}
+        self._compiled_variables.variables = None
+
     def _variables_once(self):
         """Every variable of the model, listed once: listing them walks
         every sublayer, milliseconds that a decoding step called per token
@@ -716,16 +722,14 @@ class Seq2SeqModel(keras.Model):
         """`keras.Model.quantize`, then drops the compiled generation
         functions: they hold the float weights the quantization replaced."""
         super().quantize(mode, config=config, filters=filters, **kwargs)
-        self._generate_functions = {}
-        self._compiled_variables.variables = None
+        self._forget_compiled_functions()
 
     def load_own_variables(self, store):
         """Quantizes the sublayers the saved config lists (`quantized_sublayers`)
         before Keras loads their variables, which follows this call."""
         restore_quantization(self, self._saved_quantization)
         self._saved_quantization = {}
-        self._generate_functions = {}
-        self._compiled_variables.variables = None
+        self._forget_compiled_functions()
         super().load_own_variables(store)
 
     def get_config(self):
